@@ -1,0 +1,262 @@
+//! Time for every policy: one clock per registry, injected, never read behind its back.
+//!
+//! Policy code never calls `Instant::now()`, `thread::sleep` or `tokio::time::sleep`; it asks the
+//! registry's [`Timer`], which offers
+//! - an exact reading ([`Timer::now`]), about 40 ns on the system clock, used only off success paths;
+//! - a *coarse* reading ([`Timer::coarse_now`]), one atomic load: the last exact reading, kept fresh by a
+//!   ticker thread on the system clock (started by the first policy that needs it) and exact under the
+//!   manual clock. A coarse reading is never ahead of real time, so a policy that decides on it errs
+//!   towards refusing; it re-reads the exact clock before it refuses;
+//! - waits: blocking for sync methods, a future for async ones, both interrupted by
+//!   `Registry::shutdown`.
+//!
+//! Times are `u64` nanoseconds since the clock's origin (the registry's build, or the manual clock's
+//! creation).
+
+mod manual;
+mod system;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+pub use manual::ManualClock;
+
+/// The time source a registry is built on: the system clock (the default) or, in tests, a
+/// [`ManualClock`](crate::testing::ManualClock).
+///
+/// ```
+/// use resilience4cata::{Clock, Registry};
+///
+/// let registry = Registry::builder().clock(Clock::system()).build()?;
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Clock {
+    kind: ClockKind,
+}
+
+#[derive(Clone, Debug)]
+enum ClockKind {
+    System,
+    Manual(ManualClock),
+}
+
+impl Clock {
+    /// The machine's monotonic clock; async waits need the `tokio` feature.
+    pub fn system() -> Self {
+        Clock { kind: ClockKind::System }
+    }
+
+    /// Whether this clock can wait inside a future (the manual clock always can; the system clock
+    /// needs the `tokio` feature).
+    pub fn can_sleep_async(&self) -> bool {
+        match self.kind {
+            ClockKind::System => cfg!(feature = "tokio"),
+            ClockKind::Manual(_) => true,
+        }
+    }
+
+    pub(crate) fn into_timer(self) -> Timer {
+        Timer::new(self)
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::system()
+    }
+}
+
+impl From<ManualClock> for Clock {
+    fn from(clock: ManualClock) -> Self {
+        Clock { kind: ClockKind::Manual(clock) }
+    }
+}
+
+impl From<&ManualClock> for Clock {
+    fn from(clock: &ManualClock) -> Self {
+        Clock::from(clock.clone())
+    }
+}
+
+/// A wait was cut short by `Registry::shutdown`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Interrupted;
+
+/// The registry's clock plus its shutdown signal; shared by every policy of one registry.
+#[derive(Debug)]
+pub(crate) struct Timer {
+    kind: TimerKind,
+    /// Last exact reading (system) or the manual time itself (manual): one load for a coarse read.
+    coarse: Arc<CachePadded<AtomicU64>>,
+    shutdown: AtomicBool,
+    waits: system::Waits,
+}
+
+#[derive(Debug)]
+enum TimerKind {
+    System(system::SystemTime),
+    Manual(ManualClock),
+}
+
+impl Timer {
+    fn new(clock: Clock) -> Timer {
+        let (kind, coarse) = match clock.kind {
+            ClockKind::System => {
+                (TimerKind::System(system::SystemTime::new()), Arc::new(CachePadded::new(AtomicU64::new(0))))
+            }
+            ClockKind::Manual(m) => {
+                let cell = m.cell();
+                (TimerKind::Manual(m), cell)
+            }
+        };
+        Timer { kind, coarse, shutdown: AtomicBool::new(false), waits: system::Waits::default() }
+    }
+
+    /// Exact time in nanoseconds since the origin. On the system clock this also refreshes the
+    /// coarse reading.
+    pub(crate) fn now(&self) -> u64 {
+        match &self.kind {
+            TimerKind::System(s) => {
+                let now = s.now();
+                self.coarse.fetch_max(now, Ordering::Relaxed);
+                now
+            }
+            TimerKind::Manual(m) => m.nanos(),
+        }
+    }
+
+    /// One atomic load: never ahead of [`Timer::now`], exact under the manual clock.
+    #[inline]
+    pub(crate) fn coarse_now(&self) -> u64 {
+        self.coarse.load(Ordering::Relaxed)
+    }
+
+    /// Starts the ticker that keeps [`Timer::coarse_now`] within about a millisecond of the system
+    /// clock; a no-op on the manual clock and when already running.
+    pub(crate) fn keep_coarse_fresh(self: &Arc<Self>) {
+        if let TimerKind::System(s) = &self.kind {
+            s.start_ticker(Arc::downgrade(self));
+        }
+    }
+
+    /// Whether this timer can wait inside a future.
+    pub(crate) fn can_sleep_async(&self) -> bool {
+        match self.kind {
+            TimerKind::System(_) => cfg!(feature = "tokio"),
+            TimerKind::Manual(_) => true,
+        }
+    }
+
+    /// Whether `Registry::shutdown` has been called (sticky).
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Interrupts every pending wait and every later one.
+    pub(crate) fn shut_down(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        self.waits.wake_all();
+    }
+
+    /// Blocks the calling thread for `wait` (a manual clock advances instead). A zero wait returns at
+    /// once without a syscall.
+    pub(crate) fn sleep(&self, wait: Duration) -> Result<(), Interrupted> {
+        if self.is_shut_down() {
+            return Err(Interrupted);
+        }
+        if wait.is_zero() {
+            return Ok(());
+        }
+        match &self.kind {
+            TimerKind::System(_) => self.waits.park(wait, &self.shutdown),
+            TimerKind::Manual(m) => {
+                m.advance_to(m.nanos().saturating_add(nanos(wait)));
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits for `wait` without blocking a thread. Panics only if called on a system clock without
+    /// the `tokio` feature, which registry construction rules out (`R4C-REG-010`).
+    pub(crate) async fn sleep_async(&self, wait: Duration) -> Result<(), Interrupted> {
+        if self.is_shut_down() {
+            return Err(Interrupted);
+        }
+        if wait.is_zero() {
+            return Ok(());
+        }
+        match &self.kind {
+            TimerKind::System(_) => self.waits.sleep_async(wait, &self.shutdown).await,
+            TimerKind::Manual(m) => m.sleep(wait, &self.shutdown).await,
+        }
+    }
+
+    /// A future that completes at `deadline` (nanoseconds since the origin); used by timeouts.
+    pub(crate) async fn sleep_until_async(&self, deadline: u64) -> Result<(), Interrupted> {
+        let now = self.now();
+        self.sleep_async(Duration::from_nanos(deadline.saturating_sub(now))).await
+    }
+}
+
+/// Nanoseconds of a duration, saturating at `u64::MAX` (584 years).
+#[inline]
+pub(crate) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_sync_sleep_advances_and_zero_does_not() {
+        let clock = ManualClock::new();
+        let timer = Clock::from(&clock).into_timer();
+        timer.sleep(Duration::ZERO).unwrap();
+        assert_eq!(clock.elapsed(), Duration::ZERO);
+        timer.sleep(Duration::from_millis(100)).unwrap();
+        assert_eq!(clock.elapsed(), Duration::from_millis(100));
+        assert_eq!(timer.now(), 100_000_000);
+        assert_eq!(timer.coarse_now(), 100_000_000);
+    }
+
+    #[test]
+    fn shutdown_is_sticky() {
+        let timer = Clock::from(ManualClock::new()).into_timer();
+        timer.shut_down();
+        assert_eq!(timer.sleep(Duration::from_secs(1)), Err(Interrupted));
+        assert_eq!(timer.sleep(Duration::ZERO), Err(Interrupted));
+    }
+
+    #[test]
+    fn system_zero_sleep_returns_at_once_and_now_moves() {
+        let timer = Clock::system().into_timer();
+        let a = timer.now();
+        timer.sleep(Duration::ZERO).unwrap();
+        timer.sleep(Duration::from_millis(2)).unwrap();
+        assert!(timer.now() >= a + 2_000_000);
+        assert!(timer.coarse_now() >= a);
+    }
+
+    #[test]
+    fn system_sync_sleep_is_interrupted_by_shutdown() {
+        let timer = Arc::new(Clock::system().into_timer());
+        let t2 = Arc::clone(&timer);
+        let handle = std::thread::spawn(move || t2.sleep(Duration::from_secs(60)));
+        std::thread::sleep(Duration::from_millis(20));
+        timer.shut_down();
+        assert_eq!(handle.join().unwrap(), Err(Interrupted));
+    }
+
+    #[test]
+    fn ticker_keeps_coarse_fresh() {
+        let timer = Arc::new(Clock::system().into_timer());
+        timer.keep_coarse_fresh();
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(timer.coarse_now() >= 10_000_000, "coarse reading {}", timer.coarse_now());
+    }
+}

@@ -1,0 +1,77 @@
+//! Configuration errors found when a registry, wrapper or pipeline is built: never at call time,
+//! never a panic.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// Every run-time error code this crate emits, each with a section in `docs/errors.md`.
+pub mod codes {
+    /// An invalid combination of policies on one method or pipeline (e.g. retry and hedge).
+    pub const INVALID_COMBINATION: &str = "R4C-REG-001";
+    /// A resolved value is out of range or inconsistent (e.g. `max_delay < delay`).
+    pub const INVALID_VALUE: &str = "R4C-REG-003";
+    /// `config = "name"` names a configuration the registry does not have for that policy.
+    pub const UNKNOWN_CONFIG: &str = "R4C-REG-004";
+    /// Two users of one instance id resolved different configurations.
+    pub const CONFLICTING_INSTANCE: &str = "R4C-REG-008";
+    /// An async wait is needed but the registry's clock cannot sleep asynchronously.
+    pub const NO_ASYNC_CLOCK: &str = "R4C-REG-010";
+    /// Every run-time code, for the documentation check.
+    pub const ALL: &[&str] =
+        &[INVALID_COMBINATION, INVALID_VALUE, UNKNOWN_CONFIG, CONFLICTING_INSTANCE, NO_ASYNC_CLOCK];
+}
+
+/// A configuration problem found when building a registry, a wrapper or a pipeline.
+///
+/// `Display` starts with the code in brackets, then the instance id when there is one:
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::{Pipeline, Registry};
+///
+/// let registry = Registry::builder()
+///     .retry_instance("prices", |r| r.delay(Duration::from_secs(20)))
+///     .build()?;
+/// let err = Pipeline::builder(&registry, "prices").retry().build::<u32, std::io::Error>().unwrap_err();
+/// assert_eq!(err.code(), "R4C-REG-003");
+/// assert!(err.to_string().starts_with("[R4C-REG-003] prices:"));
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryError {
+    code: &'static str,
+    instance: Option<Arc<str>>,
+    message: String,
+}
+
+impl RegistryError {
+    pub(crate) fn new(code: &'static str, instance: Option<&str>, message: impl Into<String>) -> Self {
+        RegistryError { code, instance: instance.map(Arc::from), message: message.into() }
+    }
+
+    /// The code, e.g. `"R4C-REG-003"`; `docs/errors.md` has a section for each.
+    pub fn code(&self) -> &str {
+        self.code
+    }
+
+    /// The policy instance concerned, if any.
+    pub fn instance(&self) -> Option<&str> {
+        self.instance.as_deref()
+    }
+
+    /// The readable explanation, without the code.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.instance {
+            Some(id) => write!(f, "[{}] {}: {}", self.code, id, self.message),
+            None => write!(f, "[{}] {}", self.code, self.message),
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
