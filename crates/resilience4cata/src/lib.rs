@@ -2,16 +2,46 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+#[doc(hidden)]
+pub mod __private;
 pub mod clock;
 mod error;
+mod events;
+mod registry;
 mod rejection;
+pub mod retry;
 
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
+pub use events::Event;
+pub use registry::{Registry, RegistryBuilder, RegistrySnapshot};
 pub use rejection::{Rejection, ResilienceError};
+pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot, Verdict};
+
+/// The names most code needs: `use resilience4cata::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        Backoff, Budget, GiveUpReason, Jitter, Registry, RegistryBuilder, RegistryError, Rejection, ResilienceError,
+        RetryEvent, RetrySnapshot, Verdict,
+    };
+}
 
 /// Test support: a manual clock and a deterministic registry.
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use crate::clock::ManualClock;
+
+    /// A registry builder on `clock` with a fixed jitter seed, so runs are deterministic: waits
+    /// advance the manual clock and return at once, sync and async.
+    ///
+    /// ```
+    /// use resilience4cata::testing::{self, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let registry = testing::registry(&clock).build()?;
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn registry(clock: &ManualClock) -> crate::RegistryBuilder {
+        crate::Registry::builder().clock(clock).jitter_seed(0x5EED_0F_4CA7A)
+    }
 }

@@ -131,12 +131,14 @@ impl Timer {
 
     /// One atomic load: never ahead of [`Timer::now`], exact under the manual clock.
     #[inline]
+    #[allow(dead_code)] // read by the rate limiter, time-window breaker and timeout
     pub(crate) fn coarse_now(&self) -> u64 {
         self.coarse.load(Ordering::Relaxed)
     }
 
     /// Starts the ticker that keeps [`Timer::coarse_now`] within about a millisecond of the system
     /// clock; a no-op on the manual clock and when already running.
+    #[allow(dead_code)] // read by the rate limiter, time-window breaker and timeout
     pub(crate) fn keep_coarse_fresh(self: &Arc<Self>) {
         if let TimerKind::System(s) = &self.kind {
             s.start_ticker(Arc::downgrade(self));
@@ -196,6 +198,7 @@ impl Timer {
     }
 
     /// A future that completes at `deadline` (nanoseconds since the origin); used by timeouts.
+    #[allow(dead_code)] // read by the rate limiter, time-window breaker and timeout
     pub(crate) async fn sleep_until_async(&self, deadline: u64) -> Result<(), Interrupted> {
         let now = self.now();
         self.sleep_async(Duration::from_nanos(deadline.saturating_sub(now))).await

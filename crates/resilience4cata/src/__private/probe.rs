@@ -1,0 +1,92 @@
+//! Type-level helpers of the generated code, each with a coded diagnostic for the user's mistake.
+
+use crate::{Rejection, ResilienceError};
+
+/// Recognises `Result<T, E>` through its type, not its spelling, so aliases such as `io::Result<T>`
+/// work.
+#[diagnostic::on_unimplemented(
+    message = "[R4C-SIG-002] a method with a resilience policy must return `Result<T, E>`, not `{Self}`",
+    label = "not a `Result`",
+    note = "policies decide on `Err`: return `Result<T, E>` (or a future of it), or remove the policy attribute"
+)]
+pub trait ResultLike {
+    type Ok;
+    type Err;
+}
+
+impl<T, E> ResultLike for Result<T, E> {
+    type Ok = T;
+    type Err = E;
+}
+
+/// Generated as `assert_result::<ReturnType>()` so a wrong return type is reported on it.
+#[inline(always)]
+pub fn assert_result<R: ResultLike>() {}
+
+/// Generated for methods whose policies can refuse calls: reports a missing impl with its code.
+#[inline(always)]
+pub fn require_resilience_error<E: ResilienceError>() {}
+
+/// An argument handed to every attempt of a retried method: references and `Copy` values cost
+/// nothing, other owned values are cloned per attempt.
+#[diagnostic::on_unimplemented(
+    message = "[R4C-SIG-007] `{Self}` is passed by value to a retried method, so it must be `Clone` (it is cloned for each attempt)",
+    label = "this argument is moved into every attempt",
+    note = "take it by reference (`&T`, recommended: it costs nothing) or implement `Clone`"
+)]
+pub trait AttemptArg {
+    fn for_attempt(&self) -> Self;
+}
+
+impl<T: Clone> AttemptArg for T {
+    #[inline(always)]
+    fn for_attempt(&self) -> Self {
+        self.clone()
+    }
+}
+
+#[inline(always)]
+pub fn attempt_arg<T: AttemptArg>(value: &T) -> T {
+    value.for_attempt()
+}
+
+/// Autoref specialisation: `(&Probe(&e)).is_call_not_permitted()` finds an open breaker's refusal
+/// whenever the concrete `E` implements `ResilienceError`, and is `false` otherwise, so retry-only
+/// methods accept any error type. It sees only concrete types: for a generic or associated `E`, the
+/// fallback applies unless `E: ResilienceError` is required there.
+#[derive(Debug)]
+pub struct Probe<'a, E>(pub &'a E);
+
+pub trait ProbeRejection {
+    fn is_call_not_permitted(&self) -> bool;
+    fn rejection(&self) -> Option<&Rejection>;
+}
+
+impl<E: ResilienceError> ProbeRejection for Probe<'_, E> {
+    #[inline(always)]
+    fn is_call_not_permitted(&self) -> bool {
+        matches!(self.0.rejection(), Some(r) if r.is_call_not_permitted())
+    }
+
+    #[inline(always)]
+    fn rejection(&self) -> Option<&Rejection> {
+        self.0.rejection()
+    }
+}
+
+pub trait ProbeFallback {
+    fn is_call_not_permitted(&self) -> bool;
+    fn rejection(&self) -> Option<&Rejection>;
+}
+
+impl<E> ProbeFallback for &Probe<'_, E> {
+    #[inline(always)]
+    fn is_call_not_permitted(&self) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn rejection(&self) -> Option<&Rejection> {
+        None
+    }
+}

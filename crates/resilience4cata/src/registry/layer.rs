@@ -1,0 +1,110 @@
+//! The machinery every policy kind plugs into: layered configuration with "unset" keys, and the
+//! table of live instances shared by id.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::error::{RegistryError, codes};
+
+/// A policy's configuration builder: one `Option` per key, so a layer overrides only what it sets.
+pub(crate) trait Layer: Clone + Default + fmt::Debug + Send + Sync + 'static {
+    /// The resolved, validated configuration.
+    type Config: Clone + PartialEq + fmt::Debug + Send + Sync + 'static;
+    /// The policy's name in messages and config files (`"retry"`, `"circuit_breaker"`).
+    const POLICY: &'static str;
+
+    /// Overlays `over` on `self`: every key `over` sets wins.
+    fn merge(&mut self, over: &Self);
+
+    /// Fills unset keys with the built-in defaults and validates (`R4C-REG-003`).
+    fn resolve(&self, instance: &str) -> Result<Self::Config, RegistryError>;
+}
+
+/// Registry defaults, named configurations and per-instance overrides of one policy kind.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Configs<B> {
+    pub(crate) defaults: B,
+    pub(crate) named: HashMap<String, B>,
+    pub(crate) instances: HashMap<String, B>,
+}
+
+impl<B: Layer> Configs<B> {
+    /// built-in < registry defaults < named config < attributes < instance override.
+    pub(crate) fn resolve(&self, id: &str, config: Option<&str>, attrs: &B) -> Result<B::Config, RegistryError> {
+        let mut layered = self.defaults.clone();
+        if let Some(name) = config {
+            let named = self.named.get(name).ok_or_else(|| unknown_config::<B>(id, name, &self.named))?;
+            layered.merge(named);
+        }
+        layered.merge(attrs);
+        if let Some(over) = self.instances.get(id) {
+            layered.merge(over);
+        }
+        layered.resolve(id)
+    }
+}
+
+fn unknown_config<B: Layer>(id: &str, name: &str, named: &HashMap<String, B>) -> RegistryError {
+    let mut known: Vec<&str> = named.keys().map(String::as_str).collect();
+    known.sort_unstable();
+    let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
+    RegistryError::new(
+        codes::UNKNOWN_CONFIG,
+        Some(id),
+        format!("no {} configuration named `{name}` (known: {known})", B::POLICY),
+    )
+}
+
+/// The live instances of one policy kind, by id, with the configuration each was built from.
+#[derive(Debug)]
+pub(crate) struct Instances<C, S> {
+    map: Mutex<BTreeMap<Arc<str>, (C, Arc<S>)>>,
+}
+
+impl<C, S> Default for Instances<C, S> {
+    fn default() -> Self {
+        Instances { map: Mutex::new(BTreeMap::new()) }
+    }
+}
+
+impl<C: PartialEq + fmt::Debug + Clone, S> Instances<C, S> {
+    /// The instance `id`, created by `make` on first use; a later user must bring the same config.
+    pub(crate) fn get_or_create(
+        &self,
+        policy: &str,
+        id: &str,
+        config: C,
+        make: impl FnOnce(Arc<str>, C) -> S,
+    ) -> Result<Arc<S>, RegistryError> {
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((existing, state)) = map.get(id) {
+            if *existing != config {
+                return Err(RegistryError::new(
+                    codes::CONFLICTING_INSTANCE,
+                    Some(id),
+                    format!(
+                        "this {policy} instance is shared by name but resolves differently here: \
+                         {config:?} vs. {existing:?}; give both users the same attributes"
+                    ),
+                ));
+            }
+            return Ok(Arc::clone(state));
+        }
+        let key: Arc<str> = Arc::from(id);
+        let state = Arc::new(make(Arc::clone(&key), config.clone()));
+        map.insert(key, (config, Arc::clone(&state)));
+        Ok(state)
+    }
+
+    /// The instance `id`, if built.
+    #[allow(dead_code)] // used by the handles of stateful policies
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<S>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner).get(id).map(|(_, s)| Arc::clone(s))
+    }
+
+    /// Every instance, ordered by id.
+    pub(crate) fn all(&self) -> Vec<Arc<S>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner).values().map(|(_, s)| Arc::clone(s)).collect()
+    }
+}

@@ -1,0 +1,190 @@
+//! The registry: configuration layers, event listeners, the clock, and every live policy instance.
+//!
+//! Build it once at start-up, share it (it is a cheap `Arc` clone), wrap every dependency with it.
+//! It is immutable after [`RegistryBuilder::build`]: changing a value means building a new registry.
+
+mod layer;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub(crate) use layer::{Configs, Instances, Layer};
+
+use crate::clock::{Clock, Timer};
+use crate::error::RegistryError;
+use crate::events::{Event, Listeners};
+use crate::retry::policy::RetryState;
+use crate::retry::{RetryConfigBuilder, RetrySnapshot};
+
+/// Holds configuration, listeners, the clock and the state of every policy instance.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::Registry;
+///
+/// let registry = Registry::builder()
+///     .retry_defaults(|r| r.delay(Duration::from_millis(50)))           // every retry
+///     .retry("external", |r| r.max_attempts(5))                         // config = "external"
+///     .retry_instance("shop::InventoryApi::stock", |r| r.max_attempts(2)) // one instance
+///     .build()?;
+/// assert!(registry.snapshot().retries().is_empty()); // nothing wrapped yet
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+/// One policy kind's configuration layers and live instances.
+pub(crate) struct Kind<B: Layer, S> {
+    pub(crate) configs: Configs<B>,
+    pub(crate) instances: Instances<B::Config, S>,
+}
+
+impl<B: Layer, S> Kind<B, S> {
+    fn new(configs: Configs<B>) -> Self {
+        Kind { configs, instances: Instances::default() }
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) timer: Arc<Timer>,
+    pub(crate) seed: u64,
+    pub(crate) listeners: Listeners,
+    pub(crate) retry: Kind<RetryConfigBuilder, RetryState>,
+}
+
+impl Registry {
+    /// Starts a registry on the system clock with built-in defaults.
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    /// Every policy instance built so far, with its resolved configuration and current state.
+    pub fn snapshot(&self) -> RegistrySnapshot {
+        let inner = &*self.inner;
+        RegistrySnapshot { retries: inner.retry.instances.all().iter().map(|s| s.snapshot()).collect() }
+    }
+
+    /// Interrupts every pending wait between retry attempts, and every later one (sticky): those
+    /// calls give up with `GiveUpReason::Interrupted` and return their last failure.
+    pub fn shutdown(&self) {
+        self.inner.timer.shut_down();
+    }
+
+    /// Whether [`shutdown`](Registry::shutdown) was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.inner.timer.is_shut_down()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry").field("snapshot", &self.snapshot()).finish_non_exhaustive()
+    }
+}
+
+/// Every policy instance of a registry at one moment (`Registry::snapshot`).
+#[derive(Clone, Debug, PartialEq, Default)]
+#[non_exhaustive]
+pub struct RegistrySnapshot {
+    retries: Vec<RetrySnapshot>,
+}
+
+impl RegistrySnapshot {
+    /// Every retry instance, ordered by id.
+    pub fn retries(&self) -> &[RetrySnapshot] {
+        &self.retries
+    }
+}
+
+/// Configures a [`Registry`]: defaults, named configurations and per-instance overrides for each
+/// policy, the clock, and event listeners.
+#[must_use]
+pub struct RegistryBuilder {
+    clock: Clock,
+    seed: Option<u64>,
+    listeners: Listeners,
+    retry: Configs<RetryConfigBuilder>,
+}
+
+impl Default for RegistryBuilder {
+    fn default() -> Self {
+        RegistryBuilder {
+            clock: Clock::system(),
+            seed: None,
+            listeners: Listeners::default(),
+            retry: Configs::default(),
+        }
+    }
+}
+
+impl fmt::Debug for RegistryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistryBuilder").field("clock", &self.clock).finish_non_exhaustive()
+    }
+}
+
+/// Applies a chaining closure to the layer stored under `key`, creating it unset first.
+fn edit<B: Layer>(slot: &mut B, f: impl FnOnce(B) -> B) {
+    *slot = f(std::mem::take(slot));
+}
+
+impl RegistryBuilder {
+    /// The clock every policy reads and waits on (default: [`Clock::system`]).
+    pub fn clock(mut self, clock: impl Into<Clock>) -> Self {
+        self.clock = clock.into();
+        self
+    }
+
+    /// Fixes the seed of the jitter generators, so jittered waits repeat run after run.
+    pub fn jitter_seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Registers a listener for one event type, called synchronously on the thread that publishes.
+    /// The type is taken from the closure: `listen(|e: &RetryEvent| …)`.
+    pub fn listen<E: Event>(mut self, listener: impl Fn(&E) + Send + Sync + 'static) -> Self {
+        <E as crate::events::sealed::Sealed>::listeners_of(&mut self.listeners).push(Arc::new(listener));
+        self
+    }
+
+    /// Overrides built-in retry defaults for every retry of this registry.
+    pub fn retry_defaults(mut self, f: impl FnOnce(RetryConfigBuilder) -> RetryConfigBuilder) -> Self {
+        edit(&mut self.retry.defaults, f);
+        self
+    }
+
+    /// A named retry configuration, chosen with `#[retry(config = "name")]` or `.retry_config("name")`.
+    pub fn retry(mut self, name: impl Into<String>, f: impl FnOnce(RetryConfigBuilder) -> RetryConfigBuilder) -> Self {
+        edit(self.retry.named.entry(name.into()).or_default(), f);
+        self
+    }
+
+    /// Overrides for one retry instance id; they win over everything else.
+    pub fn retry_instance(
+        mut self,
+        id: impl Into<String>,
+        f: impl FnOnce(RetryConfigBuilder) -> RetryConfigBuilder,
+    ) -> Self {
+        edit(self.retry.instances.entry(id.into()).or_default(), f);
+        self
+    }
+
+    /// Builds the registry. Configuration is checked when a wrapper or pipeline resolves it.
+    pub fn build(self) -> Result<Registry, RegistryError> {
+        let timer = Arc::new(self.clock.into_timer());
+        let inner = Inner {
+            timer,
+            seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
+            listeners: self.listeners,
+            retry: Kind::new(self.retry),
+        };
+        Ok(Registry { inner: Arc::new(inner) })
+    }
+}

@@ -1,0 +1,256 @@
+//! The retry budget (Finagle's `RetryBudget`): retries granted in the last `budget_window` may not
+//! exceed `budget_min_retries_per_second × window seconds + budget_percent % × calls in the window`.
+//!
+//! Why: without a budget, every caller retries every failure, so with `max_attempts = 3` an outage
+//! triples the load on a dependency that is already failing. With `budget_percent = 20` it adds at
+//! most 20 %, plus a small reserve so rarely called methods can still retry.
+//!
+//! Cost model, as promised in the docs:
+//! - a call that starts adds one plain load + store on a per-thread stripe of a counter, each
+//!   stripe on its own cache line (no read-modify-write, no clock read, no allocation). Two threads
+//!   that share a stripe may lose an increment: the count is approximate on purpose, and a lost call
+//!   only makes the budget stricter;
+//! - a retryable failure reads the clock and sums the stripes;
+//! - a granted retry adds one compare-and-set on the window's retry counter.
+//!
+//! The window moves in tenths and only failures move it: a call that started while nothing failed is
+//! dated at the last failure, so after a quiet period longer than the window those calls have expired
+//! and the budget restarts from its reserve (it errs towards fewer retries).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+use super::{Budget, RetryConfig};
+use crate::clock::nanos;
+
+const SLOTS: u64 = 10;
+const STRIPES: usize = 16;
+const COUNT_BITS: u32 = 32;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+#[derive(Debug)]
+pub(crate) struct RetryBudget {
+    /// Calls started, per thread stripe; monotonic.
+    stripes: Box<[CachePadded<AtomicU64>]>,
+    /// The stripe total already dated into a slot.
+    flushed: AtomicU64,
+    /// The tenth of the last failure: where undated calls belong.
+    last_tenth: AtomicU64,
+    /// Per tenth `t % 10`: `(t << 32) | calls` and `(t << 32) | retries`.
+    calls: [AtomicU64; SLOTS as usize],
+    retries: [AtomicU64; SLOTS as usize],
+    tenth_nanos: u64,
+    reserve: f64,
+    percent: f64,
+}
+
+thread_local! {
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// A per-thread stripe index, handed out round-robin on the thread's first call.
+#[inline]
+fn stripe() -> usize {
+    STRIPE.with(|s| {
+        let i = s.get();
+        if i != usize::MAX {
+            return i;
+        }
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+        s.set(i);
+        i
+    })
+}
+
+fn pack(tenth: u64, count: u64) -> u64 {
+    (tenth << COUNT_BITS) | count.min(COUNT_MASK)
+}
+
+fn tag(v: u64) -> u64 {
+    v >> COUNT_BITS
+}
+
+impl RetryBudget {
+    pub(crate) fn new(config: &RetryConfig, now: u64) -> Self {
+        let tenth_nanos = (nanos(config.budget_window) / SLOTS).max(1);
+        let first = now / tenth_nanos;
+        RetryBudget {
+            stripes: (0..STRIPES).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
+            flushed: AtomicU64::new(0),
+            last_tenth: AtomicU64::new(first),
+            calls: std::array::from_fn(|_| AtomicU64::new(pack(first, 0))),
+            retries: std::array::from_fn(|_| AtomicU64::new(pack(first, 0))),
+            tenth_nanos,
+            reserve: f64::from(config.budget_min_retries_per_second) * config.budget_window.as_secs_f64(),
+            percent: config.budget_percent,
+        }
+    }
+
+    /// A call starts: one plain load and store on this thread's stripe.
+    #[inline]
+    pub(crate) fn count_call(&self) {
+        let cell = &self.stripes[stripe()];
+        cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// A retryable failure at `now` asks for a retry: dates pending calls, moves the window, and
+    /// grants with one compare-and-set if the window allows another retry.
+    pub(crate) fn try_grant(&self, now: u64) -> bool {
+        let tenth = now / self.tenth_nanos;
+        self.flush(tenth);
+        let allowed = self.allowed(self.sum(&self.calls, tenth));
+        let slot = &self.retries[(tenth % SLOTS) as usize];
+        let mut current = slot.load(Ordering::Acquire);
+        loop {
+            if tag(current) > tenth {
+                return false; // another thread is already in a later tenth: treat as exhausted
+            }
+            let mine = if tag(current) == tenth { current & COUNT_MASK } else { 0 };
+            let others = self.sum_except(&self.retries, tenth);
+            if others + mine >= allowed {
+                return false;
+            }
+            match slot.compare_exchange_weak(current, pack(tenth, mine + 1), Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return true,
+                Err(seen) => current = seen,
+            }
+        }
+    }
+
+    /// The current window as of `now`, counting calls not yet dated at the last failure.
+    pub(crate) fn snapshot(&self, now: u64) -> Budget {
+        let tenth = (now / self.tenth_nanos).max(self.last_tenth.load(Ordering::Acquire));
+        let pending = self.stripe_total().saturating_sub(self.flushed.load(Ordering::Acquire));
+        let last = self.last_tenth.load(Ordering::Acquire);
+        let pending = if tenth - last < SLOTS { pending } else { 0 };
+        let calls = self.sum(&self.calls, tenth) + pending;
+        Budget { calls, retries: self.sum(&self.retries, tenth), allowed_retries: self.allowed(calls) }
+    }
+
+    fn allowed(&self, calls: u64) -> u64 {
+        (self.reserve + self.percent * calls as f64 / 100.0).floor() as u64
+    }
+
+    fn stripe_total(&self) -> u64 {
+        self.stripes.iter().map(|s| s.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Dates the calls counted since the last flush at the last failure's tenth, then makes `tenth`
+    /// the last failure.
+    fn flush(&self, tenth: u64) {
+        let total = self.stripe_total();
+        let before = self.flushed.fetch_max(total, Ordering::AcqRel);
+        let last = self.last_tenth.fetch_max(tenth, Ordering::AcqRel);
+        let pending = total.saturating_sub(before);
+        if pending > 0 && tenth.saturating_sub(last) < SLOTS {
+            add(&self.calls[(last % SLOTS) as usize], last, pending);
+        }
+    }
+
+    /// The counts of slots that lie within the window ending at `tenth`.
+    fn sum(&self, slots: &[AtomicU64; SLOTS as usize], tenth: u64) -> u64 {
+        slots.iter().map(|s| live(s.load(Ordering::Acquire), tenth)).sum()
+    }
+
+    fn sum_except(&self, slots: &[AtomicU64; SLOTS as usize], tenth: u64) -> u64 {
+        let skip = (tenth % SLOTS) as usize;
+        slots.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, s)| live(s.load(Ordering::Acquire), tenth)).sum()
+    }
+}
+
+/// A slot's count if its tenth is within the ten tenths ending at `tenth`.
+fn live(v: u64, tenth: u64) -> u64 {
+    let t = tag(v);
+    if t <= tenth && tenth - t < SLOTS { v & COUNT_MASK } else { 0 }
+}
+
+/// Adds `n` to the slot of `tenth`, restarting it if it still holds an older tenth.
+fn add(slot: &AtomicU64, tenth: u64, n: u64) {
+    let mut current = slot.load(Ordering::Acquire);
+    loop {
+        let next = match tag(current) {
+            t if t == tenth => pack(tenth, (current & COUNT_MASK) + n),
+            t if t < tenth => pack(tenth, n),
+            _ => return, // the slot already serves a later tenth: these calls have expired
+        };
+        match slot.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(seen) => current = seen,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn budget(percent: f64, reserve: u32) -> RetryBudget {
+        let config = RetryConfig {
+            budget_percent: percent,
+            budget_min_retries_per_second: reserve,
+            budget_window: Duration::from_secs(10),
+            ..RetryConfig::default()
+        };
+        RetryBudget::new(&config, 0)
+    }
+
+    #[test]
+    fn reserve_zero_and_four_calls_grants_nothing() {
+        let b = budget(20.0, 0);
+        for _ in 0..4 {
+            b.count_call();
+            assert!(!b.try_grant(1));
+        }
+        assert_eq!(b.snapshot(1), Budget { calls: 4, retries: 0, allowed_retries: 0 });
+    }
+
+    #[test]
+    fn five_calls_earn_one_retry_at_twenty_percent() {
+        let b = budget(20.0, 0);
+        for _ in 0..5 {
+            b.count_call();
+        }
+        assert!(b.try_grant(1));
+        assert!(!b.try_grant(2));
+        assert_eq!(b.snapshot(2), Budget { calls: 5, retries: 1, allowed_retries: 1 });
+    }
+
+    #[test]
+    fn window_expires_in_tenths() {
+        let b = budget(0.0, 1); // reserve 10 per window
+        for i in 0..10 {
+            assert!(b.try_grant(i));
+        }
+        assert!(!b.try_grant(10));
+        // 10 s after the tenth of the first grants, they have left the window.
+        assert!(b.try_grant(10_000_000_000));
+        assert_eq!(b.snapshot(10_000_000_000).retries, 1);
+    }
+
+    #[test]
+    fn stress_never_exceeds_allowed() {
+        let b = std::sync::Arc::new(budget(10.0, 1));
+        let granted: u64 = (0..4)
+            .map(|_| {
+                let b = std::sync::Arc::clone(&b);
+                std::thread::spawn(move || {
+                    let mut granted = 0u64;
+                    for _ in 0..20_000 {
+                        b.count_call();
+                        granted += u64::from(b.try_grant(5));
+                    }
+                    granted
+                })
+            })
+            .map(|h| h.join().unwrap())
+            .sum();
+        let snap = b.snapshot(5);
+        assert_eq!(granted, snap.retries);
+        assert!(snap.retries <= snap.allowed_retries, "{snap:?}");
+        assert!(snap.calls <= 80_000);
+    }
+}

@@ -1,0 +1,206 @@
+//! Retry configuration: the resolved [`RetryConfig`] and its layered builder.
+
+use std::time::Duration;
+
+use crate::error::{RegistryError, codes};
+use crate::registry::Layer;
+
+/// How the base wait grows between attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
+pub enum Backoff {
+    /// Every wait is `delay`.
+    Fixed,
+    /// The wait before retry `n` is `delay × multiplier^(n−1)`, capped at `max_delay`.
+    Exponential,
+}
+
+/// How the base wait is randomised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
+pub enum Jitter {
+    /// Uniform in `[0, base]`.
+    Full,
+    /// Uniform in `[base / 2, base]`.
+    Equal,
+    /// Exactly `base`.
+    None,
+}
+
+/// A retry's resolved configuration: every key has a value.
+///
+/// Built-in defaults: 3 attempts, exponential backoff from 200 ms with multiplier 2 capped at 10 s,
+/// full jitter, no `max_duration`, no retry budget.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::retry::{Backoff, Jitter, RetryConfig};
+///
+/// let c = RetryConfig::default();
+/// assert_eq!((c.max_attempts, c.delay, c.backoff, c.jitter), (3, Duration::from_millis(200), Backoff::Exponential, Jitter::Full));
+/// assert_eq!(c.max_delay, Duration::from_secs(10));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RetryConfig {
+    /// `false`: one plain attempt, no events, no budget accounting.
+    pub enabled: bool,
+    /// Attempts per call, the first included (≥ 1).
+    pub max_attempts: u32,
+    /// The base wait before the first retry.
+    pub delay: Duration,
+    /// How the wait grows.
+    pub backoff: Backoff,
+    /// Growth factor of exponential backoff (≥ 1; ignored by `Fixed`).
+    pub multiplier: f64,
+    /// Cap of the base wait (never below `delay`, also with `Fixed`).
+    pub max_delay: Duration,
+    /// Randomisation of the wait.
+    pub jitter: Jitter,
+    /// Give up instead of waiting when elapsed + next wait would exceed this.
+    pub max_duration: Option<Duration>,
+    /// Retry budget: percentage of calls that may be retried (0 = no budget).
+    pub budget_percent: f64,
+    /// Retry budget: retries per second always allowed.
+    pub budget_min_retries_per_second: u32,
+    /// Retry budget: the window the budget counts over.
+    pub budget_window: Duration,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            enabled: true,
+            max_attempts: 3,
+            delay: Duration::from_millis(200),
+            backoff: Backoff::Exponential,
+            multiplier: 2.0,
+            max_delay: Duration::from_secs(10),
+            jitter: Jitter::Full,
+            max_duration: None,
+            budget_percent: 0.0,
+            budget_min_retries_per_second: 10,
+            budget_window: Duration::from_secs(10),
+        }
+    }
+}
+
+impl RetryConfig {
+    /// Whether a retry budget is on (`budget_percent > 0`).
+    pub fn has_budget(&self) -> bool {
+        self.budget_percent > 0.0
+    }
+}
+
+#[allow(unused_macros)]
+macro_rules! layered_builder {
+    ($(#[$meta:meta])* $builder:ident => $config:ident { $($(#[$kdoc:meta])* $key:ident : $ty:ty),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq)]
+        pub struct $builder {
+            $($key: Option<$ty>,)*
+        }
+
+        impl $builder {
+            /// A builder with every key unset.
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            $(
+                $(#[$kdoc])*
+                #[must_use]
+                pub fn $key(mut self, value: $ty) -> Self {
+                    self.$key = Some(value);
+                    self
+                }
+            )*
+
+            fn overlay(&mut self, over: &Self) {
+                $(if over.$key.is_some() { self.$key = over.$key.clone(); })*
+            }
+
+            fn fill(&self) -> $config {
+                let mut config = $config::default();
+                $(if let Some(v) = &self.$key { config.$key = v.clone().into(); })*
+                config
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use layered_builder; // each policy's config builder is made by this macro
+
+layered_builder! {
+    /// Retry settings to layer over the defaults: each setter is named after its attribute key and
+    /// overrides only that key. Used in every `retry_…` builder closure: `|r| r.max_attempts(3)`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::Registry;
+    /// use resilience4cata::retry::Jitter;
+    ///
+    /// let registry = Registry::builder()
+    ///     .retry_defaults(|r| r.delay(Duration::from_millis(50)).jitter(Jitter::None))
+    ///     .retry("external", |r| r.max_attempts(5))
+    ///     .build()?;
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    RetryConfigBuilder => RetryConfig {
+        /// `enabled`: `false` makes the method one plain attempt.
+        enabled: bool,
+        /// `max_attempts`: attempts per call, the first included.
+        max_attempts: u32,
+        /// `delay`: the base wait.
+        delay: Duration,
+        /// `backoff`: `Fixed` or `Exponential`.
+        backoff: Backoff,
+        /// `multiplier`: growth of exponential backoff.
+        multiplier: f64,
+        /// `max_delay`: cap of the base wait.
+        max_delay: Duration,
+        /// `jitter`: `Full`, `Equal` or `None`.
+        jitter: Jitter,
+        /// `max_duration`: time budget of the whole call.
+        max_duration: Duration,
+        /// `budget_percent`: retry budget percentage (0 = off).
+        budget_percent: f64,
+        /// `budget_min_retries_per_second`: retry budget reserve.
+        budget_min_retries_per_second: u32,
+        /// `budget_window`: retry budget window.
+        budget_window: Duration,
+    }
+}
+
+impl Layer for RetryConfigBuilder {
+    type Config = RetryConfig;
+    const POLICY: &'static str = "retry";
+
+    fn merge(&mut self, over: &Self) {
+        self.overlay(over);
+    }
+
+    fn resolve(&self, instance: &str) -> Result<RetryConfig, RegistryError> {
+        let c = self.fill();
+        let invalid = |msg: String| Err(RegistryError::new(codes::INVALID_VALUE, Some(instance), msg));
+        if c.max_attempts < 1 {
+            return invalid("retry max_attempts must be at least 1".into());
+        }
+        if !(c.multiplier >= 1.0 && c.multiplier.is_finite()) {
+            return invalid(format!("retry multiplier must be a finite number ≥ 1, got {}", c.multiplier));
+        }
+        if c.max_delay < c.delay {
+            return invalid(format!(
+                "retry max_delay ({:?}) is below delay ({:?}); raise max_delay (also needed with Fixed backoff)",
+                c.max_delay, c.delay
+            ));
+        }
+        if !(0.0..=1000.0).contains(&c.budget_percent) {
+            return invalid(format!("retry budget_percent must be within 0..=1000, got {}", c.budget_percent));
+        }
+        if c.budget_window.is_zero() {
+            return invalid("retry budget_window must be longer than zero".into());
+        }
+        Ok(c)
+    }
+}

@@ -1,0 +1,253 @@
+//! The retry instance the generated loop calls: consulted only after a failure.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::budget::RetryBudget;
+use super::{Backoff, GiveUpReason, Jitter, RetryConfig, RetryConfigBuilder, RetryEvent, RetrySnapshot};
+use crate::clock::{Interrupted, Timer, nanos};
+use crate::error::{RegistryError, codes};
+use crate::events::Publisher;
+use crate::registry::Registry;
+
+/// What the generated code learnt about a failed attempt before asking the retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// In `retry_on` (or the classifier said `Retry`), not in `abort_on`, not an open breaker.
+    Retryable,
+    /// Outside `retry_on`, in `abort_on`, or an open breaker's refusal.
+    NotRetryable,
+    /// The classifier said `Verdict::Fail`.
+    ClassifierFailed,
+}
+
+/// The per-call state of the generated loop: a local variable, never shared.
+#[derive(Clone, Copy, Debug)]
+pub struct RetryCall {
+    attempts: u32,
+    /// Nanoseconds on the registry clock at the first attempt; read only with `max_duration`.
+    started: u64,
+}
+
+impl RetryCall {
+    /// Attempts made so far, the first included (after giving up: all of them).
+    #[inline]
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+}
+
+/// A retry instance's shared state: one per instance id.
+#[derive(Debug)]
+pub(crate) struct RetryState {
+    pub(crate) instance: Arc<str>,
+    pub(crate) config: RetryConfig,
+    timer: Arc<Timer>,
+    events: Publisher<RetryEvent>,
+    /// Jitter stream: each draw takes the next seed (lock-free, deterministic for a fixed seed).
+    rng: AtomicU64,
+    pub(crate) budget: Option<RetryBudget>,
+}
+
+impl RetryState {
+    pub(crate) fn snapshot(&self) -> RetrySnapshot {
+        RetrySnapshot {
+            instance: Arc::clone(&self.instance),
+            config: self.config.clone(),
+            budget: self.budget.as_ref().map(|b| b.snapshot(self.timer.now())),
+        }
+    }
+
+    /// The base wait before retry `n` (after `n` failed attempts), then jitter.
+    fn wait_before_retry(&self, n: u32) -> Duration {
+        let c = &self.config;
+        let base = match c.backoff {
+            Backoff::Fixed => c.delay,
+            Backoff::Exponential => {
+                let grown = c.delay.as_secs_f64() * c.multiplier.powi(n.saturating_sub(1).min(i32::MAX as u32) as i32);
+                Duration::try_from_secs_f64(grown).map_or(c.max_delay, |d| d.min(c.max_delay))
+            }
+        };
+        self.jitter(base)
+    }
+
+    fn jitter(&self, base: Duration) -> Duration {
+        let base_nanos = nanos(base);
+        if base_nanos == 0 {
+            return base;
+        }
+        let rng = || fastrand::Rng::with_seed(self.rng.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed));
+        match self.config.jitter {
+            Jitter::None => base,
+            Jitter::Full => Duration::from_nanos(rng().u64(0..=base_nanos)),
+            Jitter::Equal => Duration::from_nanos(base_nanos / 2 + rng().u64(0..=base_nanos - base_nanos / 2)),
+        }
+    }
+
+    fn gave_up(&self, call: &RetryCall, reason: GiveUpReason) {
+        self.events.emit(|| RetryEvent::GaveUp {
+            instance: Arc::clone(&self.instance),
+            attempts: call.attempts,
+            reason,
+        });
+    }
+}
+
+/// The field the generated code keeps for one retried method.
+#[derive(Clone, Debug)]
+pub struct RetryPolicy {
+    state: Arc<RetryState>,
+    /// Whether `start` has work: `max_duration` needs the start time, a budget counts the call.
+    counts_start: bool,
+}
+
+impl RetryPolicy {
+    pub(crate) fn build(
+        registry: &Registry,
+        id: &str,
+        name: Option<&str>,
+        config: Option<&str>,
+        is_async: bool,
+        attrs: RetryConfigBuilder,
+    ) -> Result<Self, RegistryError> {
+        let inner = registry.inner();
+        let id = name.unwrap_or(id);
+        let resolved = inner.retry.configs.resolve(id, config, &attrs)?;
+        if is_async && !inner.timer.can_sleep_async() {
+            return Err(no_async_clock(id));
+        }
+        let state = inner.retry.instances.get_or_create("retry", id, resolved, |instance, config| {
+            let seed = inner.seed ^ fnv1a(&instance);
+            RetryState {
+                budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
+                instance,
+                config,
+                timer: Arc::clone(&inner.timer),
+                events: Publisher::new(&inner.listeners.retry),
+                rng: AtomicU64::new(seed),
+            }
+        })?;
+        let c = &state.config;
+        let counts_start = c.enabled && (c.max_duration.is_some() || state.budget.is_some());
+        Ok(RetryPolicy { state, counts_start })
+    }
+
+    /// The instance id.
+    pub fn instance(&self) -> &str {
+        &self.state.instance
+    }
+
+    /// Begins a call: reads one field unless `max_duration` (one clock read) or a budget (one
+    /// striped counter write) is configured.
+    #[inline]
+    pub fn start(&self) -> RetryCall {
+        let mut call = RetryCall { attempts: 0, started: 0 };
+        if self.counts_start {
+            self.start_counted(&mut call);
+        }
+        call
+    }
+
+    #[inline(never)]
+    fn start_counted(&self, call: &mut RetryCall) {
+        let state = &*self.state;
+        if let Some(budget) = &state.budget {
+            budget.count_call();
+        }
+        if state.config.max_duration.is_some() {
+            call.started = state.timer.now();
+        }
+    }
+
+    /// After a failed attempt: counts it, decides, publishes, waits (blocking the thread on the
+    /// registry's clock) and says whether to try again.
+    pub fn retry_after(&self, call: &mut RetryCall, failure: Failure) -> bool {
+        match self.decide(call, failure) {
+            Some(wait) => self.waited(call, self.state.timer.sleep(wait)),
+            None => false,
+        }
+    }
+
+    /// The async form of [`retry_after`](Self::retry_after): waits without blocking a thread;
+    /// dropping the future cancels the wait and no further attempt starts.
+    pub async fn retry_after_async(&self, call: &mut RetryCall, failure: Failure) -> bool {
+        match self.decide(call, failure) {
+            Some(wait) => self.waited(call, self.state.timer.sleep_async(wait).await),
+            None => false,
+        }
+    }
+
+    fn waited(&self, call: &RetryCall, outcome: Result<(), Interrupted>) -> bool {
+        match outcome {
+            Ok(()) => true,
+            Err(Interrupted) => {
+                self.state.gave_up(call, GiveUpReason::Interrupted);
+                false
+            }
+        }
+    }
+
+    /// The wait before the next attempt, or `None` to give up (the event already published).
+    fn decide(&self, call: &mut RetryCall, failure: Failure) -> Option<Duration> {
+        call.attempts += 1;
+        let state = &*self.state;
+        let config = &state.config;
+        if !config.enabled {
+            return None;
+        }
+        let refused = match failure {
+            Failure::Retryable if call.attempts >= config.max_attempts => Some(GiveUpReason::MaxAttempts),
+            Failure::Retryable => None,
+            Failure::NotRetryable => Some(GiveUpReason::NotRetryable),
+            Failure::ClassifierFailed => Some(GiveUpReason::ClassifierFailed),
+        };
+        if let Some(reason) = refused {
+            state.gave_up(call, reason);
+            return None;
+        }
+        let wait = state.wait_before_retry(call.attempts);
+        if let Err(reason) = self.within_limits(call, wait) {
+            state.gave_up(call, reason);
+            return None;
+        }
+        state.events.emit(|| RetryEvent::Retrying {
+            instance: Arc::clone(&state.instance),
+            attempt: call.attempts,
+            delay: wait,
+        });
+        Some(wait)
+    }
+
+    /// `max_duration`, then the budget: the only checks that read the clock.
+    fn within_limits(&self, call: &RetryCall, wait: Duration) -> Result<(), GiveUpReason> {
+        let state = &*self.state;
+        if state.config.max_duration.is_none() && state.budget.is_none() {
+            return Ok(());
+        }
+        let now = state.timer.now();
+        if let Some(max) = state.config.max_duration {
+            if now.saturating_sub(call.started).saturating_add(nanos(wait)) > nanos(max) {
+                return Err(GiveUpReason::MaxDuration);
+            }
+        }
+        match &state.budget {
+            Some(budget) if !budget.try_grant(now) => Err(GiveUpReason::BudgetExhausted),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn no_async_clock(id: &str) -> RegistryError {
+    RegistryError::new(
+        codes::NO_ASYNC_CLOCK,
+        Some(id),
+        "this async method waits between attempts, but the registry's clock cannot sleep in a future: \
+         enable the `tokio` feature or build the registry on a clock that can",
+    )
+}
+
+/// A stable hash of the instance id, so each instance's jitter stream differs but is reproducible.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}

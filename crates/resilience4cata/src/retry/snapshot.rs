@@ -1,0 +1,28 @@
+//! The observable state of a retry instance.
+
+use std::sync::Arc;
+
+use super::RetryConfig;
+
+/// One retry instance as `registry.snapshot().retries()` lists it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RetrySnapshot {
+    /// The instance id.
+    pub instance: Arc<str>,
+    /// The resolved configuration.
+    pub config: RetryConfig,
+    /// The retry budget's current window, `None` without a budget.
+    pub budget: Option<Budget>,
+}
+
+/// The current window of a retry budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Budget {
+    /// Calls started in the window.
+    pub calls: u64,
+    /// Retries granted in the window.
+    pub retries: u64,
+    /// Retries the window allows: `floor(reserve × window seconds + percent % × calls)`.
+    pub allowed_retries: u64,
+}
