@@ -9,8 +9,8 @@
 # usage: crates/bench/callgrind.sh [PATTERN...]   (grep -E patterns over case ids; default: all)
 # env:   N1, N2 (iteration counts, default 2000 and 12000), CASES_BIN (skip the build)
 #
-# Two-thread cases are skipped: under valgrind the threads are serialised and the contender's
-# instructions land in the same total, so the count would say nothing about contention.
+# Two-thread cases get allocations only: under valgrind the threads are serialised and the contender's
+# instructions land in the same total, so an instruction count would say nothing about contention.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -31,11 +31,13 @@ instructions() { # case-id iterations -> total instructions of one run
 pattern=$(IFS='|'; echo "${*:-.}")
 printf '%-52s %12s %12s\n' case instr/call allocs/call
 "$CASES_BIN" list | while IFS=$'\t' read -r id _form threads; do
-    [[ "$threads" == 1 ]] || continue
     grep -qE -- "$pattern" <<<"$id" || continue
-    i1=$(instructions "$id" "$N1")
-    i2=$(instructions "$id" "$N2")
     allocs=$("$CASES_BIN" allocs "$id" | cut -f2)
-    per_call=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" 'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }')
+    per_call=-
+    if [[ "$threads" == 1 ]]; then
+        i1=$(instructions "$id" "$N1")
+        i2=$(instructions "$id" "$N2")
+        per_call=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" 'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }')
+    fi
     printf '%-52s %12s %12s\n' "$id" "$per_call" "$allocs"
 done

@@ -33,7 +33,7 @@ def callgrind(path):
             parts = line.split()
             if len(parts) == 3 and "/" in parts[0]:
                 try:
-                    figures[parts[0]] = (float(parts[1]), float(parts[2]))
+                    figures[parts[0]] = (None if parts[1] == "-" else float(parts[1]), float(parts[2]))
                 except ValueError:
                     pass
     return figures
@@ -74,10 +74,10 @@ def main():
         i = instr.get(case_id)
         ia = instr.get(anchor)
         time_cell = f"{ns(t[0])} ({ns(t[1])}–{ns(t[2])})" if t else "–"
-        instr_cell = f"{i[0]:.0f}" if i else "–"
+        instr_cell = f"{i[0]:.0f}" if i and i[0] is not None else "–"
         alloc_cell = f"{i[1]:g}" if i else "–"
         x_time = f"{ta[0] / t[0]:.2f}" if t and ta else "–"
-        x_instr = f"{ia[0] / i[0]:.2f}" if i and ia and i[0] else "–"
+        x_instr = f"{ia[0] / i[0]:.2f}" if i and ia and i[0] and ia[0] else "–"
         label = f"**{case_id}**" if case_id == anchor else case_id
         print(f"| {label} | {form.lower()} | {threads} | {time_cell} | {instr_cell} | {alloc_cell} | {x_time} | {x_instr} |")
 

@@ -189,6 +189,8 @@ pub static CASES: &[Case] = &[
     case!("baseline", "direct_async", Async, cases::baseline::direct_async),
     // Retry whose first attempt succeeds.
     case!("retry_success", "direct", Sync, cases::baseline::direct),
+    case!("retry_success", "ours_private_sync", Sync, cases::ours_private::success_sync),
+    case!("retry_fail_once", "ours_private_sync", Sync, cases::ours_private::fail_once_sync),
     case!("retry_success", "backon_sync", Sync, cases::retry::backon_sync),
     case!("retry_success", "backon_async", Async, cases::retry::backon_async),
     case!("retry_success", "tower_retry_async", Async, cases::retry::tower_retry_async),
