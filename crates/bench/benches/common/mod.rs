@@ -1,5 +1,6 @@
 //! Shared by every bench file: one criterion group per case group of `bench::CASES`, ours beside
-//! the anchors, each sample built afresh and timed over the calling thread's loop only.
+//! the anchors, each sample built afresh and timed over the calling thread's loop only (its CPU time unless
+//! `BENCH_CLOCK=wall`: see `bench::Run::measured`).
 
 use criterion::Criterion;
 
@@ -7,7 +8,7 @@ use criterion::Criterion;
 pub fn group(c: &mut Criterion, group: &str) {
     let mut criterion_group = c.benchmark_group(group);
     for case in bench::group(group) {
-        criterion_group.bench_function(case.name, |b| b.iter_custom(|iters| case.run(iters).elapsed));
+        criterion_group.bench_function(case.name, |b| b.iter_custom(|iters| case.run(iters).measured()));
     }
     criterion_group.finish();
 }

@@ -49,3 +49,26 @@ pub fn fail_once_sync() -> impl FnMut() {
         consume(retried(&retry, || flaky(opaque(1), &fail_next)))
     }
 }
+
+fn budget_policy() -> RetryPolicy {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().expect("registry");
+    __private::retry(
+        &registry,
+        Site { id: "bench::Api::budgeted", name: None, config: None, is_async: false },
+        RetryConfigBuilder::new().max_attempts(3).budget_percent(20.0),
+    )
+    .expect("retry")
+}
+
+/// Success with the budget on.
+pub fn budget_sync() -> impl FnMut() {
+    let retry = budget_policy();
+    move || consume(retried(&retry, || work(opaque(1))))
+}
+
+/// Success with the budget on, shared with a contender thread.
+pub fn budget_shared() -> impl Fn() + Sync {
+    let retry = budget_policy();
+    move || consume(retried(&retry, || work(opaque(1))))
+}
