@@ -14,6 +14,8 @@ pub mod retry;
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::Event;
+#[cfg(feature = "serde")]
+pub use registry::config_file::{PolicyTables, RegistryConfig};
 pub use registry::{Registry, RegistryBuilder, RegistrySnapshot};
 pub use rejection::{Rejection, ResilienceError};
 pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot, Verdict};

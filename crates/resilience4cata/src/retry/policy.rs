@@ -297,7 +297,8 @@ mod tests {
             .max_delay(Duration::from_secs(2))
             .max_duration(Duration::from_secs(4))
             .jitter(Jitter::None);
-        let policy = RetryPolicy::build(&registry(&clock, &events), "m::Files::download", None, None, false, attrs).unwrap();
+        let policy =
+            RetryPolicy::build(&registry(&clock, &events), "m::Files::download", None, None, false, attrs).unwrap();
         let mut times = Vec::new();
         let (attempts, ok) = run(&policy, |_| {
             times.push(clock.elapsed());
@@ -309,7 +310,11 @@ mod tests {
         let last = events.lock().unwrap().last().cloned().unwrap();
         assert_eq!(
             last,
-            RetryEvent::GaveUp { instance: "m::Files::download".into(), attempts: 4, reason: GiveUpReason::MaxDuration }
+            RetryEvent::GaveUp {
+                instance: "m::Files::download".into(),
+                attempts: 4,
+                reason: GiveUpReason::MaxDuration
+            }
         );
     }
 
