@@ -44,6 +44,6 @@ pub mod testing {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn registry(clock: &ManualClock) -> crate::RegistryBuilder {
-        crate::Registry::builder().clock(clock).jitter_seed(0x5EED_0F_4CA7A)
+        crate::Registry::builder().clock(clock).jitter_seed(0x05EE_D0F4_CA7A)
     }
 }

@@ -107,6 +107,7 @@ impl RegistrySnapshot {
 /// Configures a [`Registry`]: defaults, named configurations and per-instance overrides for each
 /// policy, the clock, and event listeners.
 #[must_use]
+#[derive(Default)]
 pub struct RegistryBuilder {
     /// The first configuration-file problem, reported by `build`.
     error: Option<RegistryError>,
@@ -114,18 +115,6 @@ pub struct RegistryBuilder {
     seed: Option<u64>,
     listeners: Listeners,
     retry: Configs<RetryConfigBuilder>,
-}
-
-impl Default for RegistryBuilder {
-    fn default() -> Self {
-        RegistryBuilder {
-            error: None,
-            clock: Clock::system(),
-            seed: None,
-            listeners: Listeners::default(),
-            retry: Configs::default(),
-        }
-    }
 }
 
 impl fmt::Debug for RegistryBuilder {

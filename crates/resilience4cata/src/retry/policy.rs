@@ -226,10 +226,10 @@ impl RetryPolicy {
             return Ok(());
         }
         let now = state.timer.now();
-        if let Some(max) = state.config.max_duration {
-            if now.saturating_sub(call.started).saturating_add(nanos(wait)) > nanos(max) {
-                return Err(GiveUpReason::MaxDuration);
-            }
+        if let Some(max) = state.config.max_duration
+            && now.saturating_sub(call.started).saturating_add(nanos(wait)) > nanos(max)
+        {
+            return Err(GiveUpReason::MaxDuration);
         }
         match &state.budget {
             Some(budget) if !budget.try_grant(now) => Err(GiveUpReason::BudgetExhausted),
