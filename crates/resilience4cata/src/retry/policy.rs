@@ -121,10 +121,10 @@ impl RetryPolicy {
             let seed = inner.seed ^ fnv1a(&instance);
             RetryState {
                 budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
+                events: Publisher::new(&inner.listeners.retry, &instance),
                 instance,
                 config,
                 timer: Arc::clone(&inner.timer),
-                events: Publisher::new(&inner.listeners.retry),
                 rng: AtomicU64::new(seed),
             }
         })?;
