@@ -126,3 +126,50 @@ impl<E: Event> fmt::Debug for Publisher<E> {
         f.debug_struct("Publisher").field("listeners", &self.listeners.len()).finish()
     }
 }
+
+#[cfg(all(test, feature = "tracing"))]
+mod tracing_tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event as TracingEvent, Metadata, Subscriber};
+
+    use super::*;
+
+    /// Counts events with target `resilience4cata`.
+    struct Count(Arc<AtomicUsize>);
+
+    impl Subscriber for Count {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &TracingEvent<'_>) {
+            if event.metadata().target() == "resilience4cata" {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[test]
+    fn every_event_is_a_tracing_event() {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let instance: Arc<str> = Arc::from("m::A::f");
+        let publisher = Publisher::<RetryEvent>::new(&[], &instance);
+        tracing::subscriber::with_default(Count(Arc::clone(&seen)), || {
+            publisher.emit(|| RetryEvent::GaveUp {
+                instance: Arc::clone(&instance),
+                attempts: 1,
+                reason: crate::GiveUpReason::NotRetryable,
+            });
+        });
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+    }
+}

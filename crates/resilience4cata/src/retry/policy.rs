@@ -347,4 +347,19 @@ mod tests {
         let snap = registry.snapshot();
         assert_eq!(snap.retries()[0].budget, Some(crate::Budget { calls: 100, retries: 30, allowed_retries: 30 }));
     }
+
+    #[test]
+    fn async_retry_on_a_clock_that_cannot_sleep_async_is_reg_010() {
+        let system = Registry::builder().build().unwrap();
+        let built = RetryPolicy::build(&system, "m::A::f", None, None, true, RetryConfigBuilder::new());
+        if cfg!(feature = "tokio") {
+            assert!(built.is_ok());
+        } else {
+            assert_eq!(built.unwrap_err().code(), "R4C-REG-010");
+        }
+        let clock = ManualClock::new();
+        let manual = Registry::builder().clock(&clock).build().unwrap();
+        assert!(RetryPolicy::build(&manual, "m::A::f", None, None, true, RetryConfigBuilder::new()).is_ok());
+        assert!(RetryPolicy::build(&system, "m::A::g", None, None, false, RetryConfigBuilder::new()).is_ok());
+    }
 }
