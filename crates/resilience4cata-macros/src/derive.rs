@@ -79,8 +79,12 @@ fn single_field<'a>(variant: &'a Variant, errors: &mut Errors) -> Option<&'a syn
         Fields::Named(f) if f.named.len() == 1 => f.named.first(),
         _ => {
             let ident = &variant.ident;
+            let at = match &variant.fields {
+                Fields::Unit => variant.ident.to_token_stream(),
+                fields => fields.to_token_stream(),
+            };
             errors.add(
-                variant,
+                at,
                 DRV_SHAPE,
                 format!(
                     "the `#[rejection]` variant must hold exactly one field, the `Rejection`: `{ident}(Rejection)` or \

@@ -57,6 +57,10 @@ impl Errors {
         self.push(error(node, code, message));
     }
 
+    pub(crate) fn len(&self) -> usize {
+        self.errors.len()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.errors.is_empty()
     }

@@ -20,10 +20,14 @@ pub(crate) fn impl_trait(model: &Model) -> TokenStream {
     impl_block(model, items.collect(), needs_sync(model))
 }
 
-/// The `impl` beside errors: protected methods are `unimplemented!()`.
+/// The `impl` beside errors: protected and unforwardable methods are `unimplemented!()`; none
+/// at all when the trait's own shape is the mistake.
 pub(crate) fn stub_impl(model: &Model) -> TokenStream {
+    if !model.implementable {
+        return TokenStream::new();
+    }
     let items = model.members.iter().map(|m| match m {
-        Member::Method(method) if method.policies.is_empty() && forwardable(method) => {
+        Member::Method(method) if method.policies.is_empty() && method.forwardable => {
             method_item(method, forward(model, method))
         }
         Member::Method(method) => {
@@ -37,10 +41,6 @@ pub(crate) fn stub_impl(model: &Model) -> TokenStream {
         other => associated(model, other),
     });
     impl_block(model, items.collect(), false)
-}
-
-fn forwardable(method: &Method) -> bool {
-    method.receiver != Receiver::Other && method.item.sig.unsafety.is_none()
 }
 
 /// A future that must be `Send` holds `&self` across its awaits, so the delegate must be `Sync`.

@@ -25,6 +25,8 @@ pub(crate) struct Model {
     pub(crate) delegate: Ident,
     /// One per item of the trait.
     pub(crate) members: Vec<Member>,
+    /// Whether the trait's own shape lets the wrapper implement it.
+    pub(crate) implementable: bool,
 }
 
 /// An item of the trait, as the wrapper's `impl` handles it.
@@ -46,6 +48,8 @@ pub(crate) struct Method {
     pub(crate) ret: Option<Type>,
     /// Merged policies, outer to inner (the order of [`POLICIES`]).
     pub(crate) policies: Vec<Policy>,
+    /// Whether the wrapper can call the delegate's method with this signature.
+    pub(crate) forwardable: bool,
 }
 
 impl Method {
@@ -173,11 +177,17 @@ struct Judged {
 /// can be emitted.
 pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
     let TraitInput { item, policies, members } = input;
-    signature::check_trait(&item, errors);
+    let implementable = signature::check_trait(&item, errors);
     let mut v = Validator { errors, next_id: 0, reported: HashSet::new() };
     let trait_level = v.judge_all(&policies, Origin::Trait);
     let members = item.items.iter().zip(&members).map(|(m, raw)| v.member(m, raw, &trait_level)).collect();
-    Model { wrapper: format_ident!("Resilient{}", item.ident), delegate: fresh_delegate(&item), item, members }
+    Model {
+        wrapper: format_ident!("Resilient{}", item.ident),
+        delegate: fresh_delegate(&item),
+        item,
+        members,
+        implementable,
+    }
 }
 
 struct Validator<'e> {
@@ -199,8 +209,9 @@ impl Validator<'_> {
     fn method(&mut self, f: &TraitItemFn, raw: &[RawPolicy], trait_level: &[Judged]) -> Method {
         let own = self.judge_all(raw, Origin::Method);
         let policies = merge(trait_level, &own);
-        let signature::Shape { form, receiver, args, ret } = signature::method(f, !policies.is_empty(), self.errors);
-        let method = Method { item: f.clone(), form, receiver, args, ret, policies };
+        let signature::Shape { form, receiver, args, ret, forwardable } =
+            signature::method(f, !policies.is_empty(), self.errors);
+        let method = Method { item: f.clone(), form, receiver, args, ret, policies, forwardable };
         for p in &method.policies {
             for problem in (p.spec.check)(&p.settings, &method) {
                 if self.reported.insert(problem.id) {

@@ -18,7 +18,10 @@ use crate::diag::{
 const AUTO_TRAITS: &[&str] = &["Send", "Sync", "Unpin"];
 
 /// Checks the trait itself: no generics, no `unsafe`, only auto-trait supertraits, no macro items.
-pub(crate) fn check_trait(item: &ItemTrait, errors: &mut Errors) {
+/// Returns whether the wrapper can implement it (else the stub leaves the `impl` out, since it
+/// would only repeat the mistake).
+pub(crate) fn check_trait(item: &ItemTrait, errors: &mut Errors) -> bool {
+    let before = errors.len();
     if let Some(param) = item.generics.params.first() {
         errors.add(
             param,
@@ -58,6 +61,7 @@ pub(crate) fn check_trait(item: &ItemTrait, errors: &mut Errors) {
             );
         }
     }
+    errors.len() == before
 }
 
 fn check_auto_bound(bound: &TypeParamBound, errors: &mut Errors) {
@@ -87,6 +91,8 @@ pub(crate) struct Shape {
     pub(crate) args: Vec<Arg>,
     /// The `Result` type: the return type, or the future's `Output`.
     pub(crate) ret: Option<Type>,
+    /// Whether the wrapper can call the delegate's method with this signature.
+    pub(crate) forwardable: bool,
 }
 
 /// Reads a method's signature; `protected` methods are held to the rules of SIG-001…006.
@@ -99,11 +105,11 @@ pub(crate) fn method(f: &TraitItemFn, protected: bool, errors: &mut Errors) -> S
         (Some(_), ReturnType::Default) => (Form::AsyncFn, None),
         (None, output) => form(output),
     };
-    check_forwardable(f, receiver, protected, errors);
+    let forwardable = check_forwardable(f, receiver, protected, errors);
     if protected {
         check_protected(f, receiver, &args, &form, ret.as_ref(), errors);
     }
-    Shape { form, receiver, args, ret }
+    Shape { form, receiver, args, ret, forwardable }
 }
 
 fn receiver(f: &TraitItemFn) -> Receiver {
@@ -165,8 +171,9 @@ fn future_output(args: &PathArguments) -> Option<Type> {
     })
 }
 
-/// What any method needs so the wrapper can forward it.
-fn check_forwardable(f: &TraitItemFn, receiver: Receiver, protected: bool, errors: &mut Errors) {
+/// What any method needs so the wrapper can forward it; `false` when it cannot.
+fn check_forwardable(f: &TraitItemFn, receiver: Receiver, protected: bool, errors: &mut Errors) -> bool {
+    let before = errors.len();
     let sig = &f.sig;
     if let Some(token) = &sig.unsafety {
         errors.add(
@@ -195,6 +202,7 @@ fn check_forwardable(f: &TraitItemFn, receiver: Receiver, protected: bool, error
             "the wrapper cannot forward a method whose signature names `Self` itself (the wrapper is not the delegate); `Self::Assoc` is fine",
         );
     }
+    errors.len() == before && receiver != Receiver::Other
 }
 
 /// The first `Self` not followed by `::` or `as`.

@@ -33,12 +33,12 @@ pub(crate) fn judge(key: &KeySpec, entry: &RawEntry) -> syn::Result<Value> {
     match key.kind {
         Kind::Count { min, max, code } => {
             let n = integer(expr).ok_or_else(|| wrong_kind(key, expr))?;
-            in_range(key, expr, n as f64, min as f64, max as f64, code)?;
+            in_range(key, expr, n as f64, (min as f64, max as f64), code)?;
             Ok(Value::Count(n as u64))
         }
         Kind::Number { min, max, code } => {
             let n = number(expr).ok_or_else(|| wrong_kind(key, expr))?;
-            in_range(key, expr, n, min, max, code)?;
+            in_range(key, expr, n, (min, max), code)?;
             Ok(Value::Number(n))
         }
         Kind::Duration { nonzero } => duration(key, expr, nonzero),
@@ -67,14 +67,16 @@ fn wrong_kind(key: &KeySpec, node: &dyn quote::ToTokens) -> syn::Error {
     diag::error(node, ATR_VALUE_KIND, format!("`{}` takes {}, not `{shown}`", key.name, key.kind.expected()))
 }
 
-fn in_range(key: &KeySpec, expr: &Expr, n: f64, min: f64, max: f64, code: &str) -> syn::Result<()> {
-    if n < min {
-        return Err(diag::error(expr, code, format!("`{}` must be at least {min}, got {}", key.name, show(expr))));
-    }
-    if n > max || n.is_nan() {
-        return Err(diag::error(expr, code, format!("`{}` must be at most {max}, got {}", key.name, show(expr))));
-    }
-    Ok(())
+/// `n` (the parsed value, shown as parsed: `-5`, `0.5`) within `min..=max`, else `code`.
+fn in_range(key: &KeySpec, expr: &Expr, n: f64, (min, max): (f64, f64), code: &str) -> syn::Result<()> {
+    let bound = if n < min {
+        format!("at least {min}")
+    } else if n > max || n.is_nan() {
+        format!("at most {max}")
+    } else {
+        return Ok(());
+    };
+    Err(diag::error(expr, code, format!("`{}` must be {bound}, got {n}", key.name)))
 }
 
 fn duration(key: &KeySpec, expr: &Expr, nonzero: Option<&str>) -> syn::Result<Value> {
