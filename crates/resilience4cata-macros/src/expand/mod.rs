@@ -7,6 +7,8 @@
 
 mod method;
 pub(crate) mod retry;
+#[cfg(test)]
+mod tests;
 mod wrapper;
 
 use proc_macro2::{Span, TokenStream};

@@ -20,6 +20,9 @@ pub trait Counter {
     }
     #[cfg(any())]
     fn compiled_out(&self) -> u32;
+    #[cfg(any())]
+    #[retry]
+    fn protected_compiled_out(&self) -> Result<u32, String>;
 
     #[retry]
     fn checked(&self) -> Result<u32, String>;
