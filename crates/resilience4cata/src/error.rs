@@ -30,13 +30,25 @@ pub mod codes {
 ///
 /// ```
 /// use std::time::Duration;
-/// use resilience4cata::{Pipeline, Registry};
+/// use resilience4cata::{Registry, resilient};
+///
+/// #[resilient]
+/// pub trait Prices {
+///     #[retry(name = "prices")]
+///     fn price(&self, sku: &str) -> Result<u32, std::io::Error>;
+/// }
+///
+/// struct Backend;
+/// impl Prices for Backend {
+///     fn price(&self, _sku: &str) -> Result<u32, std::io::Error> { Ok(3) }
+/// }
 ///
 /// let registry = Registry::builder()
 ///     .retry_instance("prices", |r| r.delay(Duration::from_secs(20)))
 ///     .build()?;
-/// let err = Pipeline::builder(&registry, "prices").retry().build::<u32, std::io::Error>().unwrap_err();
+/// let err = ResilientPrices::new(Backend, &registry).err().unwrap();
 /// assert_eq!(err.code(), "R4C-REG-003");
+/// assert_eq!(err.instance(), Some("prices"));
 /// assert!(err.to_string().starts_with("[R4C-REG-003] prices:"));
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```

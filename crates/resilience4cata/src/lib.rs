@@ -18,13 +18,16 @@ pub use events::Event;
 pub use registry::config_file::{PolicyTables, RegistryConfig};
 pub use registry::{Registry, RegistryBuilder, RegistrySnapshot};
 pub use rejection::{Rejection, ResilienceError};
+/// `#[resilient]` on a trait, and `#[derive(ResilienceError)]` (same name as the trait, like serde's
+/// `Serialize`).
+pub use resilience4cata_macros::{ResilienceError, resilient};
 pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot, Verdict};
 
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {
     pub use crate::{
         Backoff, Budget, GiveUpReason, Jitter, Registry, RegistryBuilder, RegistryError, Rejection, ResilienceError,
-        RetryEvent, RetrySnapshot, Verdict,
+        RetryEvent, RetrySnapshot, Verdict, resilient,
     };
 }
 
