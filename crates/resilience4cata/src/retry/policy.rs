@@ -64,6 +64,10 @@ impl RetryState {
         let c = &self.config;
         let base = match c.backoff {
             Backoff::Fixed => c.delay,
+            // The first retry waits `delay` whatever the multiplier, and a zero delay stays zero:
+            // exact, and no float arithmetic (`powi`, `try_from_secs_f64`: ~70 instructions) on the
+            // most common paths (`max_delay >= delay` is validated).
+            Backoff::Exponential if n <= 1 || c.delay.is_zero() => c.delay,
             Backoff::Exponential => {
                 let grown = c.delay.as_secs_f64() * c.multiplier.powi(n.saturating_sub(1).min(i32::MAX as u32) as i32);
                 Duration::try_from_secs_f64(grown).map_or(c.max_delay, |d| d.min(c.max_delay))
