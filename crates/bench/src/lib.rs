@@ -140,9 +140,9 @@ impl Run {
     /// Warms `call` up, then makes the measured calls.
     #[inline(never)]
     pub fn drive<F: FnMut()>(&mut self, mut call: F) {
-        for _ in 0..self.warmup {
-            call();
-        }
+        // Through the same function as the measured calls: `call` then has one call site, which
+        // the compiler inlines as it would in an application's single caller.
+        measured_loop(self.warmup, &mut call);
         let allocated = alloc::allocations();
         let (wall, cpu) = (Instant::now(), ThreadTime::now());
         measured_loop(self.iters, &mut call);
@@ -211,22 +211,25 @@ pub static CASES: &[Case] = &[
     case!("baseline", "direct_async", Async, cases::baseline::direct_async),
     // Retry whose first attempt succeeds.
     case!("retry_success", "direct", Sync, cases::baseline::direct),
-    case!("retry_success", "ours_private_sync", Sync, cases::ours_private::success_sync),
-    case!("retry_fail_once", "ours_private_sync", Sync, cases::ours_private::fail_once_sync),
+    case!("retry_success", "ours_sync", Sync, cases::ours::success_sync),
+    case!("retry_success", "ours_async", Async, cases::ours::success_async),
     case!("retry_success", "backon_sync", Sync, cases::retry::backon_sync),
     case!("retry_success", "backon_async", Async, cases::retry::backon_async),
     case!("retry_success", "tower_retry_async", Async, cases::retry::tower_retry_async),
     case!("retry_success", "seatbelt_async", Async, cases::retry::seatbelt_async),
     case!("retry_success", "tower_resilience_async", Async, cases::retry::tower_resilience_async),
     // Retry whose first attempt fails and second succeeds, with a zero wait.
+    case!("retry_fail_once", "ours_sync", Sync, cases::ours::fail_once_sync),
+    case!("retry_fail_once", "ours_manual_clock_sync", Sync, cases::ours::fail_once_manual_sync),
+    case!("retry_fail_once", "ours_async", Async, cases::ours::fail_once_async),
     case!("retry_fail_once", "backon_sync", Sync, cases::retry::backon_sync_fail_once),
     case!("retry_fail_once", "backon_async", Async, cases::retry::backon_async_fail_once),
     case!("retry_fail_once", "tower_retry_async", Async, cases::retry::tower_retry_async_fail_once),
     case!("retry_fail_once", "seatbelt_async", Async, cases::retry::seatbelt_async_fail_once),
     // Retry budget accounting on a successful call.
     case!("budget_success", "direct", Sync, cases::baseline::direct),
-    case!("budget_success", "ours_private_sync", Sync, cases::ours_private::budget_sync),
-    case!("budget_success", "ours_private_sync_2t", Sync, cases::ours_private::budget_shared, contended),
+    case!("budget_success", "ours_sync", Sync, cases::ours::budget_sync),
+    case!("budget_success", "ours_sync_2t", Sync, cases::ours::budget_shared, contended),
     case!("budget_success", "tower_tps_budget_sync", Sync, cases::retry::tower_tps_budget),
     case!("budget_success", "tower_tps_budget_sync_2t", Sync, cases::retry::tower_tps_budget_shared, contended),
     // Circuit breaker, closed, successful call.

@@ -7,7 +7,7 @@
 pub mod baseline;
 pub mod breaker;
 pub mod limits;
-pub mod ours_private;
+pub mod ours;
 pub mod retry;
 pub mod stack;
 pub mod timeout;
