@@ -57,3 +57,12 @@ fn a_known_allocating_anchor_is_counted() {
     let case = bench::find("retry_success/tower_resilience_async").expect("anchor exists");
     assert!(case.allocations_per_call(100) >= 1.0);
 }
+
+#[test]
+fn our_cases_allocate_nothing_per_call() {
+    let ours: Vec<_> = bench::CASES.iter().filter(|case| case.name.starts_with("ours")).collect();
+    assert!(!ours.is_empty());
+    for case in ours {
+        assert_eq!(case.run(1_000).allocations, 0, "{} allocated", case.id());
+    }
+}
