@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::rate_limiter::RateLimiterEvent;
 use crate::retry::RetryEvent;
 
 /// A registered listener of events of type `E`.
@@ -14,11 +15,15 @@ pub type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
 #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
 pub struct Listeners {
     pub(crate) retry: Vec<Listener<RetryEvent>>,
+    pub(crate) rate_limiter: Vec<Listener<RateLimiterEvent>>,
 }
 
 impl fmt::Debug for Listeners {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Listeners").field("retry", &self.retry.len()).finish()
+        f.debug_struct("Listeners")
+            .field("retry", &self.retry.len())
+            .field("rate_limiter", &self.rate_limiter.len())
+            .finish()
     }
 }
 
@@ -48,6 +53,7 @@ macro_rules! event_type {
 }
 
 event_type!(RetryEvent => retry);
+event_type!(RateLimiterEvent => rate_limiter);
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E> {

@@ -7,6 +7,7 @@ pub mod __private;
 pub mod clock;
 mod error;
 mod events;
+pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;

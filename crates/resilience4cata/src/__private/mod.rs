@@ -14,6 +14,7 @@ pub use ::std;
 pub use crate::Rejection;
 pub use crate::ResilienceError;
 pub use crate::error::RegistryError;
+pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;
 pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
