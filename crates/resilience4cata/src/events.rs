@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::rate_limiter::RateLimiterEvent;
 use crate::retry::RetryEvent;
+use crate::timeout::TimeoutEvent;
 
 /// A registered listener of events of type `E`.
 #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
@@ -16,6 +17,7 @@ pub type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
 pub struct Listeners {
     pub(crate) retry: Vec<Listener<RetryEvent>>,
     pub(crate) rate_limiter: Vec<Listener<RateLimiterEvent>>,
+    pub(crate) timeout: Vec<Listener<TimeoutEvent>>,
 }
 
 impl fmt::Debug for Listeners {
@@ -23,6 +25,7 @@ impl fmt::Debug for Listeners {
         f.debug_struct("Listeners")
             .field("retry", &self.retry.len())
             .field("rate_limiter", &self.rate_limiter.len())
+            .field("timeout", &self.timeout.len())
             .finish()
     }
 }
@@ -54,6 +57,7 @@ macro_rules! event_type {
 
 event_type!(RetryEvent => retry);
 event_type!(RateLimiterEvent => rate_limiter);
+event_type!(TimeoutEvent => timeout);
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E> {

@@ -11,6 +11,7 @@ pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;
+pub mod timeout;
 
 pub use clock::Clock;
 pub use error::{RegistryError, codes};

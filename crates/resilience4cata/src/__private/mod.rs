@@ -18,6 +18,7 @@ pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;
 pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
+pub use crate::timeout::policy::TimeoutPolicy;
 pub use probe::{
     AttemptArg, Probe, ProbeFallback, ProbeRejection, ResultLike, assert_result, attempt_arg, require_resilience_error,
 };
