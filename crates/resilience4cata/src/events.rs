@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::bulkhead::BulkheadEvent;
 use crate::rate_limiter::RateLimiterEvent;
 use crate::retry::RetryEvent;
 use crate::timeout::TimeoutEvent;
@@ -18,6 +19,7 @@ pub struct Listeners {
     pub(crate) retry: Vec<Listener<RetryEvent>>,
     pub(crate) rate_limiter: Vec<Listener<RateLimiterEvent>>,
     pub(crate) timeout: Vec<Listener<TimeoutEvent>>,
+    pub(crate) bulkhead: Vec<Listener<BulkheadEvent>>,
 }
 
 impl fmt::Debug for Listeners {
@@ -26,6 +28,7 @@ impl fmt::Debug for Listeners {
             .field("retry", &self.retry.len())
             .field("rate_limiter", &self.rate_limiter.len())
             .field("timeout", &self.timeout.len())
+            .field("bulkhead", &self.bulkhead.len())
             .finish()
     }
 }
@@ -58,6 +61,7 @@ macro_rules! event_type {
 event_type!(RetryEvent => retry);
 event_type!(RateLimiterEvent => rate_limiter);
 event_type!(TimeoutEvent => timeout);
+event_type!(BulkheadEvent => bulkhead);
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E> {

@@ -13,6 +13,7 @@ pub use ::std;
 
 pub use crate::Rejection;
 pub use crate::ResilienceError;
+pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
 pub use crate::error::RegistryError;
 pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;
