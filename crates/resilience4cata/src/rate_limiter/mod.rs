@@ -20,12 +20,14 @@
 //! `Registry::shutdown`) keeps its reserved permit used: the limiter errs towards fewer calls.
 //!
 //! Clock reads: the pass path reads the registry's *coarse* clock (one atomic load). The coarse
-//! reading is never ahead of real time, so it can only make the limiter stricter: before it makes a
-//! call wait or refuses it, the limiter reads the exact clock and decides again. Under a
+//! reading is never ahead of real time, so a decision taken on it can only be stricter: before it
+//! makes a call wait or refuses it, the limiter reads the exact clock and decides again. Under a
 //! [`ManualClock`](crate::clock::ManualClock) both readings are the same, so tests are exact. On the
-//! system clock a limiter that was idle dates the permit it hands out at the coarse reading (at most
-//! about one tick, 1 ms, behind), which can let one extra call through per tick of lag in the window
-//! that follows; choose `period / permits` well above a millisecond where that matters.
+//! system clock the lag shows in one place: the call that finds an idle limiter dates its permit at
+//! the coarse reading, up to about one tick (1 ms) early, which brings the following permits forward
+//! by as much. Over an interval of length `L`, at most `permits + (L + lag) × permits / period`
+//! calls pass; where one extra call in such a window matters, keep `period / permits` well above a
+//! millisecond.
 //!
 //! # Defaults
 //! | key | default | meaning |
