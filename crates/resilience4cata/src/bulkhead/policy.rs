@@ -32,12 +32,13 @@ impl BulkheadState {
         timer: Arc<Timer>,
         listeners: &[Listener<BulkheadEvent>],
     ) -> Self {
+        let events = Publisher::new(listeners, &instance);
         BulkheadState {
             slots: Slots::new(config.max_concurrent_calls),
             instance,
             config,
             timer,
-            events: Publisher::new(listeners),
+            events,
         }
     }
 

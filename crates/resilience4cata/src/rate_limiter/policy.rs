@@ -29,13 +29,14 @@ impl RateLimiterState {
         listeners: &[Listener<RateLimiterEvent>],
     ) -> Self {
         timer.keep_coarse_fresh();
+        let events = Publisher::new(listeners, &instance);
         RateLimiterState {
             gcra: AtomicGcra::new(&config),
             max_wait: nanos(config.max_wait),
             instance,
             config,
             timer,
-            events: Publisher::new(listeners),
+            events,
         }
     }
 

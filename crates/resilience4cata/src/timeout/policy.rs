@@ -30,12 +30,13 @@ impl TimeoutState {
         listeners: &[Listener<TimeoutEvent>],
     ) -> Self {
         timer.keep_coarse_fresh();
+        let events = Publisher::new(listeners, &instance);
         TimeoutState {
             duration: nanos(config.duration),
             instance,
             config,
             timer,
-            events: Publisher::new(listeners),
+            events,
             timed_out: AtomicU64::new(0),
         }
     }
