@@ -43,13 +43,14 @@
 
 mod config;
 mod events;
+mod handle;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
-#[allow(dead_code)] // built by the registry once the foundation lands (phase 2 of this branch)
 pub(crate) mod policy;
 mod snapshot;
 pub(crate) mod state;
 
 pub use config::{BulkheadConfig, BulkheadConfigBuilder};
 pub use events::BulkheadEvent;
+pub use handle::BulkheadHandle;
 pub use snapshot::BulkheadSnapshot;

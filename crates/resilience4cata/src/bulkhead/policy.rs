@@ -33,13 +33,7 @@ impl BulkheadState {
         listeners: &[Listener<BulkheadEvent>],
     ) -> Self {
         let events = Publisher::new(listeners, &instance);
-        BulkheadState {
-            slots: Slots::new(config.max_concurrent_calls),
-            instance,
-            config,
-            timer,
-            events,
-        }
+        BulkheadState { slots: Slots::new(config.max_concurrent_calls), instance, config, timer, events }
     }
 
     pub(crate) fn snapshot(&self) -> BulkheadSnapshot {

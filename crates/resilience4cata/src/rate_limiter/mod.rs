@@ -55,14 +55,14 @@
 
 mod config;
 mod events;
+mod handle;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
-#[allow(dead_code)] // built by the registry once the foundation lands (phase 2 of this branch)
 pub(crate) mod policy;
 mod snapshot;
-#[allow(dead_code)] // as above
 pub(crate) mod state;
 
 pub use config::{RateLimiterConfig, RateLimiterConfigBuilder};
 pub use events::RateLimiterEvent;
+pub use handle::RateLimiterHandle;
 pub use snapshot::RateLimiterSnapshot;

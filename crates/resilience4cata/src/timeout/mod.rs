@@ -35,9 +35,9 @@
 
 mod config;
 mod events;
+mod handle;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
-#[allow(dead_code)] // built by the registry once the foundation lands (phase 2 of this branch)
 pub(crate) mod policy;
 mod snapshot;
 pub(crate) mod state;

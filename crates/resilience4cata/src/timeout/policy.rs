@@ -31,14 +31,7 @@ impl TimeoutState {
     ) -> Self {
         timer.keep_coarse_fresh();
         let events = Publisher::new(listeners, &instance);
-        TimeoutState {
-            duration: nanos(config.duration),
-            instance,
-            config,
-            timer,
-            events,
-            timed_out: AtomicU64::new(0),
-        }
+        TimeoutState { duration: nanos(config.duration), instance, config, timer, events, timed_out: AtomicU64::new(0) }
     }
 
     pub(crate) fn snapshot(&self) -> TimeoutSnapshot {
