@@ -23,6 +23,40 @@
 //! thread to finish, so on the manual clock it does not move the clock itself: it gets a slot when
 //! one is freed, and is refused once the clock has been moved past its deadline by someone else.
 //!
+//! ```
+//! use resilience4cata::testing::{self, ManualClock};
+//! use resilience4cata::{Rejection, ResilienceError, resilient};
+//!
+//! /// Runs `next` inside the bulkhead: a call that calls again.
+//! pub type Next<'a> = &'a dyn Fn() -> std::io::Result<u32>;
+//!
+//! #[resilient]
+//! pub trait Renderer {
+//!     #[bulkhead(max_concurrent_calls = 1)]
+//!     fn render(&self, next: Next<'_>) -> std::io::Result<u32>;
+//! }
+//!
+//! struct Backend;
+//! impl Renderer for Backend {
+//!     fn render(&self, next: Next<'_>) -> std::io::Result<u32> {
+//!         next()
+//!     }
+//! }
+//!
+//! let registry = testing::registry(&ManualClock::new()).build()?;
+//! let renderer = ResilientRenderer::new(Backend, &registry)?;
+//! let nested = renderer.render(&|| renderer.render(&|| Ok(1))); // a second call while one is inside
+//! assert!(matches!(nested.unwrap_err().rejection(), Some(Rejection::BulkheadFull { .. })));
+//! assert_eq!(renderer.render(&|| Ok(2))?, 2); // the slot came back
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Registry side: [`RegistryBuilder::bulkhead_defaults`](crate::RegistryBuilder::bulkhead_defaults),
+//! named configurations ([`bulkhead`](crate::RegistryBuilder::bulkhead)) and per-instance overrides
+//! ([`bulkhead_instance`](crate::RegistryBuilder::bulkhead_instance)); a live instance through
+//! [`Registry::bulkhead`](crate::Registry::bulkhead) and `registry.snapshot().bulkheads()`. Methods
+//! with the same `name` share one bulkhead.
+//!
 //! # Defaults
 //! | key | default | meaning |
 //! |---|---|---|

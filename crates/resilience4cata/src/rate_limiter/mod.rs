@@ -29,6 +29,43 @@
 //! calls pass; where one extra call in such a window matters, keep `period / permits` well above a
 //! millisecond.
 //!
+//! ```
+//! use std::time::Duration;
+//! use resilience4cata::testing::{self, ManualClock};
+//! use resilience4cata::{Rejection, ResilienceError, resilient};
+//!
+//! #[resilient]
+//! pub trait Prices {
+//!     #[rate_limiter(permits = 2, period = "1s")]
+//!     fn quote(&self, sku: &str) -> std::io::Result<u32>;
+//! }
+//!
+//! struct Backend;
+//! impl Prices for Backend {
+//!     fn quote(&self, _sku: &str) -> std::io::Result<u32> {
+//!         Ok(42)
+//!     }
+//! }
+//!
+//! let clock = ManualClock::new();
+//! let registry = testing::registry(&clock).build()?;
+//! let prices = ResilientPrices::new(Backend, &registry)?;
+//! prices.quote("a")?;
+//! prices.quote("b")?; // the burst of 2 is used up
+//! let refused = prices.quote("c").unwrap_err();
+//! let Some(Rejection::RateLimitExceeded { retry_after, .. }) = refused.rejection() else { panic!() };
+//! assert_eq!(*retry_after, Duration::from_millis(500)); // one permit every 500 ms
+//! clock.advance(*retry_after);
+//! prices.quote("d")?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Registry side: [`RegistryBuilder::rate_limiter_defaults`](crate::RegistryBuilder::rate_limiter_defaults),
+//! named configurations ([`rate_limiter`](crate::RegistryBuilder::rate_limiter)) and per-instance
+//! overrides ([`rate_limiter_instance`](crate::RegistryBuilder::rate_limiter_instance)); a live
+//! instance through [`Registry::rate_limiter`](crate::Registry::rate_limiter) and
+//! `registry.snapshot().rate_limiters()`. Methods with the same `name` share one limiter.
+//!
 //! # Defaults
 //! | key | default | meaning |
 //! |---|---|---|

@@ -20,6 +20,40 @@
 //! pending waits: an attempt that sleeps longer than its timeout is cut off at the timeout.
 //! `Registry::shutdown` interrupts the waits between attempts, not a running attempt's deadline.
 //!
+//! ```
+//! # #![allow(async_fn_in_trait)]
+//! use std::time::Duration;
+//! use resilience4cata::testing::{self, ManualClock};
+//! use resilience4cata::{Rejection, ResilienceError, resilient};
+//!
+//! #[resilient]
+//! pub trait Search {
+//!     #[timeout(duration = "250ms")]
+//!     async fn find(&self, query: &str) -> std::io::Result<Vec<u64>>;
+//! }
+//!
+//! struct Hangs;
+//! impl Search for Hangs {
+//!     async fn find(&self, _query: &str) -> std::io::Result<Vec<u64>> {
+//!         std::future::pending().await // never answers
+//!     }
+//! }
+//!
+//! let clock = ManualClock::new();
+//! let search = ResilientSearch::new(Hangs, &testing::registry(&clock).build()?)?;
+//! let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+//! let err = runtime.block_on(search.find("rust")).unwrap_err();
+//! assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+//! assert!(matches!(err.rejection(), Some(Rejection::CallTimeout { .. })));
+//! assert_eq!(clock.elapsed(), Duration::from_millis(250)); // the manual clock moved to the deadline
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Registry side: [`RegistryBuilder::timeout_defaults`](crate::RegistryBuilder::timeout_defaults),
+//! named configurations ([`timeout`](crate::RegistryBuilder::timeout)) and per-instance overrides
+//! ([`timeout_instance`](crate::RegistryBuilder::timeout_instance)); every instance in
+//! `registry.snapshot().timeouts()`. There is no handle: a timeout has nothing to control.
+//!
 //! # Defaults
 //! | key | default | meaning |
 //! |---|---|---|
