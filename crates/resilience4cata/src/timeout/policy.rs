@@ -1,10 +1,12 @@
 //! The timeout instance the generated code runs each attempt of an async method under.
 
 use std::future::Future;
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
 
-use super::state::{Race, race};
+use super::state::{Race, against_the_clock, first_poll};
 use super::{TimeoutConfig, TimeoutEvent, TimeoutSnapshot};
 use crate::clock::{Timer, nanos};
 use crate::events::{Listener, Publisher};
@@ -81,7 +83,11 @@ impl TimeoutPolicy {
             return Ok(attempt.await);
         }
         let deadline = state.timer.coarse_now().saturating_add(state.duration);
-        match race(&state.timer, deadline, attempt).await {
+        let mut attempt = pin!(attempt);
+        if let Poll::Ready(output) = first_poll(attempt.as_mut()).await {
+            return Ok(output);
+        }
+        match against_the_clock(&state.timer, deadline, attempt).await {
             Race::Finished(output) => Ok(output),
             Race::TimedOut => Err(state.fired()),
         }

@@ -3,11 +3,11 @@
 //! Most attempts finish on their first poll or soon after, so the timer is the expensive part of a
 //! timeout: the attempt is polled first, and only when it returns `Pending` for the first time is a
 //! timer created (the deadline itself is fixed before, from the coarse clock). An attempt that is
-//! ready at once therefore costs one atomic load and one poll. The future is a plain `async fn` with
-//! stack-pinned locals: no boxing, no `unsafe`.
+//! ready at once therefore costs one atomic load and one poll, and the timer's state is never even
+//! initialised. The futures are plain `async fn`s with stack-pinned locals: no boxing, no `unsafe`.
 
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::task::Poll;
 
 use crate::clock::Timer;
@@ -21,22 +21,30 @@ pub(crate) enum Race<T> {
     TimedOut,
 }
 
-/// Runs `attempt` until it finishes or `deadline` (nanoseconds on `timer`) passes. The attempt's
-/// future is dropped before this returns `TimedOut`.
-pub(crate) async fn race<F: Future>(timer: &Timer, deadline: u64, attempt: F) -> Race<F::Output> {
-    let mut attempt = pin!(attempt);
-    let mut alarm = pin!(None);
+/// Polls the attempt once, in place: most attempts finish here, before any timer exists.
+#[inline]
+pub(crate) fn first_poll<F: Future>(attempt: Pin<&mut F>) -> impl Future<Output = Poll<F::Output>> {
+    let mut attempt = Some(attempt);
+    poll_fn(move |cx| Poll::Ready(attempt.take().map_or(Poll::Pending, |a| a.poll(cx))))
+}
+
+/// The slow path, once the attempt has returned `Pending`: only now is the timer created. It is
+/// polled first, in the same round as that `Pending` (so on the manual clock it takes its place
+/// among the pending waits before the attempt is polled again); from then on the attempt is
+/// polled first, so an attempt that finishes at the deadline wins.
+pub(crate) async fn against_the_clock<F: Future>(
+    timer: &Timer,
+    deadline: u64,
+    mut attempt: Pin<&mut F>,
+) -> Race<F::Output> {
+    let mut alarm = pin!(timer.deadline_async(deadline));
+    let mut armed = false;
     poll_fn(|cx| {
-        if let Poll::Ready(output) = attempt.as_mut().poll(cx) {
+        if armed && let Poll::Ready(output) = attempt.as_mut().poll(cx) {
             return Poll::Ready(Race::Finished(output));
         }
-        if alarm.is_none() {
-            alarm.set(Some(timer.deadline_async(deadline)));
-        }
-        match alarm.as_mut().as_pin_mut().map(|alarm| alarm.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(Race::TimedOut),
-            _ => Poll::Pending,
-        }
+        armed = true;
+        alarm.as_mut().poll(cx).map(|()| Race::TimedOut)
     })
     .await
 }
@@ -60,6 +68,15 @@ mod tests {
     impl Drop for DropFlag {
         fn drop(&mut self) {
             self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// What `TimeoutPolicy::run` does: a first poll, then the race against the clock.
+    async fn race<F: Future>(timer: &Timer, deadline: u64, attempt: F) -> Race<F::Output> {
+        let mut attempt = pin!(attempt);
+        match first_poll(attempt.as_mut()).await {
+            Poll::Ready(output) => Race::Finished(output),
+            Poll::Pending => against_the_clock(timer, deadline, attempt).await,
         }
     }
 
