@@ -50,7 +50,7 @@ impl BulkheadState {
     #[inline]
     fn permit(&self) -> BulkheadPermit<'_> {
         self.events.emit(|| BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
-        BulkheadPermit { state: self }
+        BulkheadPermit { state: Some(self) }
     }
 
     #[cold]
@@ -143,14 +143,14 @@ impl Drop for InLine<'_> {
 #[derive(Debug)]
 #[must_use = "the slot is given back as soon as the permit is dropped"]
 pub struct BulkheadPermit<'a> {
-    state: &'a BulkheadState,
+    /// `None` for a disabled bulkhead, which counts nothing.
+    state: Option<&'a BulkheadState>,
 }
 
 impl Drop for BulkheadPermit<'_> {
     #[inline]
     fn drop(&mut self) {
-        let state = self.state;
-        if state.config.enabled {
+        if let Some(state) = self.state {
             state.slots.release();
             state.events.emit(|| BulkheadEvent::Finished { instance: Arc::clone(&state.instance) });
         }
@@ -180,7 +180,7 @@ impl BulkheadPolicy {
     pub fn acquire(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if !state.config.enabled {
-            return Ok(BulkheadPermit { state });
+            return Ok(BulkheadPermit { state: None });
         }
         if state.slots.try_acquire() {
             return Ok(state.permit());
@@ -197,7 +197,7 @@ impl BulkheadPolicy {
     pub async fn acquire_async(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if !state.config.enabled {
-            return Ok(BulkheadPermit { state });
+            return Ok(BulkheadPermit { state: None });
         }
         if state.slots.try_acquire() {
             return Ok(state.permit());

@@ -50,22 +50,40 @@ impl RateLimiterState {
     }
 
     /// The pass path: disabled, or a permit at the coarse time (one atomic load + one CAS).
-    #[inline]
+    #[inline(always)]
     fn pass(&self) -> bool {
         if !self.config.enabled {
             return true;
         }
-        if self.gcra.acquire(self.timer.coarse_now(), 0) == Decision::Permit {
+        if self.gcra.try_acquire(self.timer.coarse_now()) {
             self.permitted(Duration::ZERO);
             return true;
         }
         false
     }
 
-    /// The coarse reading may lag, which only ever refuses: decide again on the exact clock, this
-    /// time reserving a permit within `max_wait`.
+    /// Past the pass path, sync: decide on the exact clock, wait on the caller's thread.
     #[cold]
     #[inline(never)]
+    fn acquire_slow(&self) -> Result<(), Rejection> {
+        match self.decide_exactly() {
+            Decision::Permit => Ok(()),
+            Decision::Wait(wait) => self.waited(wait, self.timer.sleep(Duration::from_nanos(wait))),
+            Decision::Refuse(retry_after) => Err(self.refuse(retry_after)),
+        }
+    }
+
+    /// Past the pass path, async: decide on the exact clock, wait in the future.
+    async fn acquire_slow_async(&self) -> Result<(), Rejection> {
+        match self.decide_exactly() {
+            Decision::Permit => Ok(()),
+            Decision::Wait(wait) => self.waited(wait, self.timer.sleep_async(Duration::from_nanos(wait)).await),
+            Decision::Refuse(retry_after) => Err(self.refuse(retry_after)),
+        }
+    }
+
+    /// The coarse reading may lag, which only ever refuses: decide again on the exact clock, this
+    /// time reserving a permit within `max_wait`.
     fn decide_exactly(&self) -> Decision {
         let decision = self.gcra.acquire(self.timer.now(), self.max_wait);
         if decision == Decision::Permit {
@@ -120,30 +138,14 @@ impl RateLimiterPolicy {
     /// clock; otherwise `Rejection::RateLimitExceeded` with the time until the next permit.
     #[inline]
     pub fn acquire(&self) -> Result<(), Rejection> {
-        let state = &*self.state;
-        if state.pass() {
-            return Ok(());
-        }
-        match state.decide_exactly() {
-            Decision::Permit => Ok(()),
-            Decision::Wait(wait) => state.waited(wait, state.timer.sleep(Duration::from_nanos(wait))),
-            Decision::Refuse(retry_after) => Err(state.refuse(retry_after)),
-        }
+        if self.state.pass() { Ok(()) } else { self.state.acquire_slow() }
     }
 
     /// The async form of [`acquire`](Self::acquire): waits without blocking a thread. Dropping the
     /// future while it waits gives up the call; its reserved permit stays used.
     #[inline]
     pub async fn acquire_async(&self) -> Result<(), Rejection> {
-        let state = &*self.state;
-        if state.pass() {
-            return Ok(());
-        }
-        match state.decide_exactly() {
-            Decision::Permit => Ok(()),
-            Decision::Wait(wait) => state.waited(wait, state.timer.sleep_async(Duration::from_nanos(wait)).await),
-            Decision::Refuse(retry_after) => Err(state.refuse(retry_after)),
-        }
+        if self.state.pass() { Ok(()) } else { self.state.acquire_slow_async().await }
     }
 }
 

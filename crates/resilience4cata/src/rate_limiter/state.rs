@@ -56,6 +56,14 @@ impl Gcra {
         if wait <= max_wait { (Decision::Wait(wait), next) } else { (Decision::Refuse(wait), tat) }
     }
 
+    /// The pass path's question: may a call at `now` go without waiting, and to which TAT? The same
+    /// answer as [`decide`](Self::decide) with no `max_wait`, in fewer instructions (`next ≥ now`).
+    #[inline(always)]
+    fn permit_now(&self, tat: u64, now: u64) -> Option<u64> {
+        let next = tat.max(now).saturating_add(self.interval);
+        (next - now <= self.tolerance).then_some(next)
+    }
+
     /// Calls that could pass at `now` without waiting.
     pub(crate) fn available(&self, tat: u64, now: u64) -> u64 {
         let used = tat.saturating_sub(now).min(self.tolerance);
@@ -75,8 +83,20 @@ impl AtomicGcra {
         AtomicGcra { gcra: Gcra::new(config), tat: CachePadded::new(AtomicU64::new(0)) }
     }
 
+    /// The pass path: takes a permit if one is free at `now` (one compare-and-set).
+    #[inline(always)]
+    pub(crate) fn try_acquire(&self, now: u64) -> bool {
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        while let Some(next) = self.gcra.permit_now(tat, now) {
+            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(current) => tat = current,
+            }
+        }
+        false
+    }
+
     /// Decides for a call at `now` and, unless it is refused, takes (or reserves) its permit.
-    #[inline]
     pub(crate) fn acquire(&self, now: u64, max_wait: u64) -> Decision {
         let mut tat = self.tat.load(Ordering::Relaxed);
         loop {
@@ -169,6 +189,21 @@ mod tests {
             }
         }
         assert_eq!(passed, 3 + 8, "3 s at 3/s after the burst, minus the rounding at the very end");
+    }
+
+    #[test]
+    fn the_pass_path_answers_like_the_full_decision() {
+        let gcra =
+            Gcra::new(&RateLimiterConfig { permits: 3, period: Duration::from_millis(10), ..Default::default() });
+        for tat in (0..40 * MS).step_by(MS as usize / 3) {
+            for now in (0..40 * MS).step_by(MS as usize / 2) {
+                let expected = match gcra.decide(tat, now, 0) {
+                    (Decision::Permit, next) => Some(next),
+                    _ => None,
+                };
+                assert_eq!(gcra.permit_now(tat, now), expected, "tat {tat}, now {now}");
+            }
+        }
     }
 
     #[test]
