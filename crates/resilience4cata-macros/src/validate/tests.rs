@@ -436,13 +436,13 @@ fn the_delegate_parameter_avoids_a_user_type_named_d() {
 #[test]
 fn limit_values_carry_their_own_codes() {
     let cases = [
-        (quote!(#[rate_limiter(permits = 0)]), "R4C-ATR-020"),
-        (quote!(#[rate_limiter(permits = 5000000000)]), "R4C-ATR-020"),
-        (quote!(#[rate_limiter(period = "0")]), "R4C-ATR-021"),
+        (quote!(#[rate_limiter(permits = 0)]), "R4C-ATR-030"),
+        (quote!(#[rate_limiter(permits = 5000000000)]), "R4C-ATR-030"),
+        (quote!(#[rate_limiter(period = "0")]), "R4C-ATR-031"),
         (quote!(#[rate_limiter(max_wait = "soon")]), "R4C-ATR-001"),
-        (quote!(#[bulkhead(max_concurrent_calls = 0)]), "R4C-ATR-022"),
+        (quote!(#[bulkhead(max_concurrent_calls = 0)]), "R4C-ATR-032"),
         (quote!(#[bulkhead(max_concurrent_calls = "8")]), "R4C-ATR-005"),
-        (quote!(#[timeout(duration = "0")]), "R4C-ATR-023"),
+        (quote!(#[timeout(duration = "0")]), "R4C-ATR-033"),
         (quote!(#[timeout(enabled = 1)]), "R4C-ATR-006"),
         (quote!(#[timeout(name = "t")]), "R4C-ATR-002"),
     ];
