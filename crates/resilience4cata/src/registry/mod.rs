@@ -104,7 +104,9 @@ impl Registry {
     }
 
     /// Interrupts every pending wait between retry attempts, and every later one (sticky): those
-    /// calls give up with `GiveUpReason::Interrupted` and return their last failure.
+    /// calls give up with `GiveUpReason::Interrupted` and return their last failure. Waits for a
+    /// rate limiter permit or a bulkhead slot end the same way, with the policy's refusal; a
+    /// running attempt's timeout is left alone.
     pub fn shutdown(&self) {
         self.inner.timer.shut_down();
     }
