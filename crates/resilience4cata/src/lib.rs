@@ -4,12 +4,15 @@
 
 #[doc(hidden)]
 pub mod __private;
+pub mod bulkhead;
 pub mod clock;
 mod error;
 mod events;
+pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;
+pub mod timeout;
 
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
