@@ -28,3 +28,24 @@ pub fn tower_resilience_async() -> impl FnMut() {
         consume(exec::call_tower(&mut service, opaque(1)));
     }
 }
+
+/// The same without the breaker: retry → rate limiter → bulkhead, to set beside ours until our
+/// breaker lands.
+pub fn tower_resilience_no_breaker_async() -> impl FnMut() {
+    use tower_resilience::{bulkhead, ratelimiter, retry};
+    let limiter = ratelimiter::RateLimiterLayer::builder()
+        .limit_for_period(usize::MAX / 2)
+        .refresh_period(Duration::from_secs(1))
+        .build()
+        .expect("valid rate limiter");
+    let bulkhead = bulkhead::BulkheadLayer::builder().max_concurrent_calls(1024).build().expect("valid bulkhead");
+    let retry = retry::RetryLayer::<u64, u64, _>::builder().max_attempts(3).fixed_backoff(Duration::ZERO).build();
+    let mut service = ServiceBuilder::new()
+        .layer(retry)
+        .layer(limiter)
+        .layer(bulkhead)
+        .service(tower::service_fn(|x: u64| ready(work(x))));
+    move || {
+        consume(exec::call_tower(&mut service, opaque(1)));
+    }
+}
