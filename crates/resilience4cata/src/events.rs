@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::circuit_breaker::CircuitBreakerEvent;
 use crate::retry::RetryEvent;
 
 /// A registered listener of events of type `E`.
@@ -14,11 +15,15 @@ pub type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
 #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
 pub struct Listeners {
     pub(crate) retry: Vec<Listener<RetryEvent>>,
+    pub(crate) circuit_breaker: Vec<Listener<CircuitBreakerEvent>>,
 }
 
 impl fmt::Debug for Listeners {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Listeners").field("retry", &self.retry.len()).finish()
+        f.debug_struct("Listeners")
+            .field("retry", &self.retry.len())
+            .field("circuit_breaker", &self.circuit_breaker.len())
+            .finish()
     }
 }
 
@@ -31,8 +36,8 @@ pub(crate) mod sealed {
     }
 }
 
-/// An event type one can listen to with `RegistryBuilder::listen`: [`RetryEvent`], and the event
-/// enum of each other policy.
+/// An event type one can listen to with `RegistryBuilder::listen`: [`RetryEvent`],
+/// [`CircuitBreakerEvent`], and the event enum of each other policy.
 pub trait Event: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {}
 
 /// Makes an event enum listenable, its listeners kept in `Listeners::$field`.
@@ -48,6 +53,7 @@ macro_rules! event_type {
 }
 
 event_type!(RetryEvent => retry);
+event_type!(CircuitBreakerEvent => circuit_breaker);
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E> {

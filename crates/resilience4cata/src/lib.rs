@@ -4,6 +4,7 @@
 
 #[doc(hidden)]
 pub mod __private;
+pub mod circuit_breaker;
 pub mod clock;
 mod error;
 mod events;

@@ -13,6 +13,7 @@ pub use ::std;
 
 pub use crate::Rejection;
 pub use crate::ResilienceError;
+pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};
 pub use crate::error::RegistryError;
 pub use crate::registry::Registry;
 pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};

@@ -31,7 +31,7 @@
 //! never retried, whatever `retry_on`, `abort_on` or a classifier say.
 
 mod budget;
-mod config;
+pub(crate) mod config;
 mod events;
 pub(crate) mod policy;
 mod snapshot;
