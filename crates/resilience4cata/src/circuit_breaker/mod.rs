@@ -59,11 +59,14 @@
 //! current window's counts and rates, and the refusals since the last reset.
 //!
 //! # Cost
-//! A closed breaker admits a call with one atomic load and records a success with one atomic
-//! read-modify-write on a count window (two when the outcome differs from the one it replaces in
-//! the ring), without a lock, an allocation or a clock read (slow-call tracking and time windows
-//! read the coarse clock: one more atomic load). Rates are computed only when a failure or slow call
-//! is recorded, or when the window first reaches `minimum_calls`.
+//! A closed breaker admits a call with one atomic load. On a count window it records a fast success
+//! with a plain load and store on a counter stripe of its own thread, with no read-modify-write and
+//! no shared cache line written; a failure or slow call then places those successes into the ring
+//! (a few read-modify-writes, off the success path). A time window adds one to its current second's
+//! bucket (one read-modify-write). No lock, no allocation, and no clock read unless slow-call
+//! tracking or a time window is configured (then one coarse reading: an atomic load). Rates are
+//! computed only when a failure or slow call is recorded, once per second on a time window, or while
+//! failures wait for `minimum_calls`.
 
 // The registry builds the state in the next step; until then only the tests do.
 #![cfg_attr(not(test), allow(dead_code))]
@@ -74,6 +77,7 @@ mod half_open;
 pub(crate) mod policy;
 mod snapshot;
 mod state;
+mod stripes;
 mod window;
 
 pub use config::{

@@ -3,12 +3,16 @@
 //!
 //! An outcome is a bit set: [`FAILED`], [`SLOW`], both, or neither (a fast success).
 //!
-//! **Count window.** A ring of one-byte slots, a `head` counting the calls recorded since the window
-//! was cleared, and one packed word of (failures, slow calls) in the ring. Recording takes the next
-//! index with `fetch_add` on the head and reads the slot it lands on; only when the new outcome
-//! differs from the one it replaces is the slot swapped and the packed word adjusted by the
-//! difference. Steady-state successes therefore cost one read-modify-write. The ring holds
-//! `min(head, window_size)` calls.
+//! **Count window.** A ring of one-byte slots, a `head` counting the outcomes placed since the window
+//! was cleared, and one packed word of (failures, slow calls) in the ring. A fast success only adds
+//! one to this thread's stripe of a striped counter (a plain load and store on a line no other
+//! thread writes: no read-modify-write). A failure or slow call first places the successes counted
+//! since the last placement (one `fetch_add` of their number on the head; their slots are only
+//! written when the ring holds failures), then takes the next index and writes its slot. A slot is
+//! swapped, and the packed word adjusted, only when the new outcome differs from the one it
+//! replaces. Reading the window places pending successes first, so it holds `min(head,
+//! window_size)` calls in the order they were recorded (exactly, for one thread; under concurrency,
+//! successes recorded while a failure is being placed may land on either side of it).
 //!
 //! **Time window.** One bucket per second, `window_size` of them, each counter tagged with the
 //! second it counts: the first outcome of a new second re-tags the bucket with a compare-and-set,
@@ -24,6 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
+use super::stripes::StripedCounter;
 use super::{CircuitBreakerConfig, WindowType};
 
 /// The outcome bit of a failed call.
@@ -59,8 +64,8 @@ impl Window {
     }
 
     /// Records one outcome at `now` (coarse nanoseconds; unused by a count window) and says whether
-    /// the window should be judged now: after a failure or slow call, when the window reaches
-    /// `minimum_calls`, or (time window) when a second starts or failures wait for enough calls.
+    /// the window should be judged now: after a failure or slow call, while failures wait for
+    /// `minimum_calls`, or (time window) when a second starts.
     #[inline]
     pub(crate) fn record(&self, bits: u8, now: u64) -> bool {
         match self {
@@ -86,11 +91,12 @@ impl Window {
         }
     }
 
-    /// Tells a time window what its last judgement saw: while failures or slow calls wait for
+    /// Tells the window what its last judgement saw: while failures or slow calls wait for
     /// `minimum_calls`, every record judges it.
     pub(crate) fn note_judged(&self, tally: &Tally) {
-        if let Window::Time(w) = self {
-            w.note_judged(tally);
+        match self {
+            Window::Count(w) => w.note_judged(tally),
+            Window::Time(w) => w.note_judged(tally),
         }
     }
 }
@@ -133,6 +139,12 @@ pub(crate) struct CountWindow {
     size: u64,
     modulo: FastMod,
     min_calls: u64,
+    /// Fast successes recorded (striped, no read-modify-write) ...
+    successes: StripedCounter,
+    /// ... and how many of them are already placed into the ring.
+    placed: CachePadded<AtomicU64>,
+    /// Failures are waiting for `minimum_calls`: judge after every record until they are enough.
+    pending: AtomicBool,
 }
 
 impl CountWindow {
@@ -144,15 +156,53 @@ impl CountWindow {
             size: u64::from(size),
             modulo: FastMod::new(size),
             min_calls,
+            successes: StripedCounter::new(),
+            placed: CachePadded::new(AtomicU64::new(0)),
+            pending: AtomicBool::new(false),
         }
     }
 
     #[inline]
     fn record(&self, bits: u8) -> bool {
-        let index = self.head.fetch_add(1, Ordering::SeqCst);
-        if index == WRAP_AT {
+        if bits == 0 {
+            self.successes.add_one();
+            return self.pending.load(Ordering::Relaxed);
+        }
+        self.place_successes();
+        let index = self.advance(1);
+        self.put(index, bits);
+        true
+    }
+
+    /// Places the fast successes recorded since the last placement at the head of the ring, in one
+    /// step: they all came before the outcome (or the reading) that places them.
+    fn place_successes(&self) {
+        let total = self.successes.sum();
+        let before = self.placed.fetch_max(total, Ordering::AcqRel);
+        if total <= before {
+            return;
+        }
+        let n = total - before;
+        let start = self.advance(n);
+        if self.counts.load(Ordering::SeqCst) == PACKED_ZERO {
+            return; // the ring holds successes only: nothing to overwrite
+        }
+        for index in start + n.saturating_sub(self.size)..start + n {
+            self.put(index, 0);
+        }
+    }
+
+    /// Takes `n` consecutive indices; the call whose range reaches [`WRAP_AT`] moves the head back
+    /// by a multiple of the window, which keeps every slot where it was.
+    fn advance(&self, n: u64) -> u64 {
+        let start = self.head.fetch_add(n, Ordering::SeqCst);
+        if start < WRAP_AT && start + n >= WRAP_AT {
             self.head.fetch_sub(WRAP_AT / self.size * self.size, Ordering::SeqCst);
         }
+        start
+    }
+
+    fn put(&self, index: u64, bits: u8) {
         let slot = &self.slots[self.modulo.rem(index) as usize];
         // Reading first keeps the slot's line shared when the outcome repeats: a read that finds
         // `bits` is a swap that changes nothing.
@@ -162,14 +212,18 @@ impl CountWindow {
                 self.counts.fetch_add(delta(old, bits), Ordering::SeqCst);
             }
         }
-        bits != 0 || index + 1 == self.min_calls
     }
 
     fn tally(&self) -> Tally {
+        self.place_successes();
         let calls = self.head.load(Ordering::SeqCst).min(self.size);
         let counts = self.counts.load(Ordering::SeqCst);
         let half = |v: u64| (v & 0xFFFF_FFFF).saturating_sub(BIAS).min(calls);
         Tally { calls, failed: half(counts), slow: half(counts >> 32) }
+    }
+
+    fn note_judged(&self, tally: &Tally) {
+        note_pending(&self.pending, tally, self.min_calls);
     }
 
     fn clear(&self) {
@@ -178,6 +232,17 @@ impl CountWindow {
         }
         self.counts.store(PACKED_ZERO, Ordering::SeqCst);
         self.head.store(0, Ordering::SeqCst);
+        self.placed.store(self.successes.sum(), Ordering::SeqCst);
+        self.pending.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Failures or slow calls short of `minimum_calls` make every later record judge the window, so
+/// the success that reaches the minimum can open the breaker.
+fn note_pending(pending: &AtomicBool, tally: &Tally, min_calls: u64) {
+    let waiting = tally.calls < min_calls && (tally.failed > 0 || tally.slow > 0);
+    if pending.load(Ordering::Relaxed) != waiting {
+        pending.store(waiting, Ordering::Relaxed);
     }
 }
 
@@ -252,10 +317,7 @@ impl TimeWindow {
     }
 
     fn note_judged(&self, tally: &Tally) {
-        let pending = tally.calls < self.min_calls && (tally.failed > 0 || tally.slow > 0);
-        if self.pending.load(Ordering::Relaxed) != pending {
-            self.pending.store(pending, Ordering::Relaxed);
-        }
+        note_pending(&self.pending, tally, self.min_calls);
     }
 
     fn clear(&self) {
@@ -316,22 +378,49 @@ mod tests {
         }
     }
 
+    /// Tallies like the state machine does after a judging record.
+    fn judged(w: &CountWindow) -> Tally {
+        let t = w.tally();
+        w.note_judged(&t);
+        t
+    }
+
     #[test]
     fn count_window_slides_over_the_last_calls() {
         let w = count(4, 4);
         assert!(w.record(FAILED));
         assert!(w.record(FAILED | SLOW));
-        assert!(!w.record(0));
-        assert_eq!(w.tally(), tally(3, 2, 1));
+        assert_eq!(judged(&w), tally(2, 2, 1));
+        assert!(w.record(0), "failures wait for minimum_calls: judge the success too");
+        assert_eq!(judged(&w), tally(3, 2, 1));
         assert!(w.record(0), "the fourth call reaches minimum_calls");
-        assert_eq!(w.tally(), tally(4, 2, 1));
-        // The next two calls replace the two failures.
-        w.record(0);
-        assert_eq!(w.tally(), tally(4, 1, 1));
+        assert_eq!(judged(&w), tally(4, 2, 1));
+        assert!(!w.record(0), "enough calls: successes no longer judge");
+        assert_eq!(w.tally(), tally(4, 1, 1), "that success replaced the first failure");
         w.record(0);
         assert_eq!(w.tally(), tally(4, 0, 0));
         w.record(SLOW);
         assert_eq!(w.tally(), tally(4, 0, 1));
+    }
+
+    #[test]
+    fn successes_are_placed_in_order_before_the_failure_that_follows_them() {
+        let w = count(3, 1);
+        w.record(0);
+        w.record(0);
+        w.record(FAILED); // ring: S S F
+        assert_eq!(w.tally(), tally(3, 1, 0));
+        for _ in 0..2 {
+            w.record(0);
+        }
+        assert_eq!(w.tally(), tally(3, 1, 0), "F is still the newest of three");
+        w.record(0);
+        assert_eq!(w.tally(), tally(3, 0, 0));
+        for _ in 0..1_000 {
+            w.record(0);
+        }
+        w.record(SLOW);
+        assert_eq!(w.tally(), tally(3, 0, 1), "a long run of successes is placed without a scan");
     }
 
     #[test]
@@ -341,6 +430,7 @@ mod tests {
             w.record(FAILED);
         }
         assert_eq!(w.tally(), tally(3, 3, 0));
+        w.record(0); // counted before the clear: not in the new window
         w.clear();
         assert_eq!(w.tally(), Tally::default());
         w.record(0);
@@ -352,12 +442,18 @@ mod tests {
         let w = count(3, 3);
         w.head.store(WRAP_AT - 1, Ordering::SeqCst);
         w.record(FAILED); // index WRAP_AT - 1
-        w.record(0); // index WRAP_AT: wraps
+        w.record(0);
+        w.record(FAILED); // places the success at WRAP_AT, which wraps
+        w.record(0);
+        w.record(0);
         w.record(FAILED);
         assert!(w.head.load(Ordering::SeqCst) < WRAP_AT);
-        assert_eq!(w.tally(), tally(3, 2, 0));
-        w.record(0); // replaces the first failure: the ring order is intact
-        assert_eq!(w.tally(), tally(3, 1, 0));
+        assert_eq!(w.tally(), tally(3, 1, 0), "S S F: the ring order is intact");
+        w.record(0);
+        w.record(0);
+        assert_eq!(w.tally(), tally(3, 1, 0), "F S S");
+        w.record(0);
+        assert_eq!(w.tally(), tally(3, 0, 0));
     }
 
     #[test]
@@ -436,10 +532,11 @@ mod tests {
             h.join().unwrap();
         }
         // Quiescent: the packed counters equal what the slots hold.
+        let t = w.tally();
         let slots: Vec<u8> = w.slots.iter().map(|s| s.load(Ordering::SeqCst)).collect();
         let failed = slots.iter().filter(|&&b| b & FAILED != 0).count() as u64;
         let slow = slots.iter().filter(|&&b| b & SLOW != 0).count() as u64;
-        assert_eq!(w.tally(), tally(64, failed, slow));
-        assert_eq!(w.head.load(Ordering::SeqCst), 80_000);
+        assert_eq!(t, tally(64, failed, slow));
+        assert_eq!(w.head.load(Ordering::SeqCst), 80_000, "every success was placed");
     }
 }
