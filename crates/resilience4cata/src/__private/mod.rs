@@ -14,12 +14,13 @@ pub use ::std;
 pub use crate::Rejection;
 pub use crate::ResilienceError;
 pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};
+pub use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 pub use crate::error::RegistryError;
 pub use crate::registry::Registry;
 pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
 pub use probe::{
-    AttemptArg, Probe, ProbeFallback, ProbeRejection, ResultLike, assert_result, attempt_arg, require_resilience_error,
+    AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, ResultLike, attempt_arg, require_resilience_error,
 };
 
 /// Generated code names this module (`__private::version_0_1_0::CHECK`); the macros of another
@@ -45,6 +46,15 @@ pub struct Site {
 /// Builds (or finds, when shared by name) the retry instance of one method.
 pub fn retry(registry: &Registry, site: Site, attrs: RetryConfigBuilder) -> Result<RetryPolicy, RegistryError> {
     RetryPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
+}
+
+/// Builds (or finds, when shared by name) the circuit breaker instance of one method.
+pub fn circuit_breaker(
+    registry: &Registry,
+    site: Site,
+    attrs: CircuitBreakerConfigBuilder,
+) -> Result<CircuitBreakerPolicy, RegistryError> {
+    CircuitBreakerPolicy::build(registry, site.id, site.name, site.config, &attrs)
 }
 
 /// A duration literal checked at compile time, rebuilt from its nanoseconds.

@@ -8,7 +8,6 @@ use crate::retry::config::layered_builder;
 
 /// How the breaker's window of recent outcomes is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
 pub enum WindowType {
     /// The last `window_size` recorded calls.
     Count,

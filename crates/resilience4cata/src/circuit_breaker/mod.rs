@@ -68,13 +68,13 @@
 //! computed only when a failure or slow call is recorded, once per second on a time window, or while
 //! failures wait for `minimum_calls`.
 
-// The registry builds the state in the next step; until then only the tests do.
-#![cfg_attr(not(test), allow(dead_code))]
-
 mod config;
 mod events;
 mod half_open;
+#[cfg(feature = "metrics")]
+pub(crate) mod metrics;
 pub(crate) mod policy;
+mod registry;
 mod snapshot;
 mod state;
 mod stripes;
@@ -85,8 +85,11 @@ pub use config::{
     WindowType,
 };
 pub use events::CircuitBreakerEvent;
+pub use registry::CircuitBreakerHandle;
 pub use snapshot::CircuitBreakerSnapshot;
 pub use state::State;
+
+pub(crate) use state::CircuitBreakerState;
 
 #[cfg(test)]
 mod tests;

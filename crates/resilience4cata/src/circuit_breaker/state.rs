@@ -42,7 +42,6 @@ use crate::events::Publisher;
 /// assert!(!State::ForcedOpen.permits_calls());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
 pub enum State {
     /// Calls pass and are recorded; the breaker opens when a rate reaches its threshold.
     Closed,

@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::policy::{CircuitBreakerPolicy, Outcome};
-use super::state::CircuitBreakerState;
 use super::*;
 use crate::Rejection;
 use crate::clock::{Clock, ManualClock};
@@ -28,7 +27,9 @@ fn breaker(layer: CircuitBreakerConfigBuilder) -> Fixture {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
     let listener: Listener<CircuitBreakerEvent> = Arc::new(move |e| sink.lock().unwrap().push(e.clone()));
-    let state = Arc::new(CircuitBreakerState::new("cb".into(), config, timer, Publisher::new(&[listener])));
+    let instance: Arc<str> = Arc::from("cb");
+    let publisher = Publisher::new(&[listener], &instance);
+    let state = Arc::new(CircuitBreakerState::new(instance, config, timer, publisher));
     Fixture { clock, cb: CircuitBreakerPolicy::new(Arc::clone(&state)), state, events }
 }
 

@@ -3,6 +3,8 @@
 //! Build it once at start-up, share it (it is a cheap `Arc` clone), wrap every dependency with it.
 //! It is immutable after [`RegistryBuilder::build`]: changing a value means building a new registry.
 
+#[cfg(feature = "serde")]
+pub(crate) mod config_file;
 mod layer;
 
 use std::fmt;
@@ -10,6 +12,7 @@ use std::sync::Arc;
 
 pub(crate) use layer::{Configs, Instances, Layer};
 
+use crate::circuit_breaker::{CircuitBreakerConfigBuilder, CircuitBreakerSnapshot, CircuitBreakerState};
 use crate::clock::{Clock, Timer};
 use crate::error::RegistryError;
 use crate::events::{Event, Listeners};
@@ -52,6 +55,7 @@ pub(crate) struct Inner {
     pub(crate) seed: u64,
     pub(crate) listeners: Listeners,
     pub(crate) retry: Kind<RetryConfigBuilder, RetryState>,
+    pub(crate) circuit_breaker: Kind<CircuitBreakerConfigBuilder, CircuitBreakerState>,
 }
 
 impl Registry {
@@ -67,7 +71,10 @@ impl Registry {
     /// Every policy instance built so far, with its resolved configuration and current state.
     pub fn snapshot(&self) -> RegistrySnapshot {
         let inner = &*self.inner;
-        RegistrySnapshot { retries: inner.retry.instances.all().iter().map(|s| s.snapshot()).collect() }
+        RegistrySnapshot {
+            retries: inner.retry.instances.all().iter().map(|s| s.snapshot()).collect(),
+            circuit_breakers: self.circuit_breaker_snapshots(),
+        }
     }
 
     /// Interrupts every pending wait between retry attempts, and every later one (sticky): those
@@ -93,6 +100,7 @@ impl fmt::Debug for Registry {
 #[non_exhaustive]
 pub struct RegistrySnapshot {
     retries: Vec<RetrySnapshot>,
+    circuit_breakers: Vec<CircuitBreakerSnapshot>,
 }
 
 impl RegistrySnapshot {
@@ -100,27 +108,26 @@ impl RegistrySnapshot {
     pub fn retries(&self) -> &[RetrySnapshot] {
         &self.retries
     }
+
+    /// Every circuit breaker instance, ordered by id.
+    pub fn circuit_breakers(&self) -> &[CircuitBreakerSnapshot] {
+        &self.circuit_breakers
+    }
 }
 
 /// Configures a [`Registry`]: defaults, named configurations and per-instance overrides for each
 /// policy, the clock, and event listeners.
 #[must_use]
+#[derive(Default)]
 pub struct RegistryBuilder {
+    /// The first configuration-file problem, reported by `build`.
+    error: Option<RegistryError>,
     clock: Clock,
     seed: Option<u64>,
     listeners: Listeners,
     retry: Configs<RetryConfigBuilder>,
-}
-
-impl Default for RegistryBuilder {
-    fn default() -> Self {
-        RegistryBuilder {
-            clock: Clock::system(),
-            seed: None,
-            listeners: Listeners::default(),
-            retry: Configs::default(),
-        }
-    }
+    /// Configured through the methods in `circuit_breaker::registry`.
+    pub(crate) circuit_breaker: Configs<CircuitBreakerConfigBuilder>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -130,7 +137,7 @@ impl fmt::Debug for RegistryBuilder {
 }
 
 /// Applies a chaining closure to the layer stored under `key`, creating it unset first.
-fn edit<B: Layer>(slot: &mut B, f: impl FnOnce(B) -> B) {
+pub(crate) fn edit<B: Layer>(slot: &mut B, f: impl FnOnce(B) -> B) {
     *slot = f(std::mem::take(slot));
 }
 
@@ -176,14 +183,70 @@ impl RegistryBuilder {
         self
     }
 
-    /// Builds the registry. Configuration is checked when a wrapper or pipeline resolves it.
+    /// Merges an external configuration (feature `serde`) into the layers, key by key, in call
+    /// order with the builder methods.
+    #[cfg(feature = "serde")]
+    pub fn config(mut self, config: config_file::RegistryConfig) -> Self {
+        config.apply(config_file::Targets { retry: &mut self.retry, circuit_breaker: &mut self.circuit_breaker });
+        self
+    }
+
+    /// Parses TOML configuration (feature `serde`) and merges it like [`config`](Self::config). A
+    /// problem (`R4C-CFG-…`, naming the key path and line) is returned by [`build`](Self::build).
+    ///
+    /// ```
+    /// use resilience4cata::Registry;
+    ///
+    /// let err = Registry::builder().config_toml("[defaults.retry]\nmax_attempts = \"3\"\n").build().unwrap_err();
+    /// assert_eq!(err.code(), "R4C-CFG-003");
+    /// assert!(err.to_string().contains("config:2: `defaults.retry.max_attempts`"), "{err}");
+    /// ```
+    #[cfg(feature = "serde")]
+    pub fn config_toml(self, text: &str) -> Self {
+        self.config_from(text, "config")
+    }
+
+    /// Reads and merges a TOML file (feature `serde`); see [`config_toml`](Self::config_toml).
+    #[cfg(feature = "serde")]
+    pub fn config_file(self, path: impl AsRef<std::path::Path>) -> Self {
+        let path = path.as_ref();
+        match std::fs::read_to_string(path) {
+            Ok(text) => self.config_from(&text, &path.display().to_string()),
+            Err(e) => self.fail(RegistryError::new(
+                crate::error::codes::CONFIG_SYNTAX,
+                None,
+                format!("{}: cannot read: {e}", path.display()),
+            )),
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    fn config_from(self, text: &str, origin: &str) -> Self {
+        match config_file::RegistryConfig::from_toml(text, origin) {
+            Ok(config) => self.config(config),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    fn fail(mut self, error: RegistryError) -> Self {
+        self.error.get_or_insert(error);
+        self
+    }
+
+    /// Builds the registry, or returns the first configuration-file error. Policy values are
+    /// checked when a wrapper or pipeline resolves them.
     pub fn build(self) -> Result<Registry, RegistryError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
         let timer = Arc::new(self.clock.into_timer());
         let inner = Inner {
             timer,
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             listeners: self.listeners,
             retry: Kind::new(self.retry),
+            circuit_breaker: Kind::new(self.circuit_breaker),
         };
         Ok(Registry { inner: Arc::new(inner) })
     }

@@ -121,10 +121,10 @@ impl RetryPolicy {
             let seed = inner.seed ^ fnv1a(&instance);
             RetryState {
                 budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
+                events: Publisher::new(&inner.listeners.retry, &instance),
                 instance,
                 config,
                 timer: Arc::clone(&inner.timer),
-                events: Publisher::new(&inner.listeners.retry),
                 rng: AtomicU64::new(seed),
             }
         })?;
@@ -226,10 +226,10 @@ impl RetryPolicy {
             return Ok(());
         }
         let now = state.timer.now();
-        if let Some(max) = state.config.max_duration {
-            if now.saturating_sub(call.started).saturating_add(nanos(wait)) > nanos(max) {
-                return Err(GiveUpReason::MaxDuration);
-            }
+        if let Some(max) = state.config.max_duration
+            && now.saturating_sub(call.started).saturating_add(nanos(wait)) > nanos(max)
+        {
+            return Err(GiveUpReason::MaxDuration);
         }
         match &state.budget {
             Some(budget) if !budget.try_grant(now) => Err(GiveUpReason::BudgetExhausted),
@@ -250,4 +250,116 @@ fn no_async_clock(id: &str) -> RegistryError {
 /// A stable hash of the instance id, so each instance's jitter stream differs but is reproducible.
 fn fnv1a(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The policy driven the way generated code drives it, on the manual clock.
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::registry::Registry;
+    use std::sync::Mutex;
+
+    fn registry(clock: &ManualClock, events: &Arc<Mutex<Vec<RetryEvent>>>) -> Registry {
+        let sink = Arc::clone(events);
+        Registry::builder()
+            .clock(clock)
+            .jitter_seed(7)
+            .listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone()))
+            .build()
+            .unwrap()
+    }
+
+    /// The generated loop, by hand: `call` fails while `fail(n)` says so.
+    fn run(policy: &RetryPolicy, mut fail: impl FnMut(u32) -> Option<Failure>) -> (u32, bool) {
+        let mut call = policy.start();
+        let mut n = 0;
+        loop {
+            n += 1;
+            match fail(n) {
+                None => return (call.attempts(), true),
+                Some(f) => {
+                    if !policy.retry_after(&mut call, f) {
+                        return (call.attempts(), false);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn download_timeline_gives_up_on_max_duration() {
+        let clock = ManualClock::new();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let attrs = RetryConfigBuilder::new()
+            .max_attempts(5)
+            .delay(Duration::from_millis(500))
+            .max_delay(Duration::from_secs(2))
+            .max_duration(Duration::from_secs(4))
+            .jitter(Jitter::None);
+        let policy =
+            RetryPolicy::build(&registry(&clock, &events), "m::Files::download", None, None, false, attrs).unwrap();
+        let mut times = Vec::new();
+        let (attempts, ok) = run(&policy, |_| {
+            times.push(clock.elapsed());
+            Some(Failure::Retryable)
+        });
+        assert!(!ok);
+        assert_eq!(attempts, 4);
+        assert_eq!(times, [0, 500, 1500, 3500].map(Duration::from_millis));
+        let last = events.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(
+            last,
+            RetryEvent::GaveUp {
+                instance: "m::Files::download".into(),
+                attempts: 4,
+                reason: GiveUpReason::MaxDuration
+            }
+        );
+    }
+
+    #[test]
+    fn budget_seed_figures() {
+        let clock = ManualClock::new();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let attrs = RetryConfigBuilder::new()
+            .max_attempts(3)
+            .delay(Duration::from_millis(100))
+            .budget_percent(20.0)
+            .budget_min_retries_per_second(1);
+        let registry = registry(&clock, &events);
+        let policy = RetryPolicy::build(&registry, "catalog", None, None, false, attrs).unwrap();
+        let mut attempts = 0;
+        for _ in 0..100 {
+            run(&policy, |_| {
+                attempts += 1;
+                Some(Failure::Retryable)
+            });
+        }
+        assert_eq!(attempts, 130);
+        let exhausted = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| matches!(e, RetryEvent::GaveUp { reason: GiveUpReason::BudgetExhausted, .. }))
+            .count();
+        assert_eq!(exhausted, 95);
+        let snap = registry.snapshot();
+        assert_eq!(snap.retries()[0].budget, Some(crate::Budget { calls: 100, retries: 30, allowed_retries: 30 }));
+    }
+
+    #[test]
+    fn async_retry_on_a_clock_that_cannot_sleep_async_is_reg_010() {
+        let system = Registry::builder().build().unwrap();
+        let built = RetryPolicy::build(&system, "m::A::f", None, None, true, RetryConfigBuilder::new());
+        if cfg!(feature = "tokio") {
+            assert!(built.is_ok());
+        } else {
+            assert_eq!(built.unwrap_err().code(), "R4C-REG-010");
+        }
+        let clock = ManualClock::new();
+        let manual = Registry::builder().clock(&clock).build().unwrap();
+        assert!(RetryPolicy::build(&manual, "m::A::f", None, None, true, RetryConfigBuilder::new()).is_ok());
+        assert!(RetryPolicy::build(&system, "m::A::g", None, None, false, RetryConfigBuilder::new()).is_ok());
+    }
 }
