@@ -16,6 +16,10 @@ pub(crate) const ATR_DUPLICATE: &str = "R4C-ATR-008";
 pub(crate) const ATR_SYNTAX: &str = "R4C-ATR-009";
 pub(crate) const ATR_PLACEMENT: &str = "R4C-ATR-010";
 pub(crate) const ATR_RESILIENT_ARGS: &str = "R4C-ATR-011";
+/// Circuit breaker values (`R4C-ATR-02x`).
+pub(crate) const ATR_CB_COUNT: &str = "R4C-ATR-020";
+pub(crate) const ATR_CB_RATE: &str = "R4C-ATR-021";
+pub(crate) const ATR_CB_SLOW_ZERO: &str = "R4C-ATR-022";
 /// Classifier combinations.
 pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
 pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";

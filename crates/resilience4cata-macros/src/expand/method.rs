@@ -130,15 +130,18 @@ fn body(model: &Model, method: &Method) -> TokenStream {
     }
 }
 
-/// One call of the delegate, as `Result<T, E>`, its arguments handed over for this attempt.
+/// One call of the delegate, as `Result<T, E>`, its arguments handed over for this attempt: an
+/// owned argument is cloned per attempt when a policy may call more than once, moved otherwise.
 fn innermost(model: &Model, method: &Method) -> TokenStream {
     let p = private();
+    let repeats = method.policies.iter().any(|policy| crate::policy::repeats(policy.spec));
     let args = method.args.iter().map(|a| {
         let ident = &a.ident;
         match &a.ty {
             Type::Reference(r) if r.mutability.is_some() => quote!(&mut *#ident),
             Type::Reference(_) => quote!(#ident),
-            ty => quote_spanned!(ty.span()=> #p::attempt_arg(&#ident)),
+            ty if repeats => quote_spanned!(ty.span()=> #p::attempt_arg(&#ident)),
+            _ => quote!(#ident),
         }
     });
     let call = delegate_call(model, method, quote!(#(#args),*), method.is_async());

@@ -6,6 +6,7 @@
 //! `expand/`, and one line in [`POLICIES`]; parsing, validation, merging of trait-level and
 //! method-level attributes, the wrapper's fields and `new` are generic over this table.
 
+pub(crate) mod circuit_breaker;
 pub(crate) mod retry;
 
 use proc_macro2::TokenStream;
@@ -15,7 +16,13 @@ use crate::validate::{Method, Problem, Settings};
 
 /// Every policy attribute, outer to inner: the layers are chained in this order, whatever order
 /// the attributes are written in (SPEC §6).
-pub(crate) static POLICIES: &[&PolicySpec] = &[&retry::RETRY];
+pub(crate) static POLICIES: &[&PolicySpec] = &[&retry::RETRY, &circuit_breaker::CIRCUIT_BREAKER];
+
+/// Whether the policy may call the inner layers more than once per call (retry, hedge), so owned
+/// arguments are cloned for each attempt.
+pub(crate) fn repeats(spec: &PolicySpec) -> bool {
+    matches!(spec.name, "retry" | "hedge")
+}
 
 /// The policy named by an attribute path such as `retry`, if it is one of ours.
 pub(crate) fn lookup(path: &syn::Path) -> Option<&'static PolicySpec> {
