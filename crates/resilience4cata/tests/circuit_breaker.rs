@@ -484,3 +484,38 @@ async fn async_methods_record_each_attempt_and_slow_calls_open_the_breaker() {
     assert_eq!(s.state, State::Open);
     assert!(matches!(remote.fetch(&clock).await.unwrap_err().rejection(), Some(Rejection::CallNotPermitted { .. })));
 }
+
+pub mod sendable {
+    use std::future::Future;
+
+    use resilience4cata::resilient;
+
+    #[resilient]
+    pub trait Feed {
+        #[retry(max_attempts = 2, delay = "0")]
+        #[circuit_breaker(window_size = 4)]
+        fn next(&self, cursor: u64) -> impl Future<Output = Result<u64, std::io::Error>> + Send;
+    }
+}
+
+struct Counter;
+
+impl sendable::Feed for Counter {
+    async fn next(&self, cursor: u64) -> Result<u64, std::io::Error> {
+        Ok(cursor + 1)
+    }
+}
+
+#[tokio::test]
+async fn a_send_future_holds_its_permit_across_the_await() {
+    use sendable::Feed;
+    fn assert_send<T: Send>(t: T) -> T {
+        t
+    }
+    let registry = Registry::builder().build().unwrap();
+    let feed = sendable::ResilientFeed::new(Counter, &registry).unwrap();
+    let spawned = tokio::spawn(async move { assert_send(feed.next(41)).await });
+    assert_eq!(spawned.await.unwrap().unwrap(), 42);
+    let s = registry.circuit_breaker("circuit_breaker::sendable::Feed::next").unwrap().snapshot();
+    assert_eq!(s.buffered_calls, 1);
+}
