@@ -78,11 +78,15 @@ fn associated(model: &Model, member: &Member) -> TokenStream {
     }
 }
 
-/// `#[cfg] <signature with plain argument names> { body }`.
+/// `#[cfg] <signature with plain argument names> { body }`. Always inlined: with a mere `#[inline]`,
+/// LLVM keeps a breaker-protected method out of line (its refusal and error arms make it look big),
+/// and the call's prologue, epilogue and result copy then cost more than the breaker itself
+/// (callgrind: 82 instructions per closed-breaker success with `#[inline]`, 58 with this, the bare
+/// call being 15).
 fn method_item(method: &Method, body: TokenStream) -> TokenStream {
     let cfg = cfgs(&method.item.attrs);
     let sig = signature(method);
-    quote!(#(#cfg)* #[inline] #sig { #body })
+    quote!(#(#cfg)* #[inline(always)] #sig { #body })
 }
 
 /// The trait's signature with each argument named as in [`Method::args`].

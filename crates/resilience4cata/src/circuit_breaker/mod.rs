@@ -67,6 +67,12 @@
 //! tracking or a time window is configured (then one coarse reading: an atomic load). Rates are
 //! computed only when a failure or slow call is recorded, once per second on a time window, or while
 //! failures wait for `minimum_calls`.
+//!
+//! Measured on the project's 2-core machine (Xeon, 2.3 GHz), one thread, a `#[resilient]` method
+//! with the default `#[circuit_breaker]` around an `#[inline(never)]` delegate: a closed-breaker
+//! success costs 58 instructions per call (callgrind; the bare call is 15) and about 4–6 ns of CPU,
+//! against about 27 ns for recloser 1.4's `call`. A time window (one read-modify-write) or
+//! slow-call tracking (two coarse clock readings) take about 8–14 ns.
 
 mod config;
 mod events;

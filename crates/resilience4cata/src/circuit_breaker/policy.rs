@@ -102,7 +102,7 @@ pub struct Permit<'a> {
 
 impl Permit<'_> {
     /// Records the call's outcome.
-    #[inline]
+    #[inline(always)]
     pub fn record(self, outcome: Outcome) {
         let this = ManuallyDrop::new(self);
         this.state.record(this.ticket, outcome);

@@ -130,6 +130,8 @@ pub(crate) struct CircuitBreakerState {
     slow_nanos: Option<u64>,
     /// Whether recording reads the coarse clock (slow-call tracking or a time window).
     reads_clock: bool,
+    /// A count window without slow-call tracking: a success needs no clock and no outcome bits.
+    plain_successes: bool,
     wait_nanos: u64,
     min_calls: u64,
     permitted: u64,
@@ -154,6 +156,7 @@ impl CircuitBreakerState {
             not_permitted: CachePadded::new(AtomicU64::new(0)),
             slow_nanos,
             reads_clock,
+            plain_successes: !reads_clock,
             wait_nanos: nanos(config.wait_in_open),
             min_calls: u64::from(config.effective_minimum_calls()),
             permitted: u64::from(config.permitted_calls_in_half_open),
@@ -233,9 +236,27 @@ impl CircuitBreakerState {
         Rejection::CallNotPermitted { instance: Arc::clone(&self.instance) }
     }
 
-    /// Records the outcome of the call admitted with `ticket`.
+    /// Records the outcome of the call admitted with `ticket`. The common case, a success of a call
+    /// admitted by the current closed state of a count window without slow-call tracking, is a few
+    /// loads and one plain store, inlined into the caller; everything else is out of line.
     #[inline]
     pub(crate) fn record(&self, ticket: Ticket, outcome: Outcome) {
+        if self.plain_successes
+            && outcome == Outcome::Success
+            && ticket.word == self.load()
+            && code(ticket.word) == CLOSED
+            && let Window::Count(window) = &self.window
+        {
+            if window.add_success() {
+                self.judge_closed(ticket.word, 0);
+            }
+            return self.recorded(0);
+        }
+        self.record_otherwise(ticket, outcome);
+    }
+
+    #[inline(never)]
+    fn record_otherwise(&self, ticket: Ticket, outcome: Outcome) {
         match code(ticket.word) {
             CLOSED => self.record_closed(ticket, outcome),
             HALF_OPEN => self.record_half_open(ticket, outcome),
@@ -305,11 +326,18 @@ impl CircuitBreakerState {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn recorded(&self, bits: u8) {
-        let slow = bits & SLOW != 0;
+        if self.events.is_active() {
+            self.publish_recorded(bits);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn publish_recorded(&self, bits: u8) {
+        let (instance, slow) = (Arc::clone(&self.instance), bits & SLOW != 0);
         self.events.emit(|| {
-            let instance = Arc::clone(&self.instance);
             if bits & FAILED != 0 {
                 CircuitBreakerEvent::Failure { instance, slow }
             } else {

@@ -43,11 +43,11 @@ thread_local! {
     static CLAIM: Claim = const { Claim { index: Cell::new(UNCLAIMED) } };
 }
 
-/// This thread's stripe, or `STRIPES` (the overflow counter) when none is free.
-#[inline]
+/// This thread's stripe index: below `STRIPES` once claimed, `STRIPES` when none was free,
+/// `UNCLAIMED` before the first claim.
+#[inline(always)]
 fn stripe() -> usize {
-    let index = INDEX.with(Cell::get);
-    if index != UNCLAIMED { index } else { claim() }
+    INDEX.with(Cell::get)
 }
 
 #[cold]
@@ -81,30 +81,48 @@ fn claim_free() -> usize {
 /// A monotonic count, incremented by many threads, summed rarely.
 #[derive(Debug)]
 pub(crate) struct StripedCounter {
-    /// `STRIPES` owned stripes, then the shared overflow.
-    cells: Box<[CachePadded<AtomicU64>]>,
+    /// Owned stripes, inline so reaching one needs no pointer and no bounds check.
+    stripes: [CachePadded<AtomicU64>; STRIPES],
+    /// Threads without a stripe of their own.
+    overflow: CachePadded<AtomicU64>,
 }
 
 impl StripedCounter {
     pub(crate) fn new() -> Self {
-        StripedCounter { cells: (0..=STRIPES).map(|_| CachePadded::new(AtomicU64::new(0))).collect() }
+        StripedCounter {
+            stripes: std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
+            overflow: CachePadded::new(AtomicU64::new(0)),
+        }
     }
 
     /// Adds one: a plain load and store on this thread's own stripe.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add_one(&self) {
-        let index = stripe();
-        let cell = &self.cells[index];
-        if index < STRIPES {
-            cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Release);
-        } else {
-            cell.fetch_add(1, Ordering::AcqRel);
+        match self.stripes.get(stripe()) {
+            Some(cell) => cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Release),
+            None => self.add_one_slowly(),
+        }
+    }
+
+    /// The first increment of a thread (which claims a stripe), or one without a stripe.
+    #[cold]
+    #[inline(never)]
+    fn add_one_slowly(&self) {
+        let index = match stripe() {
+            UNCLAIMED => claim(),
+            index => index,
+        };
+        match self.stripes.get(index) {
+            Some(cell) => cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Release),
+            None => {
+                self.overflow.fetch_add(1, Ordering::AcqRel);
+            }
         }
     }
 
     /// The total so far (every stripe is monotonic, so a later sum is never smaller).
     pub(crate) fn sum(&self) -> u64 {
-        self.cells.iter().map(|c| c.load(Ordering::Acquire)).sum()
+        self.stripes.iter().chain([&self.overflow]).map(|c| c.load(Ordering::Acquire)).sum()
     }
 }
 
@@ -130,8 +148,18 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_keeps_its_stripe() {
-        let a = stripe();
-        assert_eq!(stripe(), a);
+    fn a_thread_claims_a_stripe_once_and_keeps_it() {
+        let counter = StripedCounter::new();
+        std::thread::spawn(move || {
+            assert_eq!(stripe(), UNCLAIMED);
+            counter.add_one();
+            let claimed = stripe();
+            assert!(claimed <= STRIPES);
+            counter.add_one();
+            assert_eq!(stripe(), claimed);
+            assert_eq!(counter.sum(), 2);
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -162,11 +162,18 @@ impl CountWindow {
         }
     }
 
+    /// Records a fast success; says whether the window should be judged (failures wait for
+    /// `minimum_calls`).
+    #[inline]
+    pub(crate) fn add_success(&self) -> bool {
+        self.successes.add_one();
+        self.pending.load(Ordering::Relaxed)
+    }
+
     #[inline]
     fn record(&self, bits: u8) -> bool {
         if bits == 0 {
-            self.successes.add_one();
-            return self.pending.load(Ordering::Relaxed);
+            return self.add_success();
         }
         self.place_successes();
         let index = self.advance(1);
