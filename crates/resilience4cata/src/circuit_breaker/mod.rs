@@ -8,6 +8,46 @@
 //! inside a retry: every attempt passes the breaker (and is recorded), and an open breaker stops
 //! the retries at once, since its refusal is never retried.
 //!
+//! ```
+//! use resilience4cata::circuit_breaker::State;
+//! use resilience4cata::testing::{self, ManualClock};
+//! use resilience4cata::{Rejection, ResilienceError, resilient};
+//!
+//! #[derive(Debug, PartialEq, ResilienceError)]
+//! pub enum PriceError {
+//!     Unavailable,
+//!     #[rejection]
+//!     Rejected(Rejection),
+//! }
+//!
+//! #[resilient]
+//! pub trait Prices {
+//!     #[circuit_breaker(window_size = 4, minimum_calls = 4, wait_in_open = "30s")]
+//!     fn price(&self, sku: &str) -> Result<u32, PriceError>;
+//! }
+//!
+//! struct Down;
+//! impl Prices for Down {
+//!     fn price(&self, _sku: &str) -> Result<u32, PriceError> {
+//!         Err(PriceError::Unavailable)
+//!     }
+//! }
+//!
+//! let clock = ManualClock::new();
+//! let registry = testing::registry(&clock).build()?;
+//! let prices = ResilientPrices::new(Down, &registry)?;
+//! for _ in 0..4 {
+//!     assert_eq!(prices.price("sku-1"), Err(PriceError::Unavailable)); // 4 of 4 failed: opens
+//! }
+//! // Open: refused at once, without calling `Down`.
+//! assert!(matches!(prices.price("sku-1"), Err(PriceError::Rejected(Rejection::CallNotPermitted { .. }))));
+//!
+//! let breaker = registry.circuit_breaker(concat!(module_path!(), "::Prices::price")).unwrap();
+//! assert_eq!((breaker.state(), breaker.snapshot().not_permitted_calls), (State::Open, 1));
+//! clock.advance(std::time::Duration::from_secs(30)); // the next call is a half-open probe
+//! # Ok::<(), resilience4cata::RegistryError>(())
+//! ```
+//!
 //! # Defaults
 //! | key | default | meaning |
 //! |---|---|---|
