@@ -1,5 +1,5 @@
-//! resilience4cata's rate limiter, bulkhead and timeout through `#[resilient]`, alone and stacked
-//! under a retry, over the same delegate as the anchors. Built on `Registry::builder().build()`:
+//! resilience4cata's circuit breaker, rate limiter, bulkhead and timeout through `#[resilient]`,
+//! alone and stacked under a retry, over the same delegate as the anchors. Built on `Registry::builder().build()`:
 //! the system clock, whose coarse reading (one atomic load, kept fresh by the registry's ticker)
 //! is all the rate limiter's pass path reads.
 #![allow(async_fn_in_trait)] // local traits: the futures are polled on the calling thread
@@ -23,6 +23,14 @@ pub enum GuardError {
 /// Each policy alone, then stacked.
 #[resilient]
 pub trait Guarded {
+    /// Circuit breaker, default configuration, closed.
+    #[circuit_breaker]
+    fn broken(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// The async breaker.
+    #[circuit_breaker]
+    async fn broken_async(&self, x: u64) -> Result<u64, GuardError>;
+
     /// Rate limiter with permits to spare.
     #[rate_limiter(permits = 1000000000, period = "1s")]
     fn limited(&self, x: u64) -> Result<u64, GuardError>;
@@ -38,6 +46,20 @@ pub trait Guarded {
     /// A timeout that does not fire.
     #[timeout(duration = "1s")]
     async fn timed(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// The full stack: retry + circuit breaker + rate limiter + bulkhead.
+    #[retry(max_attempts = 3)]
+    #[circuit_breaker]
+    #[rate_limiter(permits = 1000000000, period = "1s")]
+    #[bulkhead(max_concurrent_calls = 1024)]
+    fn full(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// The async form.
+    #[retry(max_attempts = 3)]
+    #[circuit_breaker]
+    #[rate_limiter(permits = 1000000000, period = "1s")]
+    #[bulkhead(max_concurrent_calls = 1024)]
+    async fn full_async(&self, x: u64) -> Result<u64, GuardError>;
 
     /// Retry + rate limiter + bulkhead (the full stack without the breaker).
     #[retry(max_attempts = 3)]
@@ -62,6 +84,18 @@ fn call(x: u64) -> Result<u64, GuardError> {
 }
 
 impl Guarded for Backend {
+    fn broken(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    async fn broken_async(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    fn full(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    async fn full_async(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
     fn limited(&self, x: u64) -> Result<u64, GuardError> {
         call(x)
     }
@@ -113,6 +147,31 @@ where
     // Leaked: the futures borrow the wrapper, and a case is built a few hundred times per run.
     let guard: &'static Guard = Box::leak(Box::new(guard()));
     move || consume(exec::poll_now(f(&guard.api, opaque(1))))
+}
+
+/// `#[circuit_breaker]`, closed, success.
+pub fn breaker_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.broken(x))
+}
+
+/// [`breaker_sync`], shared with a contender thread.
+pub fn breaker_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.broken(x))
+}
+
+/// `#[circuit_breaker]` on an async method, closed, success.
+pub fn breaker_async() -> impl FnMut() {
+    async_case(|api, x| api.broken_async(x))
+}
+
+/// `#[retry] #[circuit_breaker] #[rate_limiter] #[bulkhead]`, passing.
+pub fn full_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.full(x))
+}
+
+/// The async form of [`full_sync`].
+pub fn full_async() -> impl FnMut() {
+    async_case(|api, x| api.full_async(x))
 }
 
 /// `#[rate_limiter]`, passing.
