@@ -7,6 +7,7 @@ pub mod __private;
 pub mod clock;
 mod error;
 mod events;
+pub mod pipeline;
 mod registry;
 mod rejection;
 pub mod retry;
@@ -14,6 +15,7 @@ pub mod retry;
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::Event;
+pub use pipeline::{Pipeline, PipelineBuilder};
 pub use registry::{Registry, RegistryBuilder, RegistrySnapshot};
 pub use rejection::{Rejection, ResilienceError};
 pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot, Verdict};
@@ -21,8 +23,8 @@ pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backoff, Budget, GiveUpReason, Jitter, Registry, RegistryBuilder, RegistryError, Rejection, ResilienceError,
-        RetryEvent, RetrySnapshot, Verdict,
+        Backoff, Budget, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder, RegistryError,
+        Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict,
     };
 }
 

@@ -164,7 +164,7 @@ impl RetryPolicy {
     /// registry's clock) and says whether to try again.
     pub fn retry_after(&self, call: &mut RetryCall, failure: Failure) -> bool {
         match self.decide(call, failure) {
-            Some(wait) => self.waited(call, self.state.timer.sleep(wait)),
+            Some(wait) => self.wait_blocking(call, wait),
             None => false,
         }
     }
@@ -173,9 +173,37 @@ impl RetryPolicy {
     /// dropping the future cancels the wait and no further attempt starts.
     pub async fn retry_after_async(&self, call: &mut RetryCall, failure: Failure) -> bool {
         match self.decide(call, failure) {
-            Some(wait) => self.waited(call, self.state.timer.sleep_async(wait).await),
+            Some(wait) => self.wait_async(call, wait).await,
             None => false,
         }
+    }
+
+    /// The resolved configuration (the pipeline's tower adapter reads `max_attempts`).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
+    pub(crate) fn config(&self) -> &RetryConfig {
+        &self.state.config
+    }
+
+    /// The first half of [`retry_after`](Self::retry_after): counts the attempt, decides and
+    /// publishes; `Some(wait)` means "wait this long, then try again".
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
+    pub(crate) fn next_wait(&self, call: &mut RetryCall, failure: Failure) -> Option<Duration> {
+        self.decide(call, failure)
+    }
+
+    /// The second half, blocking the thread (a zero wait returns at once): whether to try again.
+    pub(crate) fn wait_blocking(&self, call: &RetryCall, wait: Duration) -> bool {
+        self.waited(call, self.state.timer.sleep(wait))
+    }
+
+    /// The second half, in a future that owns nothing borrowed from the caller's stack.
+    pub(crate) async fn wait_async(&self, call: &RetryCall, wait: Duration) -> bool {
+        self.waited(call, self.state.timer.sleep_async(wait).await)
+    }
+
+    /// Whether the registry's clock can wait inside a future (else async callers wait blocking).
+    pub(crate) fn can_wait_async(&self) -> bool {
+        self.state.timer.can_sleep_async()
     }
 
     fn waited(&self, call: &RetryCall, outcome: Result<(), Interrupted>) -> bool {
@@ -297,7 +325,8 @@ mod tests {
             .max_delay(Duration::from_secs(2))
             .max_duration(Duration::from_secs(4))
             .jitter(Jitter::None);
-        let policy = RetryPolicy::build(&registry(&clock, &events), "m::Files::download", None, None, false, attrs).unwrap();
+        let policy =
+            RetryPolicy::build(&registry(&clock, &events), "m::Files::download", None, None, false, attrs).unwrap();
         let mut times = Vec::new();
         let (attempts, ok) = run(&policy, |_| {
             times.push(clock.elapsed());
@@ -309,7 +338,11 @@ mod tests {
         let last = events.lock().unwrap().last().cloned().unwrap();
         assert_eq!(
             last,
-            RetryEvent::GaveUp { instance: "m::Files::download".into(), attempts: 4, reason: GiveUpReason::MaxDuration }
+            RetryEvent::GaveUp {
+                instance: "m::Files::download".into(),
+                attempts: 4,
+                reason: GiveUpReason::MaxDuration
+            }
         );
     }
 
