@@ -152,9 +152,10 @@ impl<T, E> Pipeline<T, E> {
     }
 
     /// Lets `f` decide on every attempt's result, `Ok` and `Err` alike, like `classifier = path`.
-    /// A classifier and `retry_on`/`abort_on` cannot be combined (the attributes' `R4C-CLS-011`): the
-    /// later call replaces the other kind. An open breaker's refusal is never retried, whatever the
-    /// classifier says (when the pipeline can see it, see [`detect_rejections`](Self::detect_rejections)).
+    /// A classifier and `retry_on`/`abort_on` cannot be combined (the attributes reject the pair at
+    /// compile time): the later call replaces the other kind. An open breaker's refusal is never
+    /// retried, whatever the classifier says (when the pipeline can see it, see
+    /// [`detect_rejections`](Self::detect_rejections)).
     ///
     /// ```
     /// use resilience4cata::{Pipeline, Registry, Verdict};
@@ -179,7 +180,8 @@ impl<T, E> Pipeline<T, E> {
 
     /// Maps an `Ok` the [`classifier`](Self::classifier) still rejects when the retry gives up,
     /// like `on_exhausted_result = path`. Call it after `classifier`: without a classifier no `Ok`
-    /// is ever rejected, so it has nothing to map and is not kept (the attributes' `R4C-CLS-012`).
+    /// is ever rejected, so it has nothing to map and is not kept (the attributes reject it at
+    /// compile time).
     ///
     /// ```
     /// use resilience4cata::{Pipeline, Registry, Verdict};
