@@ -1,1 +1,149 @@
+//! The macros of [resilience4cata](https://docs.rs/resilience4cata): `#[resilient]` on a trait and
+//! `#[derive(ResilienceError)]`. Use them through the `resilience4cata` crate, which re-exports
+//! both; the generated code calls its hidden `__private` API.
+//!
+//! The attribute is a pipeline: `parse` (syntax, keeping every token for diagnostics) → `validate`
+//! (values against the policy tables of `policy`, trait/method merge, signatures) → `expand` (the
+//! wrapper and one layer per policy). Every compile error carries an `[R4C-…]` code, listed in
+//! `docs/errors.md`, and points at the offending token.
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
 extern crate proc_macro;
+
+mod derive;
+mod diag;
+mod expand;
+mod parse;
+mod policy;
+mod validate;
+
+use proc_macro::TokenStream;
+
+/// Generates `Resilient<Trait><D>`, a wrapper that implements the trait by calling a delegate
+/// `D: Trait` through the policies declared on the trait and its methods.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use resilience4cata::{resilient, testing::{self, ManualClock}, Jitter};
+///
+/// #[derive(Debug, PartialEq)]
+/// pub enum InventoryError {
+///     Unavailable,
+///     NotFound,
+/// }
+///
+/// #[resilient]
+/// pub trait InventoryApi {
+///     #[retry(max_attempts = 3, delay = "100ms", abort_on = InventoryError::NotFound)]
+///     fn stock(&self, sku: &str) -> Result<u32, InventoryError>;
+///
+///     fn name(&self) -> String; // no policy: forwarded unchanged
+/// }
+///
+/// struct Backend(AtomicU32);
+///
+/// impl InventoryApi for Backend {
+///     fn stock(&self, _sku: &str) -> Result<u32, InventoryError> {
+///         match self.0.fetch_add(1, Ordering::SeqCst) {
+///             0 | 1 => Err(InventoryError::Unavailable),
+///             _ => Ok(7),
+///         }
+///     }
+///     fn name(&self) -> String {
+///         "backend".into()
+///     }
+/// }
+///
+/// let clock = ManualClock::new();
+/// let registry = testing::registry(&clock).retry_defaults(|r| r.jitter(Jitter::None)).build()?;
+/// let inventory = ResilientInventoryApi::new(Backend(AtomicU32::new(0)), &registry)?;
+/// assert_eq!(inventory.stock("sku-1"), Ok(7)); // third attempt
+/// assert_eq!(clock.elapsed(), std::time::Duration::from_millis(300)); // waited 100 ms, then 200 ms
+/// assert_eq!(inventory.name(), "backend");
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+///
+/// # What it generates
+/// The trait itself (policy attributes removed), then, for the trait above:
+/// ```text
+/// pub struct ResilientInventoryApi<D> { delegate: D, __r4c_retry_stock: RetryPolicy }
+/// impl<D> ResilientInventoryApi<D> {
+///     pub fn new(delegate: D, registry: &Registry) -> Result<Self, RegistryError>; // builds every instance
+///     pub fn delegate(&self) -> &D;
+/// }
+/// impl<D: Debug> Debug for ResilientInventoryApi<D> { … }
+/// impl<D: InventoryApi> InventoryApi for ResilientInventoryApi<D> {
+///     fn stock(&self, sku: &str) -> Result<u32, InventoryError> {
+///         let retry = &self.__r4c_retry_stock;
+///         let mut call = retry.start();
+///         loop {
+///             match <D as InventoryApi>::stock(&self.delegate, sku) {
+///                 Ok(v) => break Ok(v),
+///                 Err(e) => {
+///                     let failure = if is_open_breaker(&e) || matches!(&e, InventoryError::NotFound) {
+///                         Failure::NotRetryable
+///                     } else {
+///                         Failure::Retryable
+///                     };
+///                     if !retry.retry_after(&mut call, failure) { break Err(e); } // waits, or gives up
+///                 }
+///             }
+///         }
+///     }
+///     fn name(&self) -> String { <D as InventoryApi>::name(&self.delegate) }
+/// }
+/// ```
+///
+/// # Rules
+/// - Policy attributes on the trait apply to every method; a method's own attribute overrides
+///   them key by key. Keys and defaults: see `resilience4cata::retry`.
+/// - A protected method takes `&self`, has no type or const parameters, and returns `Result<T, E>`
+///   (any alias, e.g. `io::Result<T>`), is an `async fn` returning one, or returns
+///   `impl Future<Output = Result<T, E>>` (`+ Send` makes the impl require `D: Sync`).
+/// - Owned arguments are cloned for each attempt (references and `Copy` values cost nothing).
+/// - Instance ids are `<module_path>::<Trait>::<method>` unless the attribute sets `name`.
+/// - Every mistake is a compile error with an `[R4C-…]` code on the offending token; see
+///   `docs/errors.md`.
+#[proc_macro_attribute]
+pub fn resilient(args: TokenStream, input: TokenStream) -> TokenStream {
+    resilient2(args.into(), input.into()).into()
+}
+
+/// Implements `ResilienceError` for an enum with one `#[rejection]` variant holding a `Rejection`
+/// (one unnamed field, or one named field). Nothing else is generated: no `Display`, `Error` or
+/// `From`.
+///
+/// ```
+/// use resilience4cata::{Rejection, ResilienceError};
+///
+/// #[derive(Debug, ResilienceError)]
+/// enum PriceError {
+///     Unavailable,
+///     #[rejection]
+///     Refused { rejection: Rejection },
+/// }
+///
+/// let e = PriceError::from_rejection(Rejection::CallNotPermitted { instance: "prices".into() });
+/// assert!(e.rejection().is_some_and(Rejection::is_call_not_permitted));
+/// assert!(PriceError::Unavailable.rejection().is_none());
+/// ```
+#[proc_macro_derive(ResilienceError, attributes(rejection))]
+pub fn derive_resilience_error(input: TokenStream) -> TokenStream {
+    derive::derive(input.into()).into()
+}
+
+/// parse → validate → expand; on any mistake, the errors beside a stub so nothing cascades.
+fn resilient2(args: proc_macro2::TokenStream, input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    let mut errors = diag::Errors::default();
+    let parsed = match parse::parse_trait(args, input, &mut errors) {
+        Ok(parsed) => parsed,
+        Err(unchanged) => return [errors.to_compile_errors(), unchanged].into_iter().collect(),
+    };
+    let model = validate::validate(parsed, &mut errors);
+    if errors.is_empty() {
+        expand::expand(&model)
+    } else {
+        [errors.to_compile_errors(), expand::stub(&model)].into_iter().collect()
+    }
+}

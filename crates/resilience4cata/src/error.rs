@@ -16,9 +16,12 @@ pub mod codes {
     pub const CONFLICTING_INSTANCE: &str = "R4C-REG-008";
     /// An async wait is needed but the registry's clock cannot sleep asynchronously.
     pub const NO_ASYNC_CLOCK: &str = "R4C-REG-010";
-    /// Every run-time code, for the documentation check.
-    pub const ALL: &[&str] =
-        &[INVALID_COMBINATION, INVALID_VALUE, UNKNOWN_CONFIG, CONFLICTING_INSTANCE, NO_ASYNC_CLOCK];
+    /// A configuration file cannot be read or is not valid TOML.
+    pub const CONFIG_SYNTAX: &str = "R4C-CFG-001";
+    /// A configuration file has a key the library does not know.
+    pub const CONFIG_UNKNOWN_KEY: &str = "R4C-CFG-002";
+    /// A configuration file has a value of the wrong type or grammar.
+    pub const CONFIG_BAD_VALUE: &str = "R4C-CFG-003";
 }
 
 /// A configuration problem found when building a registry, a wrapper or a pipeline.
@@ -27,13 +30,25 @@ pub mod codes {
 ///
 /// ```
 /// use std::time::Duration;
-/// use resilience4cata::{Pipeline, Registry};
+/// use resilience4cata::{Registry, resilient};
+///
+/// #[resilient]
+/// pub trait Prices {
+///     #[retry(name = "prices")]
+///     fn price(&self, sku: &str) -> Result<u32, std::io::Error>;
+/// }
+///
+/// struct Backend;
+/// impl Prices for Backend {
+///     fn price(&self, _sku: &str) -> Result<u32, std::io::Error> { Ok(3) }
+/// }
 ///
 /// let registry = Registry::builder()
 ///     .retry_instance("prices", |r| r.delay(Duration::from_secs(20)))
 ///     .build()?;
-/// let err = Pipeline::builder(&registry, "prices").retry().build::<u32, std::io::Error>().unwrap_err();
+/// let err = ResilientPrices::new(Backend, &registry).err().unwrap();
 /// assert_eq!(err.code(), "R4C-REG-003");
+/// assert_eq!(err.instance(), Some("prices"));
 /// assert!(err.to_string().starts_with("[R4C-REG-003] prices:"));
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```

@@ -28,6 +28,17 @@ pub(crate) mod sealed {
     /// Where listeners of this event type are kept; not implementable outside the crate.
     pub trait Sealed: Sized {
         fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>>;
+
+        /// The metric handles one instance records this event type into (feature `metrics`),
+        /// registered once when the instance is built so recording never allocates.
+        #[cfg(feature = "metrics")]
+        type Metrics: Send + Sync;
+
+        #[cfg(feature = "metrics")]
+        fn register_metrics(instance: &std::sync::Arc<str>) -> Self::Metrics;
+
+        #[cfg(feature = "metrics")]
+        fn record(&self, metrics: &Self::Metrics);
     }
 }
 
@@ -36,33 +47,58 @@ pub(crate) mod sealed {
 pub trait Event: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {}
 
 /// Makes an event enum listenable, its listeners kept in `Listeners::$field`.
+/// With feature `metrics`, the type names its metric handles and how an event records into them.
 macro_rules! event_type {
-    ($ty:ty => $field:ident) => {
+    ($ty:ty => $field:ident, metrics: $metrics:ty, register: $register:path, record: $record:path) => {
         impl $crate::events::sealed::Sealed for $ty {
             fn listeners_of(listeners: &mut $crate::events::Listeners) -> &mut Vec<$crate::events::Listener<Self>> {
                 &mut listeners.$field
+            }
+
+            #[cfg(feature = "metrics")]
+            type Metrics = $metrics;
+
+            #[cfg(feature = "metrics")]
+            fn register_metrics(instance: &std::sync::Arc<str>) -> Self::Metrics {
+                $register(instance)
+            }
+
+            #[cfg(feature = "metrics")]
+            fn record(&self, metrics: &Self::Metrics) {
+                $record(self, metrics)
             }
         }
         impl $crate::events::Event for $ty {}
     };
 }
 
-event_type!(RetryEvent => retry);
+event_type!(RetryEvent => retry, metrics: crate::retry::metrics::RetryMetrics,
+    register: crate::retry::metrics::RetryMetrics::register, record: crate::retry::metrics::RetryMetrics::record);
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
-pub(crate) struct Publisher<E> {
+pub(crate) struct Publisher<E: Event> {
     listeners: Box<[Listener<E>]>,
+    #[cfg(feature = "metrics")]
+    metrics: <E as sealed::Sealed>::Metrics,
 }
 
 impl<E: Event> Publisher<E> {
-    pub(crate) fn new(listeners: &[Listener<E>]) -> Self {
-        Publisher { listeners: listeners.into() }
+    /// The publisher of one instance: its listeners, and (feature `metrics`) its metric handles.
+    pub(crate) fn new(listeners: &[Listener<E>], instance: &std::sync::Arc<str>) -> Self {
+        #[cfg(not(feature = "metrics"))]
+        let _ = instance;
+        Publisher {
+            listeners: listeners.into(),
+            #[cfg(feature = "metrics")]
+            metrics: <E as sealed::Sealed>::register_metrics(instance),
+        }
     }
 
-    /// Whether anyone listens (so per-call events can be skipped entirely).
+    /// Whether anyone listens (so per-call events can be skipped entirely). The `tracing` and
+    /// `metrics` features always listen.
     #[inline]
     pub(crate) fn is_active(&self) -> bool {
-        !self.listeners.is_empty() || cfg!(feature = "tracing")
+        !self.listeners.is_empty() || cfg!(feature = "tracing") || cfg!(feature = "metrics")
     }
 
     /// Builds the event only when someone listens, then hands it to every listener in order.
@@ -77,14 +113,63 @@ impl<E: Event> Publisher<E> {
     fn emit_cold(&self, event: E) {
         #[cfg(feature = "tracing")]
         tracing::event!(target: "resilience4cata", tracing::Level::DEBUG, event = ?event);
+        #[cfg(feature = "metrics")]
+        sealed::Sealed::record(&event, &self.metrics);
         for listener in self.listeners.iter() {
             listener(&event);
         }
     }
 }
 
-impl<E> fmt::Debug for Publisher<E> {
+impl<E: Event> fmt::Debug for Publisher<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Publisher").field("listeners", &self.listeners.len()).finish()
+    }
+}
+
+#[cfg(all(test, feature = "tracing"))]
+mod tracing_tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event as TracingEvent, Metadata, Subscriber};
+
+    use super::*;
+
+    /// Counts events with target `resilience4cata`.
+    struct Count(Arc<AtomicUsize>);
+
+    impl Subscriber for Count {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &TracingEvent<'_>) {
+            if event.metadata().target() == "resilience4cata" {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[test]
+    fn every_event_is_a_tracing_event() {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let instance: Arc<str> = Arc::from("m::A::f");
+        let publisher = Publisher::<RetryEvent>::new(&[], &instance);
+        tracing::subscriber::with_default(Count(Arc::clone(&seen)), || {
+            publisher.emit(|| RetryEvent::GaveUp {
+                instance: Arc::clone(&instance),
+                attempts: 1,
+                reason: crate::GiveUpReason::NotRetryable,
+            });
+        });
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
     }
 }

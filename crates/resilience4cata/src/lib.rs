@@ -16,15 +16,20 @@ pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::Event;
 pub use pipeline::{Pipeline, PipelineBuilder};
+#[cfg(feature = "serde")]
+pub use registry::config_file::{PolicyTables, RegistryConfig};
 pub use registry::{Registry, RegistryBuilder, RegistrySnapshot};
 pub use rejection::{Rejection, ResilienceError};
+/// `#[resilient]` on a trait, and `#[derive(ResilienceError)]` (same name as the trait, like serde's
+/// `Serialize`).
+pub use resilience4cata_macros::{ResilienceError, resilient};
 pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot, Verdict};
 
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {
     pub use crate::{
         Backoff, Budget, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder, RegistryError,
-        Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict,
+        Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
     };
 }
 
@@ -44,6 +49,6 @@ pub mod testing {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn registry(clock: &ManualClock) -> crate::RegistryBuilder {
-        crate::Registry::builder().clock(clock).jitter_seed(0x5EED_0F_4CA7A)
+        crate::Registry::builder().clock(clock).jitter_seed(0x05EE_D0F4_CA7A)
     }
 }

@@ -18,7 +18,7 @@ pub use crate::registry::Registry;
 pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
 pub use probe::{
-    AttemptArg, Probe, ProbeFallback, ProbeRejection, ResultLike, assert_result, attempt_arg, require_resilience_error,
+    AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, ResultLike, attempt_arg, require_resilience_error,
 };
 
 /// Generated code names this module (`__private::version_0_1_0::CHECK`); the macros of another

@@ -9,19 +9,32 @@ use crate::{Rejection, ResilienceError};
     label = "not a `Result`",
     note = "policies decide on `Err`: return `Result<T, E>` (or a future of it), or remove the policy attribute"
 )]
-pub trait ResultLike {
+pub trait ResultLike: Sized {
     type Ok;
     type Err;
+
+    /// Generated as `<Ret as ResultLike>::into_result(call)` around each attempt, so a wrong return
+    /// type is reported once, on the return type.
+    fn into_result(self) -> Result<Self::Ok, Self::Err>;
+
+    /// Turns the loop's `Result` back into the declared return type (the identity).
+    fn from_result(result: Result<Self::Ok, Self::Err>) -> Self;
 }
 
 impl<T, E> ResultLike for Result<T, E> {
     type Ok = T;
     type Err = E;
-}
 
-/// Generated as `assert_result::<ReturnType>()` so a wrong return type is reported on it.
-#[inline(always)]
-pub fn assert_result<R: ResultLike>() {}
+    #[inline(always)]
+    fn into_result(self) -> Self {
+        self
+    }
+
+    #[inline(always)]
+    fn from_result(result: Self) -> Self {
+        result
+    }
+}
 
 /// Generated for methods whose policies can refuse calls: reports a missing impl with its code.
 #[inline(always)]
@@ -38,6 +51,8 @@ pub trait AttemptArg {
     fn for_attempt(&self) -> Self;
 }
 
+// `do_not_recommend` makes rustc report the unmet `AttemptArg` (with its code) rather than `Clone`.
+#[diagnostic::do_not_recommend]
 impl<T: Clone> AttemptArg for T {
     #[inline(always)]
     fn for_attempt(&self) -> Self {
@@ -88,5 +103,29 @@ impl<E> ProbeFallback for &Probe<'_, E> {
     #[inline(always)]
     fn rejection(&self) -> Option<&Rejection> {
         None
+    }
+}
+
+/// The field of a `#[derive(ResilienceError)]` variant: generated as `<FieldTy as IsRejection>`
+/// so a field of another type is reported once, with its code, on the field's type.
+#[diagnostic::on_unimplemented(
+    message = "[R4C-DRV-006] the `#[rejection]` field must be a `resilience4cata::Rejection`, not `{Self}`",
+    label = "not a `Rejection`",
+    note = "policies put their `Rejection` into this field and read it back: declare it as `Rejection`"
+)]
+pub trait IsRejection {
+    fn wrap(rejection: Rejection) -> Self;
+    fn unwrap(&self) -> &Rejection;
+}
+
+impl IsRejection for Rejection {
+    #[inline(always)]
+    fn wrap(rejection: Rejection) -> Self {
+        rejection
+    }
+
+    #[inline(always)]
+    fn unwrap(&self) -> &Rejection {
+        self
     }
 }

@@ -59,8 +59,11 @@ fn unknown_config<B: Layer>(id: &str, name: &str, named: &HashMap<String, B>) ->
 /// The live instances of one policy kind, by id, with the configuration each was built from.
 #[derive(Debug)]
 pub(crate) struct Instances<C, S> {
-    map: Mutex<BTreeMap<Arc<str>, (C, Arc<S>)>>,
+    map: Mutex<InstanceMap<C, S>>,
 }
+
+/// Instance id -> (resolved configuration, shared state).
+type InstanceMap<C, S> = BTreeMap<Arc<str>, (C, Arc<S>)>;
 
 impl<C, S> Default for Instances<C, S> {
     fn default() -> Self {

@@ -3,6 +3,8 @@
 //! Build it once at start-up, share it (it is a cheap `Arc` clone), wrap every dependency with it.
 //! It is immutable after [`RegistryBuilder::build`]: changing a value means building a new registry.
 
+#[cfg(feature = "serde")]
+pub(crate) mod config_file;
 mod layer;
 
 use std::fmt;
@@ -105,22 +107,14 @@ impl RegistrySnapshot {
 /// Configures a [`Registry`]: defaults, named configurations and per-instance overrides for each
 /// policy, the clock, and event listeners.
 #[must_use]
+#[derive(Default)]
 pub struct RegistryBuilder {
+    /// The first configuration-file problem, reported by `build`.
+    error: Option<RegistryError>,
     clock: Clock,
     seed: Option<u64>,
     listeners: Listeners,
     retry: Configs<RetryConfigBuilder>,
-}
-
-impl Default for RegistryBuilder {
-    fn default() -> Self {
-        RegistryBuilder {
-            clock: Clock::system(),
-            seed: None,
-            listeners: Listeners::default(),
-            retry: Configs::default(),
-        }
-    }
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -176,8 +170,63 @@ impl RegistryBuilder {
         self
     }
 
-    /// Builds the registry. Configuration is checked when a wrapper or pipeline resolves it.
+    /// Merges an external configuration (feature `serde`) into the layers, key by key, in call
+    /// order with the builder methods.
+    #[cfg(feature = "serde")]
+    pub fn config(mut self, config: config_file::RegistryConfig) -> Self {
+        config.apply(config_file::Targets { retry: &mut self.retry });
+        self
+    }
+
+    /// Parses TOML configuration (feature `serde`) and merges it like [`config`](Self::config). A
+    /// problem (`R4C-CFG-…`, naming the key path and line) is returned by [`build`](Self::build).
+    ///
+    /// ```
+    /// use resilience4cata::Registry;
+    ///
+    /// let err = Registry::builder().config_toml("[defaults.retry]\nmax_attempts = \"3\"\n").build().unwrap_err();
+    /// assert_eq!(err.code(), "R4C-CFG-003");
+    /// assert!(err.to_string().contains("config:2: `defaults.retry.max_attempts`"), "{err}");
+    /// ```
+    #[cfg(feature = "serde")]
+    pub fn config_toml(self, text: &str) -> Self {
+        self.config_from(text, "config")
+    }
+
+    /// Reads and merges a TOML file (feature `serde`); see [`config_toml`](Self::config_toml).
+    #[cfg(feature = "serde")]
+    pub fn config_file(self, path: impl AsRef<std::path::Path>) -> Self {
+        let path = path.as_ref();
+        match std::fs::read_to_string(path) {
+            Ok(text) => self.config_from(&text, &path.display().to_string()),
+            Err(e) => self.fail(RegistryError::new(
+                crate::error::codes::CONFIG_SYNTAX,
+                None,
+                format!("{}: cannot read: {e}", path.display()),
+            )),
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    fn config_from(self, text: &str, origin: &str) -> Self {
+        match config_file::RegistryConfig::from_toml(text, origin) {
+            Ok(config) => self.config(config),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    fn fail(mut self, error: RegistryError) -> Self {
+        self.error.get_or_insert(error);
+        self
+    }
+
+    /// Builds the registry, or returns the first configuration-file error. Policy values are
+    /// checked when a wrapper or pipeline resolves them.
     pub fn build(self) -> Result<Registry, RegistryError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
         let timer = Arc::new(self.clock.into_timer());
         let inner = Inner {
             timer,

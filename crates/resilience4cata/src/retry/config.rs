@@ -7,7 +7,6 @@ use crate::registry::Layer;
 
 /// How the base wait grows between attempts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
 pub enum Backoff {
     /// Every wait is `delay`.
     Fixed,
@@ -17,7 +16,6 @@ pub enum Backoff {
 
 /// How the base wait is randomised.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
 pub enum Jitter {
     /// Uniform in `[0, base]`.
     Full,
@@ -97,8 +95,12 @@ macro_rules! layered_builder {
     ($(#[$meta:meta])* $builder:ident => $config:ident { $($(#[$kdoc:meta])* $key:ident : $ty:ty),* $(,)? }) => {
         $(#[$meta])*
         #[derive(Clone, Debug, Default, PartialEq)]
+        #[cfg_attr(feature = "serde", derive(serde::Deserialize), serde(deny_unknown_fields))]
         pub struct $builder {
-            $($key: Option<$ty>,)*
+            $(
+                #[cfg_attr(feature = "serde", serde(default, deserialize_with = "crate::registry::config_file::optional"))]
+                $key: Option<$ty>,
+            )*
         }
 
         impl $builder {

@@ -27,12 +27,18 @@
 //! | [`RetryEvent::Retrying`] | an attempt failed and another starts after `delay` |
 //! | [`RetryEvent::GaveUp`] | the retry stopped; [`GiveUpReason`] says why |
 //!
+//! Successful calls publish nothing. With feature `metrics`: counters `resilience4cata_retry_retries_total`
+//! and `resilience4cata_retry_gave_up_total` (labels `instance`, and `reason` on the latter), registered
+//! when the instance is built (install the recorder before building wrappers).
+//!
 //! Successful calls publish nothing. An open breaker's refusal (`Rejection::CallNotPermitted`) is
 //! never retried, whatever `retry_on`, `abort_on` or a classifier say.
 
 mod budget;
 mod config;
 mod events;
+#[cfg(feature = "metrics")]
+pub(crate) mod metrics;
 pub(crate) mod policy;
 mod snapshot;
 

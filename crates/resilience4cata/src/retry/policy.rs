@@ -121,10 +121,10 @@ impl RetryPolicy {
             let seed = inner.seed ^ fnv1a(&instance);
             RetryState {
                 budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
+                events: Publisher::new(&inner.listeners.retry, &instance),
                 instance,
                 config,
                 timer: Arc::clone(&inner.timer),
-                events: Publisher::new(&inner.listeners.retry),
                 rng: AtomicU64::new(seed),
             }
         })?;
@@ -254,10 +254,10 @@ impl RetryPolicy {
             return Ok(());
         }
         let now = state.timer.now();
-        if let Some(max) = state.config.max_duration {
-            if now.saturating_sub(call.started).saturating_add(nanos(wait)) > nanos(max) {
-                return Err(GiveUpReason::MaxDuration);
-            }
+        if let Some(max) = state.config.max_duration
+            && now.saturating_sub(call.started).saturating_add(nanos(wait)) > nanos(max)
+        {
+            return Err(GiveUpReason::MaxDuration);
         }
         match &state.budget {
             Some(budget) if !budget.try_grant(now) => Err(GiveUpReason::BudgetExhausted),
@@ -374,5 +374,20 @@ mod tests {
         assert_eq!(exhausted, 95);
         let snap = registry.snapshot();
         assert_eq!(snap.retries()[0].budget, Some(crate::Budget { calls: 100, retries: 30, allowed_retries: 30 }));
+    }
+
+    #[test]
+    fn async_retry_on_a_clock_that_cannot_sleep_async_is_reg_010() {
+        let system = Registry::builder().build().unwrap();
+        let built = RetryPolicy::build(&system, "m::A::f", None, None, true, RetryConfigBuilder::new());
+        if cfg!(feature = "tokio") {
+            assert!(built.is_ok());
+        } else {
+            assert_eq!(built.unwrap_err().code(), "R4C-REG-010");
+        }
+        let clock = ManualClock::new();
+        let manual = Registry::builder().clock(&clock).build().unwrap();
+        assert!(RetryPolicy::build(&manual, "m::A::f", None, None, true, RetryConfigBuilder::new()).is_ok());
+        assert!(RetryPolicy::build(&system, "m::A::g", None, None, false, RetryConfigBuilder::new()).is_ok());
     }
 }

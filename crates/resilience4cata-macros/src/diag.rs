@@ -1,0 +1,77 @@
+//! Diagnostics: every compile error the macros emit carries one of these codes and points at the
+//! offending token. `docs/errors.md` has a section per code.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+
+/// Attribute values and keys.
+pub(crate) const ATR_DURATION: &str = "R4C-ATR-001";
+pub(crate) const ATR_UNKNOWN_KEY: &str = "R4C-ATR-002";
+pub(crate) const ATR_MAX_ATTEMPTS: &str = "R4C-ATR-003";
+pub(crate) const ATR_MULTIPLIER: &str = "R4C-ATR-004";
+pub(crate) const ATR_VALUE_KIND: &str = "R4C-ATR-005";
+pub(crate) const ATR_ENABLED: &str = "R4C-ATR-006";
+pub(crate) const ATR_BUDGET: &str = "R4C-ATR-007";
+pub(crate) const ATR_DUPLICATE: &str = "R4C-ATR-008";
+pub(crate) const ATR_SYNTAX: &str = "R4C-ATR-009";
+pub(crate) const ATR_PLACEMENT: &str = "R4C-ATR-010";
+pub(crate) const ATR_RESILIENT_ARGS: &str = "R4C-ATR-011";
+/// Classifier combinations.
+pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
+pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";
+/// Signatures and trait shapes (`R4C-SIG-002`, `-007` and `-010` come from the runtime's
+/// `#[diagnostic::on_unimplemented]`; the macro reports `-002` itself for a method without a
+/// return type).
+pub(crate) const SIG_RECEIVER: &str = "R4C-SIG-001";
+pub(crate) const SIG_NOT_RESULT: &str = "R4C-SIG-002";
+pub(crate) const SIG_GENERIC_METHOD: &str = "R4C-SIG-003";
+pub(crate) const SIG_SUPERTRAIT: &str = "R4C-SIG-004";
+pub(crate) const SIG_ASYNC_FORM: &str = "R4C-SIG-005";
+pub(crate) const SIG_FUTURE_OUTPUT: &str = "R4C-SIG-006";
+pub(crate) const SIG_TRAIT_SHAPE: &str = "R4C-SIG-008";
+pub(crate) const SIG_NOT_FORWARDABLE: &str = "R4C-SIG-009";
+/// `#[derive(ResilienceError)]`.
+pub(crate) const DRV_NOT_ENUM: &str = "R4C-DRV-001";
+pub(crate) const DRV_MISSING: &str = "R4C-DRV-002";
+pub(crate) const DRV_DUPLICATE: &str = "R4C-DRV-003";
+pub(crate) const DRV_SHAPE: &str = "R4C-DRV-004";
+pub(crate) const DRV_ATTR_ARGS: &str = "R4C-DRV-005";
+
+/// A `syn::Error` on `node` whose message starts with `[code]`.
+pub(crate) fn error(node: impl ToTokens, code: &str, message: impl std::fmt::Display) -> syn::Error {
+    syn::Error::new_spanned(node, format!("[{code}] {message}"))
+}
+
+/// Errors gathered across the whole input, so one run reports every independent mistake once.
+#[derive(Default)]
+pub(crate) struct Errors {
+    errors: Vec<syn::Error>,
+}
+
+impl Errors {
+    pub(crate) fn push(&mut self, error: syn::Error) {
+        self.errors.push(error);
+    }
+
+    pub(crate) fn add(&mut self, node: impl ToTokens, code: &str, message: impl std::fmt::Display) {
+        self.push(error(node, code, message));
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.errors.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// `compile_error!` invocations, one per error.
+    pub(crate) fn to_compile_errors(&self) -> TokenStream {
+        self.errors.iter().map(syn::Error::to_compile_error).collect()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn messages(&self) -> Vec<String> {
+        self.errors.iter().map(ToString::to_string).collect()
+    }
+}

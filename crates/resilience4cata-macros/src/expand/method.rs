@@ -1,0 +1,166 @@
+//! `impl<D: Trait> Trait for Resilient<Trait><D>`: associated items forwarded from `D`, methods
+//! without policies forwarded unchanged, protected methods keeping their exact signature (sync,
+//! `async fn`, or `impl Future (+ Send)`) around a chain of policy layers.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, Pat, PatIdent, Signature, Type};
+
+use super::wrapper::cfgs;
+use super::{Ctx, private};
+use crate::validate::{Form, Member, Method, Model, Receiver};
+
+/// The trait's `impl` for the wrapper.
+pub(crate) fn impl_trait(model: &Model) -> TokenStream {
+    let items = model.members.iter().map(|m| match m {
+        Member::Method(method) => method_item(method, body(model, method)),
+        other => associated(model, other),
+    });
+    impl_block(model, items.collect(), needs_sync(model))
+}
+
+/// The `impl` beside errors: protected and unforwardable methods are `unimplemented!()`; none
+/// at all when the trait's own shape is the mistake.
+pub(crate) fn stub_impl(model: &Model) -> TokenStream {
+    if !model.implementable {
+        return TokenStream::new();
+    }
+    let items = model.members.iter().map(|m| match m {
+        Member::Method(method) if method.policies.is_empty() && method.forwardable => {
+            method_item(method, forward(model, method))
+        }
+        Member::Method(method) => {
+            let body = match method.form {
+                Form::ImplFuture { .. } => quote!(async { ::core::unimplemented!() }),
+                _ => quote!(::core::unimplemented!()),
+            };
+            let item = method_item(method, body);
+            quote!(#[allow(unused_variables)] #item)
+        }
+        other => associated(model, other),
+    });
+    impl_block(model, items.collect(), false)
+}
+
+/// A future that must be `Send` holds `&self` across its awaits, so the delegate must be `Sync`.
+fn needs_sync(model: &Model) -> bool {
+    model.members.iter().any(|m| {
+        matches!(m, Member::Method(method) if !method.policies.is_empty() && method.form == Form::ImplFuture { send: true })
+    })
+}
+
+fn impl_block(model: &Model, items: Vec<TokenStream>, sync: bool) -> TokenStream {
+    let (name, d, trait_name) = (&model.wrapper, &model.delegate, &model.item.ident);
+    let bound = sync.then(|| quote!(+ ::core::marker::Sync));
+    quote! {
+        #[automatically_derived]
+        impl<#d: #trait_name #bound> #trait_name for #name<#d> {
+            #(#items)*
+        }
+    }
+}
+
+/// Associated consts and types are the delegate's.
+fn associated(model: &Model, member: &Member) -> TokenStream {
+    let (d, trait_name) = (&model.delegate, &model.item.ident);
+    match member {
+        Member::Const(c) => {
+            let (cfg, ident, ty) = (cfgs(&c.attrs), &c.ident, &c.ty);
+            quote!(#(#cfg)* const #ident: #ty = <#d as #trait_name>::#ident;)
+        }
+        Member::Type(t) => {
+            let (cfg, ident) = (cfgs(&t.attrs), &t.ident);
+            let (params, args, where_clause) = t.generics.split_for_impl();
+            quote!(#(#cfg)* type #ident #params = <#d as #trait_name>::#ident #args #where_clause;)
+        }
+        Member::Method(_) | Member::Skip => TokenStream::new(),
+    }
+}
+
+/// `#[cfg] <signature with plain argument names> { body }`.
+fn method_item(method: &Method, body: TokenStream) -> TokenStream {
+    let cfg = cfgs(&method.item.attrs);
+    let sig = signature(method);
+    quote!(#(#cfg)* #[inline] #sig { #body })
+}
+
+/// The trait's signature with each argument named as in [`Method::args`].
+fn signature(method: &Method) -> Signature {
+    let mut sig = method.item.sig.clone();
+    let typed = sig.inputs.iter_mut().filter_map(|a| match a {
+        FnArg::Typed(t) => Some(t),
+        FnArg::Receiver(_) => None,
+    });
+    for (input, arg) in typed.zip(&method.args) {
+        input.attrs.clear();
+        *input.pat = Pat::Ident(PatIdent {
+            attrs: vec![],
+            by_ref: None,
+            mutability: None,
+            ident: arg.ident.clone(),
+            subpat: None,
+        });
+    }
+    sig
+}
+
+fn body(model: &Model, method: &Method) -> TokenStream {
+    if method.policies.is_empty() {
+        return forward(model, method);
+    }
+    let ctx = Ctx { method, policy: &method.policies[0] };
+    let chained = method.policies.iter().rev().fold(innermost(model, method), |inner, policy| {
+        (policy.spec.layer)(&Ctx { method, policy }, &policy.settings, inner)
+    });
+    let rejects = method.policies.iter().any(|p| p.spec.rejects).then(|| {
+        let p = private();
+        let err = ctx.err_type();
+        quote!(#p::require_resilience_error::<#err>();)
+    });
+    let returned = ctx.unwrap_returned(quote!(__r4c_result));
+    let block = quote! {
+        #rejects
+        let __r4c_result = #chained;
+        #returned
+    };
+    match method.form {
+        Form::ImplFuture { .. } => quote!(async move { #block }),
+        _ => block,
+    }
+}
+
+/// One call of the delegate, as `Result<T, E>`, its arguments handed over for this attempt.
+fn innermost(model: &Model, method: &Method) -> TokenStream {
+    let p = private();
+    let args = method.args.iter().map(|a| {
+        let ident = &a.ident;
+        match &a.ty {
+            Type::Reference(r) if r.mutability.is_some() => quote!(&mut *#ident),
+            Type::Reference(_) => quote!(#ident),
+            ty => quote_spanned!(ty.span()=> #p::attempt_arg(&#ident)),
+        }
+    });
+    let call = delegate_call(model, method, quote!(#(#args),*), method.is_async());
+    Ctx { method, policy: &method.policies[0] }.wrap_attempt(call)
+}
+
+/// The unprotected method: the delegate's, called directly.
+fn forward(model: &Model, method: &Method) -> TokenStream {
+    let args = method.args.iter().map(|a| &a.ident);
+    delegate_call(model, method, quote!(#(#args),*), method.form == Form::AsyncFn)
+}
+
+/// `<D as Trait>::method(<receiver>, args)`, then `.await` when `awaited`.
+fn delegate_call(model: &Model, method: &Method, args: TokenStream, awaited: bool) -> TokenStream {
+    let (d, trait_name, ident) = (&model.delegate, &model.item.ident, &method.item.sig.ident);
+    let receiver = match method.receiver {
+        Receiver::Ref => quote!(&self.delegate,),
+        Receiver::RefMut => quote!(&mut self.delegate,),
+        Receiver::Value => quote!(self.delegate,),
+        Receiver::None => TokenStream::new(),
+        Receiver::Other => return quote!(::core::unimplemented!()),
+    };
+    let call = quote!(<#d as #trait_name>::#ident(#receiver #args));
+    if awaited { quote!(#call.await) } else { call }
+}

@@ -1,0 +1,90 @@
+//! Expansion: the trait (policy attributes stripped), the wrapper struct with `new`, `delegate` and
+//! `Debug` (`wrapper.rs`), and `impl Trait for Wrapper<D>` (`method.rs`), whose protected methods
+//! chain one layer per policy (`retry.rs`, …), outer to inner.
+//!
+//! Every path is absolute (`::resilience4cata::__private::…`, `::core::…`), so the generated code
+//! depends on nothing the user imported.
+
+mod method;
+pub(crate) mod retry;
+#[cfg(test)]
+mod tests;
+mod wrapper;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::Ident;
+use syn::spanned::Spanned;
+
+use crate::policy::PolicySpec;
+use crate::validate::{Method, Model, Policy};
+
+/// The whole expansion of a valid trait.
+pub(crate) fn expand(model: &Model) -> TokenStream {
+    let item = &model.item;
+    let wrapper = wrapper::emit(model);
+    let implementation = method::impl_trait(model);
+    quote!(#item #wrapper #implementation)
+}
+
+/// What is emitted beside the errors of an invalid trait: the trait, the wrapper and an `impl`
+/// whose protected methods are `unimplemented!()`, so user code naming them does not cascade.
+pub(crate) fn stub(model: &Model) -> TokenStream {
+    let item = &model.item;
+    let wrapper = wrapper::emit_stub(model);
+    let implementation = method::stub_impl(model);
+    quote!(#item #wrapper #implementation)
+}
+
+/// The runtime's hidden API.
+pub(crate) fn private() -> TokenStream {
+    quote!(::resilience4cata::__private)
+}
+
+/// The field holding `spec`'s instance for `method`: `__r4c_retry_stock`.
+pub(crate) fn field(spec: &PolicySpec, method: &Method) -> Ident {
+    let name = syn::ext::IdentExt::unraw(&method.item.sig.ident);
+    format_ident!("__r4c_{}_{}", spec.name, name)
+}
+
+/// What a layer emitter knows: the method, and the policy whose layer it writes.
+pub(crate) struct Ctx<'a> {
+    pub(crate) method: &'a Method,
+    pub(crate) policy: &'a Policy,
+}
+
+impl Ctx<'_> {
+    /// `self.<field>`'s name for this policy.
+    pub(crate) fn field(&self) -> Ident {
+        field(self.policy.spec, self.method)
+    }
+
+    /// Whether waits are awaited (`async fn` or `impl Future`).
+    pub(crate) fn is_async(&self) -> bool {
+        self.method.is_async()
+    }
+
+    /// The span of the method's `Result` type, where type errors about it are reported.
+    pub(crate) fn ret_span(&self) -> Span {
+        self.method.ret.as_ref().map_or_else(|| self.method.item.sig.ident.span(), |t| t.span())
+    }
+
+    /// `<Ret as ResultLike>::into_result(call)`, every token of it spanned on the return type, so a
+    /// return type that is not a `Result` is reported once, there.
+    pub(crate) fn wrap_attempt(&self, call: TokenStream) -> TokenStream {
+        let ret = &self.method.ret;
+        quote_spanned!(self.ret_span()=> <#ret as ::resilience4cata::__private::ResultLike>::into_result(#call))
+    }
+
+    /// `<Ret as ResultLike>::from_result(result)`, spanned like [`wrap_attempt`](Self::wrap_attempt).
+    pub(crate) fn unwrap_returned(&self, result: TokenStream) -> TokenStream {
+        let ret = &self.method.ret;
+        quote_spanned!(self.ret_span()=> <#ret as ::resilience4cata::__private::ResultLike>::from_result(#result))
+    }
+
+    /// `<Ret as ResultLike>::Err`, spanned like [`wrap_attempt`](Self::wrap_attempt).
+    pub(crate) fn err_type(&self) -> TokenStream {
+        let ret = &self.method.ret;
+        quote_spanned!(self.ret_span()=> <#ret as ::resilience4cata::__private::ResultLike>::Err)
+    }
+}

@@ -1,0 +1,132 @@
+//! The expansion's shape on `proc_macro2` input (the behaviour is tested through the runtime in
+//! `crates/resilience4cata/tests/expansion.rs`).
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::diag::Errors;
+
+fn expand(input: TokenStream) -> String {
+    let mut errors = Errors::default();
+    let parsed =
+        crate::parse::parse_trait(TokenStream::new(), input, &mut errors).unwrap_or_else(|_| panic!("not a trait"));
+    let model = crate::validate::validate(parsed, &mut errors);
+    assert!(errors.is_empty(), "{:?}", errors.messages());
+    super::expand(&model).to_string()
+}
+
+#[test]
+fn attributes_become_builder_calls_and_the_site() {
+    let out = expand(quote! {
+        pub trait Api {
+            #[retry(max_attempts = 3, delay = "100ms", backoff = fixed, multiplier = 2, enabled = false, name = "n")]
+            fn get(&self) -> Result<u32, E>;
+        }
+    });
+    for expected in [
+        "pub struct ResilientApi < D >",
+        "__r4c_retry_get : :: resilience4cata :: __private :: RetryPolicy",
+        ":: resilience4cata :: __private :: retry (registry",
+        ":: core :: concat ! (:: core :: module_path ! () , \"::Api::get\")",
+        "name : :: core :: option :: Option :: Some (\"n\")",
+        "config : :: core :: option :: Option :: None",
+        "is_async : false",
+        ". max_attempts (3u32)",
+        ". delay (:: resilience4cata :: __private :: nanos (100000000u64))",
+        ". backoff (:: resilience4cata :: __private :: Backoff :: Fixed)",
+        ". multiplier (2f64)",
+        ". enabled (false)",
+        "version_0_1_0 :: CHECK",
+        "impl < D : Api > Api for ResilientApi < D >",
+        ". retry_after (& mut __r4c_call , __r4c_failure)",
+    ] {
+        assert!(out.contains(expected), "missing `{expected}` in\n{out}");
+    }
+    assert_eq!(out.matches("version_0_1_0").count(), 1);
+}
+
+#[test]
+fn the_policy_attributes_are_stripped_from_the_re_emitted_trait() {
+    let out = expand(quote!(
+        #[retry]
+        pub trait Api {
+            #[retry(delay = "1s")]
+            #[doc = "kept"]
+            fn get(&self) -> Result<u32, E>;
+        }
+    ));
+    assert!(!out.contains("# [retry"), "{out}");
+    assert!(out.contains("# [doc = \"kept\"]"), "{out}");
+}
+
+#[test]
+fn async_forms_await_and_send_futures_require_a_sync_delegate() {
+    let out = expand(quote! {
+        pub trait Api {
+            #[retry] async fn a(&self) -> Result<u32, E>;
+            #[retry] fn b(&self) -> impl Future<Output = Result<u32, E>> + Send;
+        }
+    });
+    assert!(out.contains("is_async : true"), "{out}");
+    assert_eq!(out.matches(". retry_after_async (& mut __r4c_call , __r4c_failure) . await").count(), 2, "{out}");
+    assert!(out.contains("impl < D : Api + :: core :: marker :: Sync > Api"), "{out}");
+    assert!(out.contains("async move"), "{out}");
+}
+
+#[test]
+fn without_send_futures_the_delegate_needs_no_sync() {
+    let out = expand(quote!(
+        pub trait Api {
+            #[retry]
+            async fn a(&self) -> Result<u32, E>;
+            fn b(&self) -> impl Future<Output = u32> + Send;
+        }
+    ));
+    assert!(out.contains("impl < D : Api > Api"), "{out}");
+}
+
+#[test]
+fn arguments_are_handed_to_each_attempt_by_kind() {
+    let out = expand(quote!(
+        pub trait Api {
+            #[retry]
+            fn a(&self, r: &str, m: &mut Vec<u8>, o: String) -> Result<u32, E>;
+        }
+    ));
+    assert!(
+        out.contains("(& self . delegate , r , & mut * m , :: resilience4cata :: __private :: attempt_arg (& o))"),
+        "{out}"
+    );
+}
+
+#[test]
+fn patterns_and_predicates_decide_the_failure() {
+    let out = expand(quote!(
+        pub trait Api {
+            #[retry(retry_on = E::A | E::B(_), abort_on_if = fatal)]
+            fn a(&self) -> Result<u32, E>;
+        }
+    ));
+    assert!(out.contains("is_call_not_permitted () || fatal (& __r4c_error) || ! (:: core :: matches ! (& __r4c_error , E :: A | E :: B (_)))"), "{out}");
+    let plain = expand(quote!(
+        pub trait Api {
+            #[retry]
+            fn a(&self) -> Result<u32, E>;
+        }
+    ));
+    assert!(
+        plain.contains("is_call_not_permitted () { :: resilience4cata :: __private :: Failure :: NotRetryable }"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn the_delegate_parameter_is_renamed_when_the_trait_names_d() {
+    let out = expand(quote!(
+        pub trait Api {
+            #[retry]
+            fn a(&self) -> Result<D, E>;
+        }
+    ));
+    assert!(out.contains("pub struct ResilientApi < Delegate >"), "{out}");
+}

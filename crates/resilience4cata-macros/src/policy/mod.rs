@@ -1,0 +1,115 @@
+//! The policy attributes, described as data: each policy is one [`PolicySpec`] with a table of its
+//! keys (value kind, range check and the code of a bad value), its cross-key checks, the runtime
+//! function that builds its instance, and the emitter of its layer.
+//!
+//! Adding a policy means adding one file here (its key table and checks), one layer emitter under
+//! `expand/`, and one line in [`POLICIES`]; parsing, validation, merging of trait-level and
+//! method-level attributes, the wrapper's fields and `new` are generic over this table.
+
+pub(crate) mod retry;
+
+use proc_macro2::TokenStream;
+
+use crate::expand::Ctx;
+use crate::validate::{Method, Problem, Settings};
+
+/// Every policy attribute, outer to inner: the layers are chained in this order, whatever order
+/// the attributes are written in (SPEC §6).
+pub(crate) static POLICIES: &[&PolicySpec] = &[&retry::RETRY];
+
+/// The policy named by an attribute path such as `retry`, if it is one of ours.
+pub(crate) fn lookup(path: &syn::Path) -> Option<&'static PolicySpec> {
+    let ident = path.get_ident()?;
+    POLICIES.iter().copied().find(|p| ident == p.name)
+}
+
+/// One policy attribute: its keys, its checks and how the generated code builds and applies it.
+pub(crate) struct PolicySpec {
+    /// The attribute name, e.g. `retry`.
+    pub(crate) name: &'static str,
+    /// Every key the attribute accepts.
+    pub(crate) keys: &'static [KeySpec],
+    /// Checks across keys of a method's merged settings, knowing its signature (e.g. `R4C-CLS-011`).
+    pub(crate) check: fn(&Settings, &Method) -> Vec<Problem>,
+    /// `__private::<runtime_fn>(registry, site, <builder>::new()…)` builds the instance …
+    pub(crate) runtime_fn: &'static str,
+    /// … from this config builder of the runtime (re-exported by `__private`) …
+    pub(crate) builder: &'static str,
+    /// … and returns this field type (re-exported by `__private`).
+    pub(crate) field_ty: &'static str,
+    /// Wraps the inner expression (of type `Result<T, E>`) in this policy's layer.
+    pub(crate) layer: fn(&Ctx<'_>, &Settings, TokenStream) -> TokenStream,
+    /// Whether the policy can refuse calls, so the method's `E` must implement `ResilienceError`.
+    pub(crate) rejects: bool,
+}
+
+impl PolicySpec {
+    /// The key spec named `name`.
+    pub(crate) fn key(&self, name: &str) -> Option<&'static KeySpec> {
+        self.keys.iter().find(|k| k.name == name)
+    }
+
+    /// The valid key names, for the unknown-key message.
+    pub(crate) fn key_names(&self) -> impl Iterator<Item = &'static str> {
+        self.keys.iter().map(|k| k.name)
+    }
+}
+
+/// One key of a policy attribute.
+#[derive(Debug)]
+pub(crate) struct KeySpec {
+    pub(crate) name: &'static str,
+    pub(crate) kind: Kind,
+    pub(crate) role: Role,
+}
+
+/// Where a key's value goes in the generated code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A setter of the policy's config builder, named after the key: `.max_attempts(3)`.
+    Builder,
+    /// `Site::name`: the instance id, shared by every user of the name.
+    Name,
+    /// `Site::config`: a named configuration of the registry.
+    Config,
+    /// Used by the layer emitter itself (patterns, predicates, classifiers).
+    Code,
+}
+
+/// The kind of value a key takes, with its range and the code of an out-of-range value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kind {
+    /// An integer within `min..=max`, set as `u32`.
+    Count { min: u64, max: u64, code: &'static str },
+    /// A number (float or integer) within `min..=max`, set as `f64`.
+    Number { min: f64, max: f64, code: &'static str },
+    /// A duration string; `nonzero` is the code of a zero duration, when zero is invalid.
+    Duration { nonzero: Option<&'static str> },
+    /// A fieldless enum of the runtime (`__private::<ty>`), written as a path or identifier,
+    /// case-insensitive.
+    Enum { ty: &'static str, variants: &'static [&'static str] },
+    /// `true` or `false`; `code` for anything else.
+    Bool { code: &'static str },
+    /// A string literal.
+    Str,
+    /// A Rust pattern over the error type.
+    Pattern,
+    /// A path to a function.
+    FnPath,
+}
+
+impl Kind {
+    /// What the value should look like, for messages.
+    pub(crate) fn expected(&self) -> String {
+        match self {
+            Kind::Count { min, max, .. } => format!("an integer from {min} to {max}"),
+            Kind::Number { .. } => "a number".to_owned(),
+            Kind::Duration { .. } => "a duration string such as \"100ms\"".to_owned(),
+            Kind::Enum { variants, .. } => format!("one of {}", variants.join(", ")),
+            Kind::Bool { .. } => "`true` or `false`".to_owned(),
+            Kind::Str => "a string literal".to_owned(),
+            Kind::Pattern => "a pattern".to_owned(),
+            Kind::FnPath => "a path to a function".to_owned(),
+        }
+    }
+}

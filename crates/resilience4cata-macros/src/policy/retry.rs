@@ -1,0 +1,81 @@
+//! `#[retry(…)]`: keys of SPEC §7.1 and the classifier rules.
+
+use super::{KeySpec, Kind, PolicySpec, Role};
+use crate::diag::{
+    ATR_BUDGET, ATR_ENABLED, ATR_MAX_ATTEMPTS, ATR_MULTIPLIER, CLS_EXHAUSTED_WITHOUT_CLASSIFIER, CLS_WITH_PATTERNS,
+};
+use crate::validate::{Method, Problem, Settings};
+
+const U32_MAX: u64 = u32::MAX as u64;
+
+/// The retry attribute.
+pub(crate) static RETRY: PolicySpec = PolicySpec {
+    name: "retry",
+    keys: KEYS,
+    check,
+    runtime_fn: "retry",
+    builder: "RetryConfigBuilder",
+    field_ty: "RetryPolicy",
+    layer: crate::expand::retry::layer,
+    rejects: false,
+};
+
+const fn key(name: &'static str, kind: Kind, role: Role) -> KeySpec {
+    KeySpec { name, kind, role }
+}
+
+static KEYS: &[KeySpec] = &[
+    key("max_attempts", Kind::Count { min: 1, max: U32_MAX, code: ATR_MAX_ATTEMPTS }, Role::Builder),
+    key("delay", Kind::Duration { nonzero: None }, Role::Builder),
+    key("backoff", Kind::Enum { ty: "Backoff", variants: &["Fixed", "Exponential"] }, Role::Builder),
+    key("multiplier", Kind::Number { min: 1.0, max: f64::MAX, code: ATR_MULTIPLIER }, Role::Builder),
+    key("max_delay", Kind::Duration { nonzero: None }, Role::Builder),
+    key("jitter", Kind::Enum { ty: "Jitter", variants: &["Full", "Equal", "None"] }, Role::Builder),
+    key("max_duration", Kind::Duration { nonzero: None }, Role::Builder),
+    key("budget_percent", Kind::Number { min: 0.0, max: 1000.0, code: ATR_BUDGET }, Role::Builder),
+    key("budget_min_retries_per_second", Kind::Count { min: 0, max: U32_MAX, code: ATR_BUDGET }, Role::Builder),
+    key("budget_window", Kind::Duration { nonzero: Some(ATR_BUDGET) }, Role::Builder),
+    key("enabled", Kind::Bool { code: ATR_ENABLED }, Role::Builder),
+    key("retry_on", Kind::Pattern, Role::Code),
+    key("abort_on", Kind::Pattern, Role::Code),
+    key("retry_on_if", Kind::FnPath, Role::Code),
+    key("abort_on_if", Kind::FnPath, Role::Code),
+    key("classifier", Kind::FnPath, Role::Code),
+    key("on_exhausted_result", Kind::FnPath, Role::Code),
+    key("name", Kind::Str, Role::Name),
+    key("config", Kind::Str, Role::Config),
+];
+
+/// Keys a classifier replaces: it decides for `Ok` and `Err` alike.
+const PATTERN_KEYS: &[&str] = &["retry_on", "abort_on", "retry_on_if", "abort_on_if"];
+
+fn check(settings: &Settings, _method: &Method) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let classifier = settings.get("classifier");
+    if let Some(classifier) = classifier {
+        let patterns: Vec<_> = PATTERN_KEYS.iter().filter_map(|k| settings.get(k)).collect();
+        if let Some(first) = patterns.first() {
+            // Point at whichever side the method wrote, so a trait-level conflict is reported once.
+            let at = if classifier.is_method_level() { classifier } else { first };
+            let names: Vec<_> = patterns.iter().map(|s| format!("`{}`", s.key.name)).collect();
+            problems.push(Problem::at(
+                at,
+                CLS_WITH_PATTERNS,
+                format!(
+                    "`classifier` cannot be combined with {}: the classifier decides for `Ok` and `Err` alike; \
+                     match the errors inside the classifier or remove it",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    if let (Some(exhausted), None) = (settings.get("on_exhausted_result"), classifier) {
+        problems.push(Problem::at(
+            exhausted,
+            CLS_EXHAUSTED_WITHOUT_CLASSIFIER,
+            "`on_exhausted_result` needs a `classifier`: without one an `Ok` is never retried, so there is no \
+             exhausted `Ok` to map; add `classifier = path::to::fn` or remove `on_exhausted_result`",
+        ));
+    }
+    problems
+}

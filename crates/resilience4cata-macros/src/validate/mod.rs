@@ -1,0 +1,309 @@
+//! Validation: judges every attribute value against the policy tables, merges trait-level and
+//! method-level attributes key by key, checks combinations and signatures, and produces the
+//! [`Model`] the expansion reads. Every mistake is reported once, on its own token.
+
+mod signature;
+mod value;
+
+use std::collections::HashSet;
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{ToTokens, format_ident};
+use syn::{Ident, ItemTrait, LitBool, LitStr, Pat, TraitItem, TraitItemFn, Type};
+
+use crate::diag::{ATR_DUPLICATE, Errors};
+use crate::parse::{RawPolicy, TraitInput};
+use crate::policy::{KeySpec, POLICIES, PolicySpec};
+
+/// Everything the expansion needs, checked.
+pub(crate) struct Model {
+    /// The trait as re-emitted (policy attributes stripped).
+    pub(crate) item: ItemTrait,
+    /// `Resilient<Trait>`.
+    pub(crate) wrapper: Ident,
+    /// The wrapper's type parameter, `D` unless the trait already names a `D`.
+    pub(crate) delegate: Ident,
+    /// One per item of the trait.
+    pub(crate) members: Vec<Member>,
+    /// Whether the trait's own shape lets the wrapper implement it.
+    pub(crate) implementable: bool,
+}
+
+/// An item of the trait, as the wrapper's `impl` handles it.
+pub(crate) enum Member {
+    Method(Box<Method>),
+    Const(syn::TraitItemConst),
+    Type(syn::TraitItemType),
+    /// Reported already (a macro invocation): nothing to generate.
+    Skip,
+}
+
+/// One method: forwarded when `policies` is empty, protected otherwise.
+pub(crate) struct Method {
+    pub(crate) item: TraitItemFn,
+    pub(crate) form: Form,
+    pub(crate) receiver: Receiver,
+    pub(crate) args: Vec<Arg>,
+    /// The `Result` type (the return type or the future's `Output`), if any.
+    pub(crate) ret: Option<Type>,
+    /// Merged policies, outer to inner (the order of [`POLICIES`]).
+    pub(crate) policies: Vec<Policy>,
+    /// Whether the wrapper can call the delegate's method with this signature.
+    pub(crate) forwardable: bool,
+}
+
+impl Method {
+    pub(crate) fn is_async(&self) -> bool {
+        !matches!(self.form, Form::Sync | Form::ImplOther)
+    }
+}
+
+/// How a method returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    Sync,
+    AsyncFn,
+    /// `fn … -> impl Future<Output = …> (+ Send)`.
+    ImplFuture {
+        send: bool,
+    },
+    /// `fn … -> impl OtherTrait`: forwardable, not protectable.
+    ImplOther,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Receiver {
+    Ref,
+    RefMut,
+    Value,
+    None,
+    /// `self: Box<Self>` and the like.
+    Other,
+}
+
+/// A method argument, renamed when its pattern is not a plain name.
+pub(crate) struct Arg {
+    pub(crate) ident: Ident,
+    pub(crate) ty: Type,
+}
+
+/// One policy of one method, with its merged settings.
+pub(crate) struct Policy {
+    pub(crate) spec: &'static PolicySpec,
+    pub(crate) settings: Settings,
+}
+
+/// Where a setting was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    Trait,
+    Method,
+}
+
+/// A judged `key = value`.
+#[derive(Clone)]
+pub(crate) struct Setting {
+    pub(crate) key: &'static KeySpec,
+    /// The key as written, for diagnostics about the setting.
+    pub(crate) ident: Ident,
+    pub(crate) value: Value,
+    pub(crate) origin: Origin,
+    /// Unique per written setting, so a trait-level mistake is reported once, not once per method.
+    id: usize,
+}
+
+impl Setting {
+    pub(crate) fn is_method_level(&self) -> bool {
+        self.origin == Origin::Method
+    }
+}
+
+/// A value, parsed and judged.
+#[derive(Clone)]
+pub(crate) enum Value {
+    Count(u64),
+    Number(f64),
+    /// Nanoseconds.
+    Duration(u64),
+    Enum(&'static str),
+    Bool(LitBool),
+    Str(LitStr),
+    Path(syn::ExprPath),
+    Pattern(Pat),
+}
+
+/// The settings of one policy on one method, trait-level and method-level merged.
+#[derive(Clone, Default)]
+pub(crate) struct Settings {
+    items: Vec<Setting>,
+}
+
+impl Settings {
+    pub(crate) fn get(&self, key: &str) -> Option<&Setting> {
+        self.items.iter().find(|s| s.key.name == key)
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Setting> {
+        self.items.iter()
+    }
+
+    /// `self` with `over`'s keys replacing its own (the method below, the trait above).
+    fn overlay(&self, over: &Settings) -> Settings {
+        let kept = self.items.iter().filter(|s| over.get(s.key.name).is_none()).cloned();
+        Settings { items: kept.chain(over.items.iter().cloned()).collect() }
+    }
+}
+
+/// A combination mistake found by a policy's check.
+pub(crate) struct Problem {
+    error: syn::Error,
+    id: usize,
+}
+
+impl Problem {
+    /// A mistake about `setting`, reported on its key.
+    pub(crate) fn at(setting: &Setting, code: &str, message: impl std::fmt::Display) -> Problem {
+        Problem { error: crate::diag::error(&setting.ident, code, message), id: setting.id }
+    }
+}
+
+/// One policy attribute, judged.
+struct Judged {
+    spec: &'static PolicySpec,
+    settings: Settings,
+}
+
+/// Validates the parsed trait; mistakes go to `errors`, and the model is still produced so a stub
+/// can be emitted.
+pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
+    let TraitInput { item, policies, members } = input;
+    let implementable = signature::check_trait(&item, errors);
+    let mut v = Validator { errors, next_id: 0, reported: HashSet::new() };
+    let trait_level = v.judge_all(&policies, Origin::Trait);
+    let members = item.items.iter().zip(&members).map(|(m, raw)| v.member(m, raw, &trait_level)).collect();
+    Model {
+        wrapper: format_ident!("Resilient{}", item.ident),
+        delegate: fresh_delegate(&item),
+        item,
+        members,
+        implementable,
+    }
+}
+
+struct Validator<'e> {
+    errors: &'e mut Errors,
+    next_id: usize,
+    reported: HashSet<usize>,
+}
+
+impl Validator<'_> {
+    fn member(&mut self, member: &TraitItem, raw: &[RawPolicy], trait_level: &[Judged]) -> Member {
+        match member {
+            TraitItem::Fn(f) => Member::Method(Box::new(self.method(f, raw, trait_level))),
+            TraitItem::Const(c) => Member::Const(c.clone()),
+            TraitItem::Type(t) => Member::Type(t.clone()),
+            _ => Member::Skip,
+        }
+    }
+
+    fn method(&mut self, f: &TraitItemFn, raw: &[RawPolicy], trait_level: &[Judged]) -> Method {
+        let own = self.judge_all(raw, Origin::Method);
+        let policies = merge(trait_level, &own);
+        let signature::Shape { form, receiver, args, ret, forwardable } =
+            signature::method(f, !policies.is_empty(), self.errors);
+        let method = Method { item: f.clone(), form, receiver, args, ret, policies, forwardable };
+        for p in &method.policies {
+            for problem in (p.spec.check)(&p.settings, &method) {
+                if self.reported.insert(problem.id) {
+                    self.errors.push(problem.error);
+                }
+            }
+        }
+        method
+    }
+
+    /// Judges each attribute of one level; a policy written twice at one level is `[R4C-ATR-008]`.
+    fn judge_all(&mut self, raw: &[RawPolicy], origin: Origin) -> Vec<Judged> {
+        let mut judged: Vec<Judged> = Vec::new();
+        for p in raw {
+            if judged.iter().any(|j| std::ptr::eq(j.spec, p.spec)) {
+                let name = p.spec.name;
+                self.errors.add(
+                    &p.path,
+                    ATR_DUPLICATE,
+                    format!("`#[{name}]` set multiple times here: write its keys in one `#[{name}(…)]`"),
+                );
+                continue;
+            }
+            judged.push(Judged { spec: p.spec, settings: self.judge(p, origin) });
+        }
+        judged
+    }
+
+    /// Judges every entry of one attribute; a key written twice is `[R4C-ATR-008]`.
+    fn judge(&mut self, raw: &RawPolicy, origin: Origin) -> Settings {
+        let mut settings = Settings::default();
+        for entry in &raw.entries {
+            let key = match value::key_of(raw.spec, entry) {
+                Ok(key) => key,
+                Err(e) => {
+                    self.errors.push(e);
+                    continue;
+                }
+            };
+            if settings.get(key.name).is_some() {
+                self.errors.add(&entry.key, ATR_DUPLICATE, format!("`{}` set multiple times", key.name));
+                continue;
+            }
+            match value::judge(key, entry) {
+                Ok(value) => {
+                    self.next_id += 1;
+                    settings.items.push(Setting { key, ident: entry.key.clone(), value, origin, id: self.next_id });
+                }
+                Err(e) => self.errors.push(e),
+            }
+        }
+        settings
+    }
+}
+
+/// The method's policies in table order: each trait-level attribute overlaid by the method's own.
+fn merge(trait_level: &[Judged], own: &[Judged]) -> Vec<Policy> {
+    POLICIES
+        .iter()
+        .filter_map(|spec| {
+            let settings = match (find(trait_level, spec), find(own, spec)) {
+                (None, None) => return None,
+                (Some(t), None) => t.clone(),
+                (None, Some(m)) => m.clone(),
+                (Some(t), Some(m)) => t.overlay(m),
+            };
+            Some(Policy { spec, settings })
+        })
+        .collect()
+}
+
+fn find<'a>(level: &'a [Judged], spec: &PolicySpec) -> Option<&'a Settings> {
+    level.iter().find(|j| std::ptr::eq(j.spec, spec)).map(|j| &j.settings)
+}
+
+/// `D`, unless the trait mentions an identifier `D` (a type of the user's that the wrapper's
+/// parameter would shadow).
+fn fresh_delegate(item: &ItemTrait) -> Ident {
+    let tokens = item.to_token_stream();
+    ["D", "Delegate", "__R4cDelegate"]
+        .iter()
+        .find(|name| !mentions(tokens.clone(), name))
+        .map_or_else(|| Ident::new("__R4cDelegate", Span::call_site()), |name| Ident::new(name, Span::call_site()))
+}
+
+fn mentions(tokens: TokenStream, name: &str) -> bool {
+    tokens.into_iter().any(|t| match t {
+        TokenTree::Ident(i) => i == name,
+        TokenTree::Group(g) => mentions(g.stream(), name),
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests;

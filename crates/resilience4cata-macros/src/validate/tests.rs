@@ -1,0 +1,434 @@
+//! Parse → validate on `proc_macro2` input: merging, value judging, combinations, signatures.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::*;
+use crate::diag::Errors;
+use crate::parse::parse_trait;
+
+fn run(input: TokenStream) -> (Model, Vec<String>) {
+    let mut errors = Errors::default();
+    let parsed = parse_trait(TokenStream::new(), input, &mut errors).unwrap_or_else(|_| panic!("not a trait"));
+    let model = validate(parsed, &mut errors);
+    (model, errors.messages())
+}
+
+fn errors_of(input: TokenStream) -> Vec<String> {
+    run(input).1
+}
+
+/// The single error of `input`, which must start with `[code]`.
+fn single(input: TokenStream, code: &str) -> String {
+    let errors = errors_of(input);
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(errors[0].starts_with(&format!("[{code}]")), "{errors:#?}");
+    errors[0].clone()
+}
+
+fn method<'m>(model: &'m Model, name: &str) -> &'m Method {
+    model
+        .members
+        .iter()
+        .find_map(|m| match m {
+            Member::Method(m) if m.item.sig.ident == name => Some(&**m),
+            _ => None,
+        })
+        .expect("method")
+}
+
+fn retry_keys(method: &Method) -> Vec<(String, Origin)> {
+    method.policies[0].settings.iter().map(|s| (s.key.name.to_owned(), s.origin)).collect()
+}
+
+#[test]
+fn trait_level_keys_merge_below_method_keys() {
+    let (model, errors) = run(quote! {
+        #[retry(max_attempts = 2, delay = "100ms")]
+        trait Api {
+            #[retry(max_attempts = 4, jitter = none)]
+            fn a(&self) -> Result<u32, E>;
+            fn b(&self) -> Result<u32, E>;
+        }
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    let a = method(&model, "a");
+    assert_eq!(
+        retry_keys(a),
+        [("delay".into(), Origin::Trait), ("max_attempts".into(), Origin::Method), ("jitter".into(), Origin::Method)]
+    );
+    assert!(matches!(a.policies[0].settings.get("max_attempts").unwrap().value, Value::Count(4)));
+    assert!(matches!(a.policies[0].settings.get("jitter").unwrap().value, Value::Enum("None")));
+    assert_eq!(retry_keys(method(&model, "b")).len(), 2);
+    assert_eq!(model.wrapper, "ResilientApi");
+}
+
+#[test]
+fn methods_without_policies_are_forwarded_and_not_checked() {
+    let (model, errors) = run(quote! {
+        trait Api {
+            fn name() -> String;
+            fn owned(self) -> u32;
+            #[retry]
+            fn get(&self) -> Result<u32, E>;
+        }
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(method(&model, "name").policies.is_empty());
+    assert_eq!(method(&model, "owned").receiver, Receiver::Value);
+    assert_eq!(method(&model, "get").policies.len(), 1);
+}
+
+#[test]
+fn values_are_judged_against_the_key_table() {
+    let cases = [
+        (quote!(max_attempts = 0), "R4C-ATR-003"),
+        (quote!(multiplier = 0.5), "R4C-ATR-004"),
+        (quote!(budget_percent = -5), "R4C-ATR-007"),
+        (quote!(budget_percent = 1001), "R4C-ATR-007"),
+        (quote!(budget_min_retries_per_second = -1), "R4C-ATR-007"),
+        (quote!(budget_window = "0"), "R4C-ATR-007"),
+        (quote!(delay = "10 parsecs"), "R4C-ATR-001"),
+        (quote!(delay = 100ms), "R4C-ATR-001"),
+        (quote!(enabled = "no"), "R4C-ATR-006"),
+        (quote!(backoff = Linear), "R4C-ATR-005"),
+        (quote!(max_attempts = "3"), "R4C-ATR-005"),
+        (quote!(name = 3), "R4C-ATR-005"),
+        (quote!(classifier = "f"), "R4C-ATR-005"),
+    ];
+    for (entry, code) in cases {
+        single(
+            quote!(
+                trait Api {
+                    #[retry(#entry)]
+                    fn get(&self) -> Result<u32, E>;
+                }
+            ),
+            code,
+        );
+    }
+}
+
+#[test]
+fn accepted_values_take_every_documented_spelling() {
+    let (model, errors) = run(quote! {
+        trait Api {
+            #[retry(backoff = resilience4cata::Backoff::FIXED, jitter = Jitter::equal, multiplier = 2,
+                    budget_percent = 20.5, max_duration = "PT2S", delay = "1m30s", enabled = false,
+                    retry_on = | E::A | E::B(_), name = "n", config = "c")]
+            fn get(&self) -> Result<u32, E>;
+        }
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    let settings = &method(&model, "get").policies[0].settings;
+    assert!(matches!(settings.get("backoff").unwrap().value, Value::Enum("Fixed")));
+    assert!(matches!(settings.get("multiplier").unwrap().value, Value::Number(n) if n == 2.0));
+    assert!(matches!(settings.get("max_duration").unwrap().value, Value::Duration(2_000_000_000)));
+    assert!(matches!(settings.get("delay").unwrap().value, Value::Duration(90_000_000_000)));
+}
+
+#[test]
+fn unknown_key_lists_valid_keys_and_the_closest() {
+    let message = single(
+        quote!(
+            trait Api {
+                #[retry(max_atempts = 3)]
+                fn get(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-ATR-002",
+    );
+    assert!(message.contains("did you mean `max_attempts`?"), "{message}");
+    assert!(message.contains("budget_min_retries_per_second"), "{message}");
+    let message = single(
+        quote!(
+            trait Api {
+                #[retry(colour = 3)]
+                fn get(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-ATR-002",
+    );
+    assert!(!message.contains("did you mean"), "{message}");
+}
+
+#[test]
+fn duplicates_are_reported_once_each() {
+    let message = single(
+        quote!(
+            trait Api {
+                #[retry(delay = "1s", delay = "2s")]
+                fn get(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-ATR-008",
+    );
+    assert!(message.contains("`delay` set multiple times"), "{message}");
+    single(
+        quote!(
+            trait Api {
+                #[retry]
+                #[retry(delay = "1s")]
+                fn get(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-ATR-008",
+    );
+}
+
+#[test]
+fn syntax_mistakes_carry_the_syntax_code() {
+    single(
+        quote!(
+            trait Api {
+                #[retry(max_attempts)]
+                fn get(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-ATR-009",
+    );
+    single(
+        quote!(
+            trait Api {
+                #[retry(max_attempts = 3 4)]
+                fn get(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-ATR-009",
+    );
+    single(
+        quote!(
+            trait Api {
+                #[retry = 3]
+                fn get(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-ATR-009",
+    );
+    single(
+        quote!(
+            trait Api {
+                #[retry]
+                type T;
+            }
+        ),
+        "R4C-ATR-010",
+    );
+}
+
+#[test]
+fn classifier_combinations_are_checked_after_the_merge() {
+    // A trait-level conflict is reported once, not once per method.
+    let errors = errors_of(quote! {
+        #[retry(classifier = c, retry_on = E::A)]
+        trait Api {
+            fn a(&self) -> Result<u32, E>;
+            fn b(&self) -> Result<u32, E>;
+        }
+    });
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].starts_with("[R4C-CLS-011]"));
+    // A method's own key against the trait's: reported on the method's key.
+    single(
+        quote!(
+            #[retry(classifier = c)]
+            trait Api {
+                #[retry(abort_on_if = f)]
+                fn a(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-CLS-011",
+    );
+    single(
+        quote!(
+            trait Api {
+                #[retry(on_exhausted_result = f)]
+                fn a(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-CLS-012",
+    );
+    // The merge supplies the classifier: no error.
+    assert!(
+        errors_of(quote!(
+            #[retry(on_exhausted_result = f)]
+            trait Api {
+                #[retry(classifier = c)]
+                fn a(&self) -> Result<u32, E>;
+            }
+        ))
+        .is_empty()
+    );
+}
+
+#[test]
+fn protected_signatures_are_checked() {
+    let cases = [
+        (
+            quote!(
+                fn get(&mut self) -> Result<u32, E>;
+            ),
+            "R4C-SIG-001",
+        ),
+        (
+            quote!(
+                fn get() -> Result<u32, E>;
+            ),
+            "R4C-SIG-001",
+        ),
+        (
+            quote!(
+                fn get<T>(&self, t: T) -> Result<u32, E>;
+            ),
+            "R4C-SIG-003",
+        ),
+        (
+            quote!(
+                fn get(&self, t: impl AsRef<str>) -> Result<u32, E>;
+            ),
+            "R4C-SIG-003",
+        ),
+        (
+            quote!(
+                fn get(&self);
+            ),
+            "R4C-SIG-002",
+        ),
+        (
+            quote!(
+                fn get(&self) -> impl Future;
+            ),
+            "R4C-SIG-006",
+        ),
+        (
+            quote!(
+                fn get(&self) -> impl Iterator<Item = u32>;
+            ),
+            "R4C-SIG-005",
+        ),
+        (
+            quote!(
+                fn get(&self) -> Pin<Box<dyn Future<Output = Result<u32, E>>>>;
+            ),
+            "R4C-SIG-005",
+        ),
+        (
+            quote!(
+                fn get(&self) -> impl Future<Output = Result<u32, E>> + Unpin;
+            ),
+            "R4C-SIG-005",
+        ),
+    ];
+    for (sig, code) in cases {
+        single(quote!(trait Api { #[retry] #sig }), code);
+    }
+}
+
+#[test]
+fn signature_forms_are_recognised() {
+    let (model, errors) = run(quote! {
+        trait Api {
+            #[retry] fn a<'a>(&'a self, s: &'a str) -> io::Result<u32>;
+            #[retry] async fn b(&self) -> Result<u32, E>;
+            #[retry] fn c(&self) -> impl Future<Output = Result<u32, E>> + Send + '_;
+            #[retry] fn d(&self, (x, y): (u32, u32)) -> impl core::future::Future<Output = Result<u32, E>>;
+        }
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(method(&model, "a").form, Form::Sync);
+    assert_eq!(method(&model, "b").form, Form::AsyncFn);
+    assert_eq!(method(&model, "c").form, Form::ImplFuture { send: true });
+    let d = method(&model, "d");
+    assert_eq!(d.form, Form::ImplFuture { send: false });
+    assert_eq!(d.args[0].ident, "__r4c_arg0");
+}
+
+#[test]
+fn trait_shapes_are_checked() {
+    assert!(
+        errors_of(quote!(
+            trait Api: Send + Sync + 'static
+            where
+                Self: Unpin,
+            {
+            }
+        ))
+        .is_empty()
+    );
+    single(
+        quote!(
+            trait Api: Clone {}
+        ),
+        "R4C-SIG-004",
+    );
+    single(
+        quote!(
+            trait Api
+            where
+                Self: Clone,
+            {
+            }
+        ),
+        "R4C-SIG-004",
+    );
+    single(
+        quote!(
+            trait Api<T> {}
+        ),
+        "R4C-SIG-008",
+    );
+    single(
+        quote!(
+            unsafe trait Api {}
+        ),
+        "R4C-SIG-008",
+    );
+    single(
+        quote!(
+            trait Api {
+                fn same(&self, other: &Self) -> bool;
+            }
+        ),
+        "R4C-SIG-009",
+    );
+    single(
+        quote!(
+            trait Api {
+                fn boxed(self: Box<Self>) -> u32;
+            }
+        ),
+        "R4C-SIG-009",
+    );
+    assert!(
+        errors_of(quote!(
+            trait Api {
+                type T;
+                fn get(&self) -> Self::T;
+                fn cast(&self) -> <Self as Api>::T;
+            }
+        ))
+        .is_empty()
+    );
+}
+
+#[test]
+fn the_delegate_parameter_avoids_a_user_type_named_d() {
+    assert_eq!(
+        run(quote!(
+            trait Api {}
+        ))
+        .0
+        .delegate,
+        "D"
+    );
+    assert_eq!(
+        run(quote!(
+            trait Api {
+                fn get(&self) -> D;
+            }
+        ))
+        .0
+        .delegate,
+        "Delegate"
+    );
+}

@@ -1,0 +1,232 @@
+//! External configuration (feature `serde`): the same key tree as the builders, in TOML or inside an
+//! application's own serde configuration.
+//!
+//! ```toml
+//! [defaults.retry]
+//! delay = "50ms"
+//! [configs.external.retry]
+//! max_attempts = 5
+//! [instances."shop::inventory::InventoryApi::stock".retry]
+//! jitter = "none"          # enums are case-insensitive
+//! ```
+//! Keys are the attribute keys (snake_case), durations are strings of the attribute grammar, enums are
+//! case-insensitive. An unknown key or a bad value is an error naming the key path and the line
+//! (`R4C-CFG-…`), never ignored. Files and builder calls apply in the order they are given, key by
+//! key, into the same layers (registry defaults, named configurations, instance overrides).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, Visitor};
+
+use super::{Configs, Layer};
+use crate::error::{RegistryError, codes};
+use crate::retry::{Backoff, Jitter, RetryConfigBuilder};
+
+/// The policy sections of one level of the key tree (`[defaults.<policy>]`, …).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PolicyTables {
+    /// `[….retry]`
+    #[serde(default)]
+    pub retry: Option<RetryConfigBuilder>,
+}
+
+/// A whole configuration: `defaults`, named `configs` and per-id `instances`. Deserialize it from
+/// any serde format (it can sit inside an application's own configuration) and hand it to
+/// `RegistryBuilder::config`; or let `RegistryBuilder::config_toml` / `config_file` parse TOML.
+///
+/// ```
+/// use resilience4cata::{Registry, RegistryConfig};
+///
+/// let config: RegistryConfig = toml::from_str("[configs.external.retry]\nmax_attempts = 5\n").unwrap();
+/// let registry = Registry::builder().config(config).build()?;
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RegistryConfig {
+    /// Registry defaults per policy.
+    #[serde(default)]
+    pub defaults: PolicyTables,
+    /// Named configurations, chosen with `config = "name"`.
+    #[serde(default)]
+    pub configs: BTreeMap<String, PolicyTables>,
+    /// Overrides per instance id.
+    #[serde(default)]
+    pub instances: BTreeMap<String, PolicyTables>,
+}
+
+/// The builder's layers that a configuration feeds.
+pub(crate) struct Targets<'a> {
+    pub(crate) retry: &'a mut Configs<RetryConfigBuilder>,
+}
+
+impl RegistryConfig {
+    /// Parses TOML, reporting the key path and line of the first problem.
+    pub(crate) fn from_toml(text: &str, origin: &str) -> Result<Self, RegistryError> {
+        let deserializer = toml::Deserializer::new(text);
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let message = inner.message().to_owned();
+            let line = inner.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let code = if message.starts_with("unknown field") {
+                codes::CONFIG_UNKNOWN_KEY
+            } else if path == "." || path.is_empty() {
+                codes::CONFIG_SYNTAX
+            } else {
+                codes::CONFIG_BAD_VALUE
+            };
+            let at = line.map(|l| format!("{origin}:{l}")).unwrap_or_else(|| origin.to_owned());
+            let key = if path == "." || path.is_empty() { String::new() } else { format!(" `{path}`") };
+            RegistryError::new(code, None, format!("{at}:{key} {message}"))
+        })
+    }
+
+    /// Merges every section into the builder's layers, key by key.
+    pub(crate) fn apply(self, targets: Targets<'_>) {
+        let Targets { retry } = targets;
+        merge_level(self.defaults, |t| t.retry, |b| retry.defaults.merge(b));
+        for (name, tables) in self.configs {
+            merge_level(tables, |t| t.retry, |b| retry.named.entry(name.clone()).or_default().merge(b));
+        }
+        for (id, tables) in self.instances {
+            merge_level(tables, |t| t.retry, |b| retry.instances.entry(id.clone()).or_default().merge(b));
+        }
+    }
+}
+
+fn merge_level<B>(tables: PolicyTables, pick: impl FnOnce(PolicyTables) -> Option<B>, merge: impl FnOnce(&B)) {
+    if let Some(builder) = pick(tables) {
+        merge(&builder);
+    }
+}
+
+/// A value of a configuration key: how it is read from a config file.
+pub(crate) trait FromConfig: Sized {
+    fn from_config<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error>;
+}
+
+/// `deserialize_with` for every `Option<T>` key of a layered builder.
+pub(crate) fn optional<'de, D: Deserializer<'de>, T: FromConfig>(d: D) -> Result<Option<T>, D::Error> {
+    T::from_config(d).map(Some)
+}
+
+impl FromConfig for bool {
+    fn from_config<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+}
+
+impl FromConfig for u32 {
+    fn from_config<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+}
+
+/// Floats accept integers too (`budget_percent = 20`).
+impl FromConfig for f64 {
+    fn from_config<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Number;
+        impl Visitor<'_> for Number {
+            type Value = f64;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+                Ok(v)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+                Ok(v as f64)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+                Ok(v as f64)
+            }
+        }
+        d.deserialize_any(Number)
+    }
+}
+
+/// Durations are strings of the attribute grammar: `"250ms"`, `"1m30s"`, `"PT2S"`, `"0"`.
+impl FromConfig for Duration {
+    fn from_config<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text: String = serde::Deserialize::deserialize(d)?;
+        resilience4cata_duration::parse(&text).map_err(de::Error::custom)
+    }
+}
+
+/// Case-insensitive enum values from their variant names.
+macro_rules! config_enum {
+    ($ty:ty { $($name:literal => $variant:expr),* $(,)? }) => {
+        impl $crate::registry::config_file::FromConfig for $ty {
+            fn from_config<'de, D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text: String = ::serde::Deserialize::deserialize(d)?;
+                $(if text.eq_ignore_ascii_case($name) { return Ok($variant); })*
+                Err(::serde::de::Error::custom(format!(
+                    "`{text}` is not one of {}", [$($name),*].join(", ")
+                )))
+            }
+        }
+    };
+}
+#[allow(unused_imports)] // for the enums of other policies
+pub(crate) use config_enum;
+
+config_enum!(Backoff { "fixed" => Backoff::Fixed, "exponential" => Backoff::Exponential });
+config_enum!(Jitter { "full" => Jitter::Full, "equal" => Jitter::Equal, "none" => Jitter::None });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> RegistryError {
+        RegistryConfig::from_toml(text, "app.toml").unwrap_err()
+    }
+
+    #[test]
+    fn parses_the_key_tree() {
+        let c = RegistryConfig::from_toml(
+            "[defaults.retry]\nenabled = true\ndelay = \"50ms\"\njitter = \"NONE\"\n\
+             [configs.external.retry]\nmax_attempts = 5\nbudget_percent = 20\n\
+             [instances.\"shop::inventory::InventoryApi::stock\".retry]\nbackoff = \"fixed\"\n",
+            "app.toml",
+        )
+        .unwrap();
+        let d = c.defaults.retry.unwrap();
+        assert_eq!(d, RetryConfigBuilder::new().enabled(true).delay(Duration::from_millis(50)).jitter(Jitter::None));
+        assert_eq!(c.configs["external"].retry, Some(RetryConfigBuilder::new().max_attempts(5).budget_percent(20.0)));
+        assert_eq!(
+            c.instances["shop::inventory::InventoryApi::stock"].retry,
+            Some(RetryConfigBuilder::new().backoff(Backoff::Fixed))
+        );
+    }
+
+    #[test]
+    fn unknown_key_names_path_and_line() {
+        let e = err("[defaults.retry]\ndelay = \"1s\"\nmax_attemps = 3\n");
+        assert_eq!(e.code(), "R4C-CFG-002");
+        assert!(e.to_string().contains("app.toml:3"), "{e}");
+        assert!(e.to_string().contains("defaults.retry"), "{e}");
+        assert!(e.to_string().contains("max_attempts"), "lists the valid keys: {e}");
+    }
+
+    #[test]
+    fn bad_values_name_path_and_line() {
+        let e = err("[configs.x.retry]\n\ndelay = \"10 parsecs\"\n");
+        assert_eq!(e.code(), "R4C-CFG-003");
+        assert!(e.to_string().contains("app.toml:3"), "{e}");
+        assert!(e.to_string().contains("configs.x.retry.delay"), "{e}");
+        assert_eq!(err("[defaults.retry]\njitter = \"sometimes\"\n").code(), "R4C-CFG-003");
+        assert_eq!(err("[defaults.retry]\nmax_attempts = \"three\"\n").code(), "R4C-CFG-003");
+    }
+
+    #[test]
+    fn unknown_policy_and_syntax_errors() {
+        assert_eq!(err("[defaults.retri]\n").code(), "R4C-CFG-002");
+        assert_eq!(err("[defaults.retry\n").code(), "R4C-CFG-001");
+    }
+}

@@ -1,0 +1,11 @@
+use resilience4cata::{Rejection, ResilienceError};
+
+#[derive(ResilienceError)]
+pub enum StockError {
+    Unavailable,
+    Rejected(Rejection),
+}
+
+fn main() {
+    let _ = StockError::Unavailable.rejection();
+}

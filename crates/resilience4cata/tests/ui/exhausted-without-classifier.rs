@@ -1,0 +1,24 @@
+use resilience4cata::{Registry, resilient};
+
+#[resilient]
+pub trait Inventory {
+    #[retry(on_exhausted_result = keep)]
+    fn stock(&self, sku: &str) -> Result<u32, String>;
+}
+
+fn keep(units: u32) -> Result<u32, String> {
+    Ok(units)
+}
+
+struct Backend;
+
+impl Inventory for Backend {
+    fn stock(&self, _sku: &str) -> Result<u32, String> {
+        Ok(1)
+    }
+}
+
+fn main() {
+    let inventory = ResilientInventory::new(Backend, &Registry::builder().build().unwrap()).unwrap();
+    let _ = inventory.stock("sku-1");
+}

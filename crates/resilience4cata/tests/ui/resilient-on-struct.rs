@@ -1,0 +1,10 @@
+use resilience4cata::resilient;
+
+#[resilient]
+pub struct Inventory {
+    pub units: u32,
+}
+
+fn main() {
+    let _ = Inventory { units: 1 };
+}

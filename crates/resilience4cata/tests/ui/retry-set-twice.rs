@@ -1,0 +1,10 @@
+use resilience4cata::resilient;
+
+#[resilient]
+pub trait Inventory {
+    #[retry(max_attempts = 2)]
+    #[retry(delay = "1s")]
+    fn stock(&self, sku: &str) -> Result<u32, String>;
+}
+
+fn main() {}

@@ -1,0 +1,138 @@
+//! Allocation counts of the retry paths, with a counting global allocator that counts only the
+//! calling thread (so the test harness's own threads do not interfere).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::time::Duration;
+
+use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::{Registry, RetryEvent, resilient};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Down;
+
+#[resilient]
+pub trait Api {
+    #[retry(max_attempts = 3, delay = "0")]
+    fn zero_wait(&self, flaky: &std::cell::Cell<bool>) -> Result<u32, Down>;
+
+    #[retry(max_attempts = 3, delay = "10ms")]
+    fn waits(&self, flaky: &std::cell::Cell<bool>) -> Result<u32, Down>;
+
+    #[retry(max_attempts = 3, delay = "0", budget_percent = 20)]
+    fn budgeted(&self, flaky: &std::cell::Cell<bool>) -> Result<u32, Down>;
+}
+
+struct Backend;
+
+impl Api for Backend {
+    fn zero_wait(&self, flaky: &std::cell::Cell<bool>) -> Result<u32, Down> {
+        if flaky.replace(false) { Err(Down) } else { Ok(1) }
+    }
+    fn waits(&self, flaky: &std::cell::Cell<bool>) -> Result<u32, Down> {
+        self.zero_wait(flaky)
+    }
+    fn budgeted(&self, flaky: &std::cell::Cell<bool>) -> Result<u32, Down> {
+        self.zero_wait(flaky)
+    }
+}
+
+#[test]
+fn success_path_allocates_nothing() {
+    let registry = Registry::builder().build().unwrap();
+    let api = ResilientApi::new(Backend, &registry).unwrap();
+    let ok = std::cell::Cell::new(false);
+    api.zero_wait(&ok).unwrap(); // warm up thread-locals
+    assert_eq!(
+        allocations_during(|| for _ in 0..1000 {
+            api.zero_wait(&ok).unwrap();
+        }),
+        0
+    );
+    assert_eq!(
+        allocations_during(|| for _ in 0..1000 {
+            api.budgeted(&ok).unwrap();
+        }),
+        0
+    );
+}
+
+#[test]
+fn fail_once_then_succeed_allocates_nothing_without_listeners() {
+    let registry = Registry::builder().build().unwrap();
+    let api = ResilientApi::new(Backend, &registry).unwrap();
+    let flaky = std::cell::Cell::new(true);
+    api.zero_wait(&flaky).unwrap();
+    let n = allocations_during(|| {
+        for _ in 0..1000 {
+            flaky.set(true);
+            assert_eq!(api.zero_wait(&flaky), Ok(1));
+        }
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn retries_with_waits_and_budget_refusals_allocate_nothing_on_the_manual_clock() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let api = ResilientApi::new(Backend, &registry).unwrap();
+    let flaky = std::cell::Cell::new(true);
+    api.waits(&flaky).unwrap();
+    api.budgeted(&flaky).unwrap();
+    let n = allocations_during(|| {
+        for _ in 0..1000 {
+            flaky.set(true);
+            assert_eq!(api.waits(&flaky), Ok(1));
+            flaky.set(true);
+            let _ = api.budgeted(&flaky); // granted, then refused once the budget is spent
+        }
+    });
+    assert_eq!(n, 0);
+    assert!(clock.elapsed() > Duration::ZERO);
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    assert!(allocations_during(|| drop(std::hint::black_box(vec![1u8; 64]))) >= 1);
+    // A listener builds and clones events: allocations are allowed there, and counted.
+    let registry = Registry::builder().listen(|e: &RetryEvent| drop(format!("{e:?}"))).build().unwrap();
+    let api = ResilientApi::new(Backend, &registry).unwrap();
+    let flaky = std::cell::Cell::new(true);
+    assert!(allocations_during(|| drop(api.zero_wait(&flaky))) > 0);
+}
