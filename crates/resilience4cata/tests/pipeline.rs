@@ -14,6 +14,7 @@ use resilience4cata::retry::Jitter;
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{
     Budget, GiveUpReason, Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError, RetryEvent, Verdict,
+    resilient,
 };
 
 /// A registry on `clock` without jitter, recording every retry event.
@@ -512,4 +513,67 @@ fn a_new_call_after_a_cancelled_one_starts_from_the_first_attempt() {
     assert_eq!(block_on(pipeline.execute_async(|| async { Err(InventoryError::Down) })), Err(InventoryError::Down));
     assert_eq!(events.gave_up(), [(3, GiveUpReason::MaxAttempts)]);
     assert_eq!(clock.elapsed(), ms(300));
+}
+
+#[resilient]
+pub trait CatalogApi {
+    #[retry(
+        name = "catalog",
+        max_attempts = 3,
+        delay = "100ms",
+        budget_percent = 20,
+        budget_min_retries_per_second = 1
+    )]
+    fn product(&self, id: &str) -> Result<String, &'static str>;
+}
+
+struct DeadCatalog(AtomicU32);
+
+impl CatalogApi for DeadCatalog {
+    fn product(&self, _: &str) -> Result<String, &'static str> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Err("catalog down")
+    }
+}
+
+/// A pipeline and an annotated method with the same name share one instance, hence one retry
+/// budget: half the calls through each still give the seed's 130 attempts and `Budget {100, 30, 30}`.
+#[test]
+fn a_pipeline_and_an_annotated_method_share_a_retry_budget_by_name() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock, |b| b);
+    let catalog = ResilientCatalogApi::new(DeadCatalog(AtomicU32::new(0)), &registry).unwrap();
+    let pipeline = Pipeline::builder(&registry, "catalog")
+        .retry_with(|r| r.max_attempts(3).delay(ms(100)).budget_percent(20.0).budget_min_retries_per_second(1))
+        .build::<String, &'static str>()
+        .unwrap();
+    let mut pipeline_attempts = 0;
+    for i in 0..100 {
+        let result = if i % 2 == 0 {
+            catalog.product("p-1")
+        } else {
+            pipeline.execute(|| catalog.delegate().product("p-1").inspect_err(|_| pipeline_attempts += 1))
+        };
+        assert_eq!(result, Err("catalog down"));
+    }
+    assert_eq!(catalog.delegate().0.load(Ordering::SeqCst), 130);
+    assert!(pipeline_attempts >= 50, "the pipeline made its own calls: {pipeline_attempts}");
+    let snapshot = registry.snapshot();
+    assert_eq!(snapshot.retries().len(), 1, "one instance: {snapshot:?}");
+    assert_eq!(snapshot.retries()[0].budget, Some(Budget { calls: 100, retries: 30, allowed_retries: 30 }));
+    let exhausted = events.gave_up().iter().filter(|(_, r)| *r == GiveUpReason::BudgetExhausted).count();
+    assert_eq!(exhausted, 95);
+}
+
+/// The name shared with an annotated method must resolve the same configuration.
+#[test]
+fn a_pipeline_that_disagrees_with_an_annotated_method_is_reg_008() {
+    let clock = ManualClock::new();
+    let (registry, _) = registry(&clock, |b| b);
+    let _catalog = ResilientCatalogApi::new(DeadCatalog(AtomicU32::new(0)), &registry).unwrap();
+    let err = Pipeline::builder(&registry, "catalog")
+        .retry_with(|r| r.max_attempts(3).delay(ms(100)))
+        .build::<String, &'static str>()
+        .unwrap_err();
+    assert_eq!((err.code(), err.instance()), ("R4C-REG-008", Some("catalog")));
 }
