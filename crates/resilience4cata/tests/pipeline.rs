@@ -577,3 +577,108 @@ fn a_pipeline_that_disagrees_with_an_annotated_method_is_reg_008() {
         .unwrap_err();
     assert_eq!((err.code(), err.instance()), ("R4C-REG-008", Some("catalog")));
 }
+
+/// What an event says, without the instance id (annotated and pipeline ids differ).
+fn shape(events: &Events) -> Vec<(bool, u32, Option<Duration>, Option<GiveUpReason>)> {
+    events
+        .all()
+        .into_iter()
+        .map(|e| match e {
+            RetryEvent::Retrying { attempt, delay, .. } => (true, attempt, Some(delay), None),
+            RetryEvent::GaveUp { attempts, reason, .. } => (false, attempts, None, Some(reason)),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect()
+}
+
+fn unready(r: &Result<u32, DownloadError>) -> Verdict {
+    match r {
+        Ok(0) => Verdict::Retry,
+        Ok(_) => Verdict::Success,
+        Err(DownloadError::State) => Verdict::Fail,
+        Err(_) => Verdict::Retry,
+    }
+}
+
+fn still_empty(_: u32) -> Result<u32, DownloadError> {
+    Err(DownloadError::State)
+}
+
+#[resilient]
+pub trait Files {
+    #[retry(
+        max_attempts = 5,
+        delay = "500ms",
+        max_delay = "2s",
+        max_duration = "4s",
+        retry_on = DownloadError::Io(_),
+        abort_on = DownloadError::Io(std::io::ErrorKind::NotFound)
+    )]
+    fn download(&self, n: u32) -> Result<Vec<u8>, DownloadError>;
+
+    #[retry(max_attempts = 4, delay = "10ms", classifier = unready, on_exhausted_result = still_empty)]
+    fn ready(&self, n: u32) -> Result<u32, DownloadError>;
+}
+
+/// Answers the `n`-th scripted outcome per call: `script[call]`, the last one repeating.
+struct Script(Vec<Result<u32, DownloadError>>, AtomicU32);
+
+impl Script {
+    fn next(&self) -> Result<u32, DownloadError> {
+        let i = self.1.fetch_add(1, Ordering::SeqCst) as usize;
+        self.0[i.min(self.0.len() - 1)].clone()
+    }
+}
+
+impl Files for Script {
+    fn download(&self, _: u32) -> Result<Vec<u8>, DownloadError> {
+        self.next().map(|n| vec![n as u8])
+    }
+    fn ready(&self, _: u32) -> Result<u32, DownloadError> {
+        self.next()
+    }
+}
+
+/// The same scripts through `#[resilient]` and through a pipeline configured the same way publish
+/// the same events, at the same manual-clock times, and return the same results.
+#[test]
+fn a_pipeline_and_the_generated_code_behave_alike() {
+    use std::io::ErrorKind::{ConnectionReset, NotFound};
+    let io = DownloadError::Io;
+    let scripts: Vec<Vec<Result<u32, DownloadError>>> = vec![
+        vec![Err(io(ConnectionReset))],
+        vec![Err(io(ConnectionReset)), Ok(1)],
+        vec![Err(io(NotFound))],
+        vec![Err(DownloadError::State)],
+        vec![Ok(0), Ok(0), Ok(2)],
+        vec![Ok(0)],
+        vec![Ok(0), Err(DownloadError::State)],
+        vec![Err(io(ConnectionReset)), Ok(0), Ok(5)],
+    ];
+    for script in scripts {
+        let run = |pipeline: bool| {
+            let clock = ManualClock::new();
+            let (registry, events) = registry(&clock, |b| b);
+            let backend = Script(script.clone(), AtomicU32::new(0));
+            let results = if pipeline {
+                let download = download_pipeline(&registry);
+                let ready = Pipeline::builder(&registry, "files::ready")
+                    .retry_with(|r| r.max_attempts(4).delay(ms(10)))
+                    .build()
+                    .unwrap()
+                    .classifier(unready)
+                    .on_exhausted_result(still_empty);
+                let d = download.execute(|| backend.download(0));
+                backend.1.store(0, Ordering::SeqCst);
+                (d, ready.execute(|| backend.ready(0)))
+            } else {
+                let files = ResilientFiles::new(backend, &registry).unwrap();
+                let d = files.download(0);
+                files.delegate().1.store(0, Ordering::SeqCst);
+                (d, files.ready(0))
+            };
+            (results, shape(&events), clock.elapsed())
+        };
+        assert_eq!(run(true), run(false), "script {script:?}");
+    }
+}

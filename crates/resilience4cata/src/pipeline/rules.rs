@@ -85,22 +85,25 @@ impl<T, E> Rules<T, E> {
         }
     }
 
+    /// The generated code's `if`: an open breaker's refusal, then `abort_on`, then `retry_on`, each
+    /// consulted only if the previous one did not decide.
     #[cold]
     fn judge_err(&self, e: &E, retry_on: &Option<Predicate<E>>, abort_on: &Option<Predicate<E>>) -> Failure {
-        let aborted = abort_on.as_ref().is_some_and(|abort| abort(e));
-        let excluded = retry_on.as_ref().is_some_and(|retry| !retry(e));
-        if self.is_call_not_permitted(e) || aborted || excluded { Failure::NotRetryable } else { Failure::Retryable }
+        let not_retryable = self.is_call_not_permitted(e)
+            || abort_on.as_ref().is_some_and(|abort| abort(e))
+            || retry_on.as_ref().is_some_and(|retry| !retry(e));
+        if not_retryable { Failure::NotRetryable } else { Failure::Retryable }
     }
 
+    /// The generated code's classifier round: `Success` accepts the outcome (whatever it is),
+    /// `Retry` is retryable unless it is an open breaker's refusal, `Fail` gives up.
     fn classified(&self, classify: &Classifier<T, E>, outcome: &Result<T, E>) -> Option<Failure> {
-        if let Err(e) = outcome
-            && self.is_call_not_permitted(e)
-        {
-            return Some(Failure::NotRetryable); // built in: no classifier can retry an open breaker
-        }
         match classify(outcome) {
             Verdict::Success => None,
-            Verdict::Retry => Some(Failure::Retryable),
+            Verdict::Retry => match outcome {
+                Err(e) if self.is_call_not_permitted(e) => Some(Failure::NotRetryable),
+                _ => Some(Failure::Retryable),
+            },
             Verdict::Fail => Some(Failure::ClassifierFailed),
         }
     }
