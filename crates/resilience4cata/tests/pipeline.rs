@@ -104,7 +104,7 @@ fn seed_pipeline_example_async_has_the_same_timeline() {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum DownloadError {
+pub enum DownloadError {
     Io(std::io::ErrorKind),
     State,
 }
