@@ -626,7 +626,7 @@ struct Script(Vec<Result<u32, DownloadError>>, AtomicU32);
 impl Script {
     fn next(&self) -> Result<u32, DownloadError> {
         let i = self.1.fetch_add(1, Ordering::SeqCst) as usize;
-        self.0[i.min(self.0.len() - 1)].clone()
+        self.0[i.min(self.0.len() - 1)]
     }
 }
 
