@@ -16,6 +16,11 @@ pub(crate) const ATR_DUPLICATE: &str = "R4C-ATR-008";
 pub(crate) const ATR_SYNTAX: &str = "R4C-ATR-009";
 pub(crate) const ATR_PLACEMENT: &str = "R4C-ATR-010";
 pub(crate) const ATR_RESILIENT_ARGS: &str = "R4C-ATR-011";
+/// Rate limiter, bulkhead and timeout values (`R4C-ATR-03x`; the circuit breaker has `-02x`).
+pub(crate) const ATR_PERMITS: &str = "R4C-ATR-030";
+pub(crate) const ATR_PERIOD: &str = "R4C-ATR-031";
+pub(crate) const ATR_MAX_CONCURRENT_CALLS: &str = "R4C-ATR-032";
+pub(crate) const ATR_TIMEOUT_DURATION: &str = "R4C-ATR-033";
 /// Classifier combinations.
 pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
 pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";
@@ -30,6 +35,8 @@ pub(crate) const SIG_ASYNC_FORM: &str = "R4C-SIG-005";
 pub(crate) const SIG_FUTURE_OUTPUT: &str = "R4C-SIG-006";
 pub(crate) const SIG_TRAIT_SHAPE: &str = "R4C-SIG-008";
 pub(crate) const SIG_NOT_FORWARDABLE: &str = "R4C-SIG-009";
+/// `#[timeout]` on a sync method (`R4C-SIG-02x`: the limits' signature rules).
+pub(crate) const SIG_TIMEOUT_SYNC: &str = "R4C-SIG-020";
 /// `#[derive(ResilienceError)]`.
 pub(crate) const DRV_NOT_ENUM: &str = "R4C-DRV-001";
 pub(crate) const DRV_MISSING: &str = "R4C-DRV-002";

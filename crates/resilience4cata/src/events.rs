@@ -3,7 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::bulkhead::BulkheadEvent;
+use crate::rate_limiter::RateLimiterEvent;
 use crate::retry::RetryEvent;
+use crate::timeout::TimeoutEvent;
 
 /// A registered listener of events of type `E`.
 #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
@@ -14,11 +17,19 @@ pub type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
 #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
 pub struct Listeners {
     pub(crate) retry: Vec<Listener<RetryEvent>>,
+    pub(crate) rate_limiter: Vec<Listener<RateLimiterEvent>>,
+    pub(crate) timeout: Vec<Listener<TimeoutEvent>>,
+    pub(crate) bulkhead: Vec<Listener<BulkheadEvent>>,
 }
 
 impl fmt::Debug for Listeners {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Listeners").field("retry", &self.retry.len()).finish()
+        f.debug_struct("Listeners")
+            .field("retry", &self.retry.len())
+            .field("rate_limiter", &self.rate_limiter.len())
+            .field("timeout", &self.timeout.len())
+            .field("bulkhead", &self.bulkhead.len())
+            .finish()
     }
 }
 
@@ -74,6 +85,14 @@ macro_rules! event_type {
 
 event_type!(RetryEvent => retry, metrics: crate::retry::metrics::RetryMetrics,
     register: crate::retry::metrics::RetryMetrics::register, record: crate::retry::metrics::RetryMetrics::record);
+event_type!(RateLimiterEvent => rate_limiter, metrics: crate::rate_limiter::metrics::RateLimiterMetrics,
+    register: crate::rate_limiter::metrics::RateLimiterMetrics::register,
+    record: crate::rate_limiter::metrics::RateLimiterMetrics::record);
+event_type!(TimeoutEvent => timeout, metrics: crate::timeout::metrics::TimeoutMetrics,
+    register: crate::timeout::metrics::TimeoutMetrics::register, record: crate::timeout::metrics::TimeoutMetrics::record);
+event_type!(BulkheadEvent => bulkhead, metrics: crate::bulkhead::metrics::BulkheadMetrics,
+    register: crate::bulkhead::metrics::BulkheadMetrics::register,
+    record: crate::bulkhead::metrics::BulkheadMetrics::record);
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E: Event> {

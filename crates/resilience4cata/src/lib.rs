@@ -4,13 +4,16 @@
 
 #[doc(hidden)]
 pub mod __private;
+pub mod bulkhead;
 pub mod clock;
 mod error;
 mod events;
 pub mod pipeline;
+pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;
+pub mod timeout;
 
 pub use clock::Clock;
 pub use error::{RegistryError, codes};

@@ -5,10 +5,13 @@
 //! Every path is absolute (`::resilience4cata::__private::…`, `::core::…`), so the generated code
 //! depends on nothing the user imported.
 
+pub(crate) mod bulkhead;
 mod method;
+pub(crate) mod rate_limiter;
 pub(crate) mod retry;
 #[cfg(test)]
 mod tests;
+pub(crate) mod timeout;
 mod wrapper;
 
 use proc_macro2::{Span, TokenStream};
@@ -86,5 +89,13 @@ impl Ctx<'_> {
     pub(crate) fn err_type(&self) -> TokenStream {
         let ret = &self.method.ret;
         quote_spanned!(self.ret_span()=> <#ret as ::resilience4cata::__private::ResultLike>::Err)
+    }
+
+    /// `Err(<E as ResilienceError>::from_rejection(rejection))`: a policy's refusal as the method's
+    /// error (the body requires `E: ResilienceError`, `[R4C-SIG-010]`).
+    pub(crate) fn refusal(&self, rejection: TokenStream) -> TokenStream {
+        let p = private();
+        let err = self.err_type();
+        quote!(::core::result::Result::Err(<#err as #p::ResilienceError>::from_rejection(#rejection)))
     }
 }

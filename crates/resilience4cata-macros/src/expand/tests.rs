@@ -130,3 +130,43 @@ fn the_delegate_parameter_is_renamed_when_the_trait_names_d() {
     ));
     assert!(out.contains("pub struct ResilientApi < Delegate >"), "{out}");
 }
+
+#[test]
+fn layers_nest_in_the_fixed_order_whatever_order_they_are_written_in() {
+    let out = expand(quote! {
+        pub trait Api {
+            #[bulkhead(max_concurrent_calls = 3)]
+            #[timeout(duration = "1s")]
+            #[rate_limiter(permits = 5)]
+            #[retry]
+            async fn get(&self) -> Result<u32, E>;
+        }
+    });
+    let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("missing `{needle}` in\n{out}"));
+    let order = [
+        at("let mut __r4c_call = __r4c_retry . start ()"),
+        at("self . __r4c_rate_limiter_get . acquire_async () . await"),
+        at("self . __r4c_timeout_get . run (async"),
+        at("self . __r4c_bulkhead_get . acquire_async () . await"),
+        at("< D as Api > :: get (& self . delegate ,) . await"),
+    ];
+    assert!(order.is_sorted(), "retry → rate limiter → timeout → bulkhead → method: {order:?}\n{out}");
+    assert!(out.contains("require_resilience_error"), "the limits can refuse: {out}");
+    for setter in [". permits (5u32)", ". duration (:: resilience4cata :: __private :: nanos (1000000000u64))"] {
+        assert!(out.contains(setter), "missing `{setter}` in\n{out}");
+    }
+}
+
+#[test]
+fn sync_limits_neither_await_nor_box() {
+    let out = expand(quote! {
+        pub trait Api {
+            #[rate_limiter]
+            #[bulkhead(max_wait = "5ms")]
+            fn get(&self) -> Result<u32, E>;
+        }
+    });
+    assert!(out.contains("self . __r4c_rate_limiter_get . acquire ()"), "{out}");
+    assert!(out.contains("self . __r4c_bulkhead_get . acquire ()"), "{out}");
+    assert!(!out.contains("await") && !out.contains("Box"), "{out}");
+}

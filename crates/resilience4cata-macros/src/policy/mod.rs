@@ -6,7 +6,10 @@
 //! `expand/`, and one line in [`POLICIES`]; parsing, validation, merging of trait-level and
 //! method-level attributes, the wrapper's fields and `new` are generic over this table.
 
+pub(crate) mod bulkhead;
+pub(crate) mod rate_limiter;
 pub(crate) mod retry;
+pub(crate) mod timeout;
 
 use proc_macro2::TokenStream;
 
@@ -15,7 +18,8 @@ use crate::validate::{Method, Problem, Settings};
 
 /// Every policy attribute, outer to inner: the layers are chained in this order, whatever order
 /// the attributes are written in (SPEC §6).
-pub(crate) static POLICIES: &[&PolicySpec] = &[&retry::RETRY];
+pub(crate) static POLICIES: &[&PolicySpec] =
+    &[&retry::RETRY, &rate_limiter::RATE_LIMITER, &timeout::TIMEOUT, &bulkhead::BULKHEAD];
 
 /// The policy named by an attribute path such as `retry`, if it is one of ours.
 pub(crate) fn lookup(path: &syn::Path) -> Option<&'static PolicySpec> {

@@ -136,6 +136,16 @@ pub(crate) enum Value {
 #[derive(Clone, Default)]
 pub(crate) struct Settings {
     items: Vec<Setting>,
+    /// The attribute that brought the policy (the method's own when it has one), for diagnostics
+    /// about the policy as a whole.
+    attribute: Option<Written>,
+}
+
+/// An attribute as written: its path, and a unique id so a trait-level mistake is reported once.
+#[derive(Clone)]
+struct Written {
+    path: syn::Path,
+    id: usize,
 }
 
 impl Settings {
@@ -150,7 +160,8 @@ impl Settings {
     /// `self` with `over`'s keys replacing its own (the method below, the trait above).
     fn overlay(&self, over: &Settings) -> Settings {
         let kept = self.items.iter().filter(|s| over.get(s.key.name).is_none()).cloned();
-        Settings { items: kept.chain(over.items.iter().cloned()).collect() }
+        let attribute = over.attribute.clone().or_else(|| self.attribute.clone());
+        Settings { items: kept.chain(over.items.iter().cloned()).collect(), attribute }
     }
 }
 
@@ -164,6 +175,15 @@ impl Problem {
     /// A mistake about `setting`, reported on its key.
     pub(crate) fn at(setting: &Setting, code: &str, message: impl std::fmt::Display) -> Problem {
         Problem { error: crate::diag::error(&setting.ident, code, message), id: setting.id }
+    }
+
+    /// A mistake about the policy as a whole, reported on its attribute's path (`timeout` in
+    /// `#[timeout]`): the method's own attribute, else the trait's (then reported once).
+    pub(crate) fn on_attribute(settings: &Settings, code: &str, message: impl std::fmt::Display) -> Problem {
+        match &settings.attribute {
+            Some(written) => Problem { error: crate::diag::error(&written.path, code, message), id: written.id },
+            None => Problem { error: syn::Error::new(Span::call_site(), format!("[{code}] {message}")), id: 0 },
+        }
     }
 }
 
@@ -242,7 +262,9 @@ impl Validator<'_> {
 
     /// Judges every entry of one attribute; a key written twice is `[R4C-ATR-008]`.
     fn judge(&mut self, raw: &RawPolicy, origin: Origin) -> Settings {
-        let mut settings = Settings::default();
+        self.next_id += 1;
+        let mut settings =
+            Settings { items: Vec::new(), attribute: Some(Written { path: raw.path.clone(), id: self.next_id }) };
         for entry in &raw.entries {
             let key = match value::key_of(raw.spec, entry) {
                 Ok(key) => key,

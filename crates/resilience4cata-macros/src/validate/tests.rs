@@ -432,3 +432,53 @@ fn the_delegate_parameter_avoids_a_user_type_named_d() {
         "Delegate"
     );
 }
+
+#[test]
+fn limit_values_carry_their_own_codes() {
+    let cases = [
+        (quote!(#[rate_limiter(permits = 0)]), "R4C-ATR-030"),
+        (quote!(#[rate_limiter(permits = 5000000000)]), "R4C-ATR-030"),
+        (quote!(#[rate_limiter(period = "0")]), "R4C-ATR-031"),
+        (quote!(#[rate_limiter(max_wait = "soon")]), "R4C-ATR-001"),
+        (quote!(#[bulkhead(max_concurrent_calls = 0)]), "R4C-ATR-032"),
+        (quote!(#[bulkhead(max_concurrent_calls = "8")]), "R4C-ATR-005"),
+        (quote!(#[timeout(duration = "0")]), "R4C-ATR-033"),
+        (quote!(#[timeout(enabled = 1)]), "R4C-ATR-006"),
+        (quote!(#[timeout(name = "t")]), "R4C-ATR-002"),
+    ];
+    for (attr, code) in cases {
+        single(quote!(pub trait Api { #attr async fn get(&self) -> Result<u32, E>; }), code);
+    }
+}
+
+#[test]
+fn timeout_needs_an_async_method_and_a_trait_level_one_is_reported_once() {
+    let message = single(
+        quote!(
+            pub trait Api {
+                #[timeout]
+                fn get(&self) -> Result<u32, E>;
+            }
+        ),
+        "R4C-SIG-020",
+    );
+    assert!(message.contains("`get` is sync") && message.contains("cannot be cancelled"), "{message}");
+    let trait_level = quote! {
+        #[timeout(duration = "1s")]
+        pub trait Api {
+            async fn ok(&self) -> Result<u32, E>;
+            fn first(&self) -> Result<u32, E>;
+            fn second(&self) -> Result<u32, E>;
+        }
+    };
+    assert!(single(trait_level, "R4C-SIG-020").contains("`first`"));
+    let overridden = quote! {
+        #[timeout(duration = "1s")]
+        pub trait Api {
+            fn get(&self) -> Result<u32, E>;
+            #[timeout(duration = "2s")]
+            fn put(&self) -> Result<u32, E>;
+        }
+    };
+    assert_eq!(errors_of(overridden).len(), 2, "the method's own attribute is reported on its own");
+}

@@ -13,10 +13,16 @@ pub use ::std;
 
 pub use crate::Rejection;
 pub use crate::ResilienceError;
+pub use crate::bulkhead::BulkheadConfigBuilder;
+pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
 pub use crate::error::RegistryError;
+pub use crate::rate_limiter::RateLimiterConfigBuilder;
+pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;
 pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
+pub use crate::timeout::TimeoutConfigBuilder;
+pub use crate::timeout::policy::TimeoutPolicy;
 pub use probe::{
     AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, ResultLike, attempt_arg, require_resilience_error,
 };
@@ -44,6 +50,30 @@ pub struct Site {
 /// Builds (or finds, when shared by name) the retry instance of one method.
 pub fn retry(registry: &Registry, site: Site, attrs: RetryConfigBuilder) -> Result<RetryPolicy, RegistryError> {
     RetryPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
+}
+
+/// Builds (or finds, when shared by name) the rate limiter instance of one method.
+pub fn rate_limiter(
+    registry: &Registry,
+    site: Site,
+    attrs: RateLimiterConfigBuilder,
+) -> Result<RateLimiterPolicy, RegistryError> {
+    RateLimiterPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
+}
+
+/// Builds (or finds, when shared by name) the bulkhead instance of one method.
+pub fn bulkhead(
+    registry: &Registry,
+    site: Site,
+    attrs: BulkheadConfigBuilder,
+) -> Result<BulkheadPolicy, RegistryError> {
+    BulkheadPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
+}
+
+/// Builds (or finds) the timeout instance of one async method; a timeout has no `name`, its id is
+/// always the derived one.
+pub fn timeout(registry: &Registry, site: Site, attrs: TimeoutConfigBuilder) -> Result<TimeoutPolicy, RegistryError> {
+    TimeoutPolicy::build(registry, site.id, site.config, site.is_async, attrs)
 }
 
 /// A duration literal checked at compile time, rebuilt from its nanoseconds.

@@ -197,6 +197,23 @@ impl Timer {
         }
     }
 
+    /// A timeout's timer: completes at `deadline` (nanoseconds since the origin), and
+    /// `Registry::shutdown` does not cut it short (shutdown interrupts the waits *between* attempts,
+    /// never a running attempt's deadline). On the manual clock it takes part in the deadline order of
+    /// pending waits, and dropping it before it fires leaves the clock where it was.
+    pub(crate) async fn deadline_async(&self, deadline: u64) {
+        match &self.kind {
+            TimerKind::System(s) => system::sleep_until(s.instant_at(deadline)).await,
+            TimerKind::Manual(m) => {
+                let wait = Duration::from_nanos(deadline.saturating_sub(m.nanos()));
+                if !wait.is_zero() {
+                    let never = AtomicBool::new(false);
+                    let _ = m.sleep(wait, &never).await;
+                }
+            }
+        }
+    }
+
     /// A future that completes at `deadline` (nanoseconds since the origin); used by timeouts.
     #[allow(dead_code)] // read by the rate limiter, time-window breaker and timeout
     pub(crate) async fn sleep_until_async(&self, deadline: u64) -> Result<(), Interrupted> {

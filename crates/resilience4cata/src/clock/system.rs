@@ -24,6 +24,11 @@ impl SystemTime {
         super::nanos(self.origin.elapsed())
     }
 
+    /// The instant `nanos` after the origin.
+    pub(super) fn instant_at(&self, nanos: u64) -> Instant {
+        self.origin + Duration::from_nanos(nanos)
+    }
+
     /// One thread per registry at most; it stops when the registry (its timer) is dropped.
     pub(super) fn start_ticker(&self, timer: Weak<Timer>) {
         if self.ticking.swap(true, Ordering::AcqRel) {
@@ -103,4 +108,16 @@ impl Waits {
     pub(super) async fn sleep_async(&self, _wait: Duration, _shutdown: &AtomicBool) -> Result<(), Interrupted> {
         unreachable!("[R4C-REG-010] async waits on the system clock need the `tokio` feature; checked when wrapping")
     }
+}
+
+/// A plain wait until `deadline` that shutdown does not interrupt (a timeout's timer); reads no
+/// clock of its own.
+#[cfg(feature = "tokio")]
+pub(super) async fn sleep_until(deadline: Instant) {
+    tokio::time::sleep_until(deadline.into()).await;
+}
+
+#[cfg(not(feature = "tokio"))]
+pub(super) async fn sleep_until(_deadline: Instant) {
+    unreachable!("[R4C-REG-010] async waits on the system clock need the `tokio` feature; checked when wrapping")
 }

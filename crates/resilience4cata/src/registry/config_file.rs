@@ -21,8 +21,11 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, Visitor};
 
 use super::{Configs, Layer};
+use crate::bulkhead::BulkheadConfigBuilder;
 use crate::error::{RegistryError, codes};
+use crate::rate_limiter::RateLimiterConfigBuilder;
 use crate::retry::{Backoff, Jitter, RetryConfigBuilder};
+use crate::timeout::TimeoutConfigBuilder;
 
 /// The policy sections of one level of the key tree (`[defaults.<policy>]`, …).
 #[derive(Clone, Debug, Default, serde::Deserialize)]
@@ -32,6 +35,15 @@ pub struct PolicyTables {
     /// `[….retry]`
     #[serde(default)]
     pub retry: Option<RetryConfigBuilder>,
+    /// `[….rate_limiter]`
+    #[serde(default)]
+    pub rate_limiter: Option<RateLimiterConfigBuilder>,
+    /// `[….bulkhead]`
+    #[serde(default)]
+    pub bulkhead: Option<BulkheadConfigBuilder>,
+    /// `[….timeout]`
+    #[serde(default)]
+    pub timeout: Option<TimeoutConfigBuilder>,
 }
 
 /// A whole configuration: `defaults`, named `configs` and per-id `instances`. Deserialize it from
@@ -63,6 +75,36 @@ pub struct RegistryConfig {
 /// The builder's layers that a configuration feeds.
 pub(crate) struct Targets<'a> {
     pub(crate) retry: &'a mut Configs<RetryConfigBuilder>,
+    pub(crate) rate_limiter: &'a mut Configs<RateLimiterConfigBuilder>,
+    pub(crate) bulkhead: &'a mut Configs<BulkheadConfigBuilder>,
+    pub(crate) timeout: &'a mut Configs<TimeoutConfigBuilder>,
+}
+
+/// Which layer one level of the key tree feeds.
+enum Level {
+    Defaults,
+    Named(String),
+    Instance(String),
+}
+
+impl Targets<'_> {
+    fn merge(&mut self, level: &Level, tables: PolicyTables) {
+        let PolicyTables { retry, rate_limiter, bulkhead, timeout } = tables;
+        merge_into(self.retry, level, retry);
+        merge_into(self.rate_limiter, level, rate_limiter);
+        merge_into(self.bulkhead, level, bulkhead);
+        merge_into(self.timeout, level, timeout);
+    }
+}
+
+fn merge_into<B: Layer>(configs: &mut Configs<B>, level: &Level, builder: Option<B>) {
+    let Some(builder) = builder else { return };
+    let slot = match level {
+        Level::Defaults => &mut configs.defaults,
+        Level::Named(name) => configs.named.entry(name.clone()).or_default(),
+        Level::Instance(id) => configs.instances.entry(id.clone()).or_default(),
+    };
+    slot.merge(&builder);
 }
 
 impl RegistryConfig {
@@ -88,21 +130,14 @@ impl RegistryConfig {
     }
 
     /// Merges every section into the builder's layers, key by key.
-    pub(crate) fn apply(self, targets: Targets<'_>) {
-        let Targets { retry } = targets;
-        merge_level(self.defaults, |t| t.retry, |b| retry.defaults.merge(b));
+    pub(crate) fn apply(self, mut targets: Targets<'_>) {
+        targets.merge(&Level::Defaults, self.defaults);
         for (name, tables) in self.configs {
-            merge_level(tables, |t| t.retry, |b| retry.named.entry(name.clone()).or_default().merge(b));
+            targets.merge(&Level::Named(name), tables);
         }
         for (id, tables) in self.instances {
-            merge_level(tables, |t| t.retry, |b| retry.instances.entry(id.clone()).or_default().merge(b));
+            targets.merge(&Level::Instance(id), tables);
         }
-    }
-}
-
-fn merge_level<B>(tables: PolicyTables, pick: impl FnOnce(PolicyTables) -> Option<B>, merge: impl FnOnce(&B)) {
-    if let Some(builder) = pick(tables) {
-        merge(&builder);
     }
 }
 

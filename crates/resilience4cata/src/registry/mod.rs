@@ -12,11 +12,17 @@ use std::sync::Arc;
 
 pub(crate) use layer::{Configs, Instances, Layer};
 
+use crate::bulkhead::policy::BulkheadState;
+use crate::bulkhead::{BulkheadConfigBuilder, BulkheadSnapshot};
 use crate::clock::{Clock, Timer};
-use crate::error::RegistryError;
+use crate::error::{RegistryError, codes};
 use crate::events::{Event, Listeners};
+use crate::rate_limiter::policy::RateLimiterState;
+use crate::rate_limiter::{RateLimiterConfigBuilder, RateLimiterSnapshot};
 use crate::retry::policy::RetryState;
 use crate::retry::{RetryConfigBuilder, RetrySnapshot};
+use crate::timeout::policy::TimeoutState;
+use crate::timeout::{TimeoutConfigBuilder, TimeoutSnapshot};
 
 /// Holds configuration, listeners, the clock and the state of every policy instance.
 ///
@@ -54,6 +60,26 @@ pub(crate) struct Inner {
     pub(crate) seed: u64,
     pub(crate) listeners: Listeners,
     pub(crate) retry: Kind<RetryConfigBuilder, RetryState>,
+    pub(crate) rate_limiter: Kind<RateLimiterConfigBuilder, RateLimiterState>,
+    pub(crate) bulkhead: Kind<BulkheadConfigBuilder, BulkheadState>,
+    pub(crate) timeout: Kind<TimeoutConfigBuilder, TimeoutState>,
+}
+
+impl Inner {
+    /// `R4C-REG-010` unless the clock can wait inside a future (needed by `why`).
+    pub(crate) fn require_async_clock(&self, id: &str, why: &str) -> Result<(), RegistryError> {
+        if self.timer.can_sleep_async() {
+            return Ok(());
+        }
+        Err(RegistryError::new(
+            codes::NO_ASYNC_CLOCK,
+            Some(id),
+            format!(
+                "{why}, but the registry's clock cannot sleep in a future: enable the `tokio` feature or build \
+                 the registry on a clock that can"
+            ),
+        ))
+    }
 }
 
 impl Registry {
@@ -69,11 +95,18 @@ impl Registry {
     /// Every policy instance built so far, with its resolved configuration and current state.
     pub fn snapshot(&self) -> RegistrySnapshot {
         let inner = &*self.inner;
-        RegistrySnapshot { retries: inner.retry.instances.all().iter().map(|s| s.snapshot()).collect() }
+        RegistrySnapshot {
+            retries: inner.retry.instances.all().iter().map(|s| s.snapshot()).collect(),
+            rate_limiters: inner.rate_limiter.instances.all().iter().map(|s| s.snapshot()).collect(),
+            bulkheads: inner.bulkhead.instances.all().iter().map(|s| s.snapshot()).collect(),
+            timeouts: inner.timeout.instances.all().iter().map(|s| s.snapshot()).collect(),
+        }
     }
 
     /// Interrupts every pending wait between retry attempts, and every later one (sticky): those
-    /// calls give up with `GiveUpReason::Interrupted` and return their last failure.
+    /// calls give up with `GiveUpReason::Interrupted` and return their last failure. Waits for a
+    /// rate limiter permit or a bulkhead slot end the same way, with the policy's refusal; a
+    /// running attempt's timeout is left alone.
     pub fn shutdown(&self) {
         self.inner.timer.shut_down();
     }
@@ -95,6 +128,9 @@ impl fmt::Debug for Registry {
 #[non_exhaustive]
 pub struct RegistrySnapshot {
     retries: Vec<RetrySnapshot>,
+    pub(crate) rate_limiters: Vec<RateLimiterSnapshot>,
+    pub(crate) bulkheads: Vec<BulkheadSnapshot>,
+    pub(crate) timeouts: Vec<TimeoutSnapshot>,
 }
 
 impl RegistrySnapshot {
@@ -115,6 +151,9 @@ pub struct RegistryBuilder {
     seed: Option<u64>,
     listeners: Listeners,
     retry: Configs<RetryConfigBuilder>,
+    pub(crate) rate_limiter: Configs<RateLimiterConfigBuilder>,
+    pub(crate) bulkhead: Configs<BulkheadConfigBuilder>,
+    pub(crate) timeout: Configs<TimeoutConfigBuilder>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -124,7 +163,7 @@ impl fmt::Debug for RegistryBuilder {
 }
 
 /// Applies a chaining closure to the layer stored under `key`, creating it unset first.
-fn edit<B: Layer>(slot: &mut B, f: impl FnOnce(B) -> B) {
+pub(crate) fn edit<B: Layer>(slot: &mut B, f: impl FnOnce(B) -> B) {
     *slot = f(std::mem::take(slot));
 }
 
@@ -174,7 +213,12 @@ impl RegistryBuilder {
     /// order with the builder methods.
     #[cfg(feature = "serde")]
     pub fn config(mut self, config: config_file::RegistryConfig) -> Self {
-        config.apply(config_file::Targets { retry: &mut self.retry });
+        config.apply(config_file::Targets {
+            retry: &mut self.retry,
+            rate_limiter: &mut self.rate_limiter,
+            bulkhead: &mut self.bulkhead,
+            timeout: &mut self.timeout,
+        });
         self
     }
 
@@ -233,6 +277,9 @@ impl RegistryBuilder {
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             listeners: self.listeners,
             retry: Kind::new(self.retry),
+            rate_limiter: Kind::new(self.rate_limiter),
+            bulkhead: Kind::new(self.bulkhead),
+            timeout: Kind::new(self.timeout),
         };
         Ok(Registry { inner: Arc::new(inner) })
     }

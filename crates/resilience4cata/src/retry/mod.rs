@@ -35,7 +35,7 @@
 //! never retried, whatever `retry_on`, `abort_on` or a classifier say.
 
 mod budget;
-mod config;
+pub(crate) mod config;
 mod events;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;

@@ -1,0 +1,41 @@
+//! `#[timeout(…)]`: keys of SPEC §7.5. No `name` (the id is always the derived one, so `name` is
+//! an unknown key), and async methods only.
+
+use super::{KeySpec, Kind, PolicySpec, Role};
+use crate::diag::{ATR_ENABLED, ATR_TIMEOUT_DURATION, SIG_TIMEOUT_SYNC};
+use crate::validate::{Method, Problem, Settings};
+
+/// The timeout attribute.
+pub(crate) static TIMEOUT: PolicySpec = PolicySpec {
+    name: "timeout",
+    keys: KEYS,
+    check,
+    runtime_fn: "timeout",
+    builder: "TimeoutConfigBuilder",
+    field_ty: "TimeoutPolicy",
+    layer: crate::expand::timeout::layer,
+    rejects: true,
+};
+
+static KEYS: &[KeySpec] = &[
+    KeySpec { name: "duration", kind: Kind::Duration { nonzero: Some(ATR_TIMEOUT_DURATION) }, role: Role::Builder },
+    KeySpec { name: "enabled", kind: Kind::Bool { code: ATR_ENABLED }, role: Role::Builder },
+    KeySpec { name: "config", kind: Kind::Str, role: Role::Config },
+];
+
+/// A blocking call cannot be cancelled, so a timeout on a sync method could only report lateness.
+fn check(settings: &Settings, method: &Method) -> Vec<Problem> {
+    if method.is_async() {
+        return Vec::new();
+    }
+    let name = &method.item.sig.ident;
+    vec![Problem::on_attribute(
+        settings,
+        SIG_TIMEOUT_SYNC,
+        format!(
+            "`#[timeout]` needs an async method, and `{name}` is sync: a blocking call cannot be cancelled, so \
+             its attempt could not be stopped at the deadline; make it `async fn` (or return `impl Future`), or \
+             remove `#[timeout]` and bound the blocking call itself (e.g. a socket read timeout)"
+        ),
+    )]
+}

@@ -1,0 +1,90 @@
+//! Bulkhead: at most `max_concurrent_calls` calls inside at once.
+//!
+//! Use it so one slow or overloaded dependency cannot take every thread, connection or task of the
+//! caller: calls past the limit wait up to `max_wait` for a slot and are then refused with
+//! [`Rejection::BulkheadFull`](crate::Rejection::BulkheadFull), instead of piling up.
+//!
+//! The slot is a guard ([`BulkheadPermit`](crate::__private::BulkheadPermit) in the generated code)
+//! given back however the call ends: a value, an error, a panic, or the future dropped. The bulkhead
+//! is the innermost policy, so it holds a slot only while the method runs: never during a retry's
+//! backoff, and a timeout that cuts an attempt off frees its slot.
+//!
+//! Pass path: one compare-and-set on one atomic word to take a slot, one to give it back; no lock,
+//! no clock read, no allocation. Waiting (only with `max_wait > 0`): callers queue in arrival order
+//! behind a mutex that only the wait path touches, and a freed slot is handed straight to the oldest
+//! waiter, so newcomers cannot overtake the queue. Sync methods park their thread; async methods wait
+//! in a future, without boxing, and leave the queue when dropped. `Registry::shutdown` ends every
+//! wait with a refusal.
+//!
+//! Waits and the clock: the deadline of a wait is on the registry's clock. Async waits on a
+//! [`ManualClock`](crate::clock::ManualClock) take part in its deadline order (a waiter whose
+//! `max_wait` ends before the holder's own wait is refused at its deadline; one that ends later gets
+//! the slot when the holder finishes, and leaves the clock there). A sync waiter waits for another
+//! thread to finish, so on the manual clock it does not move the clock itself: it gets a slot when
+//! one is freed, and is refused once the clock has been moved past its deadline by someone else.
+//!
+//! ```
+//! use resilience4cata::testing::{self, ManualClock};
+//! use resilience4cata::{Rejection, ResilienceError, resilient};
+//!
+//! /// Runs `next` inside the bulkhead: a call that calls again.
+//! pub type Next<'a> = &'a dyn Fn() -> std::io::Result<u32>;
+//!
+//! #[resilient]
+//! pub trait Renderer {
+//!     #[bulkhead(max_concurrent_calls = 1)]
+//!     fn render(&self, next: Next<'_>) -> std::io::Result<u32>;
+//! }
+//!
+//! struct Backend;
+//! impl Renderer for Backend {
+//!     fn render(&self, next: Next<'_>) -> std::io::Result<u32> {
+//!         next()
+//!     }
+//! }
+//!
+//! let registry = testing::registry(&ManualClock::new()).build()?;
+//! let renderer = ResilientRenderer::new(Backend, &registry)?;
+//! let nested = renderer.render(&|| renderer.render(&|| Ok(1))); // a second call while one is inside
+//! assert!(matches!(nested.unwrap_err().rejection(), Some(Rejection::BulkheadFull { .. })));
+//! assert_eq!(renderer.render(&|| Ok(2))?, 2); // the slot came back
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Registry side: [`RegistryBuilder::bulkhead_defaults`](crate::RegistryBuilder::bulkhead_defaults),
+//! named configurations ([`bulkhead`](crate::RegistryBuilder::bulkhead)) and per-instance overrides
+//! ([`bulkhead_instance`](crate::RegistryBuilder::bulkhead_instance)); a live instance through
+//! [`Registry::bulkhead`](crate::Registry::bulkhead) and `registry.snapshot().bulkheads()`. Methods
+//! with the same `name` share one bulkhead.
+//!
+//! # Defaults
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `max_concurrent_calls` | 25 | calls inside at once (≥ 1) |
+//! | `max_wait` | `"0"` | how long a call may wait for a slot; `"0"` refuses at once |
+//! | `enabled` | `true` | `false`: every call passes untouched |
+//!
+//! # Telemetry
+//! | event | when |
+//! |---|---|
+//! | [`BulkheadEvent::Permitted`] | a call got a slot |
+//! | [`BulkheadEvent::Rejected`] | a call was refused with `BulkheadFull` |
+//! | [`BulkheadEvent::Finished`] | a call gave its slot back, however it ended |
+//!
+//! All three are per-call events, built only when a listener is registered (or the `tracing`
+//! feature is on): an unobserved bulkhead pays a branch for each. A disabled bulkhead publishes
+//! nothing. The snapshot reports slots in flight, available and waiters.
+
+mod config;
+mod events;
+mod handle;
+#[cfg(feature = "metrics")]
+pub(crate) mod metrics;
+pub(crate) mod policy;
+mod snapshot;
+pub(crate) mod state;
+
+pub use config::{BulkheadConfig, BulkheadConfigBuilder};
+pub use events::BulkheadEvent;
+pub use handle::BulkheadHandle;
+pub use snapshot::BulkheadSnapshot;

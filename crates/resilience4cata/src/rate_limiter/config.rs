@@ -1,0 +1,104 @@
+//! Rate limiter configuration: the resolved [`RateLimiterConfig`] and its layered builder.
+
+use std::time::Duration;
+
+use crate::error::{RegistryError, codes};
+use crate::registry::Layer;
+use crate::retry::config::layered_builder;
+
+/// A rate limiter's resolved configuration: every key has a value.
+///
+/// Built-in defaults: 50 permits per second, no waiting (`max_wait = "0"`).
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::rate_limiter::RateLimiterConfig;
+///
+/// let c = RateLimiterConfig::default();
+/// assert_eq!((c.permits, c.period, c.max_wait), (50, Duration::from_secs(1), Duration::ZERO));
+/// assert!(c.enabled);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RateLimiterConfig {
+    /// `false`: every call passes, no permit is taken, nothing is published.
+    pub enabled: bool,
+    /// Calls allowed per `period`, and the largest burst (≥ 1).
+    pub permits: u32,
+    /// The period the permits refill over (> 0).
+    pub period: Duration,
+    /// How long a call may wait for a permit before it is refused (`0`: refuse at once).
+    pub max_wait: Duration,
+}
+
+impl Default for RateLimiterConfig {
+    fn default() -> Self {
+        RateLimiterConfig { enabled: true, permits: 50, period: Duration::from_secs(1), max_wait: Duration::ZERO }
+    }
+}
+
+layered_builder! {
+    /// Rate limiter settings to layer over the defaults: each setter is named after its attribute key
+    /// and overrides only that key. Used in every `rate_limiter_…` builder closure:
+    /// `|r| r.permits(10).period(Duration::from_secs(1))`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::rate_limiter::RateLimiterConfigBuilder;
+    ///
+    /// let twenty_per_second = RateLimiterConfigBuilder::new().permits(20).max_wait(Duration::from_millis(50));
+    /// # let _ = twenty_per_second;
+    /// ```
+    RateLimiterConfigBuilder => RateLimiterConfig {
+        /// `enabled`: `false` lets every call through untouched.
+        enabled: bool,
+        /// `permits`: calls per period, and the largest burst.
+        permits: u32,
+        /// `period`: the time the permits refill over.
+        period: Duration,
+        /// `max_wait`: how long a call may wait for a permit.
+        max_wait: Duration,
+    }
+}
+
+impl Layer for RateLimiterConfigBuilder {
+    type Config = RateLimiterConfig;
+    const POLICY: &'static str = "rate_limiter";
+
+    fn merge(&mut self, over: &Self) {
+        self.overlay(over);
+    }
+
+    fn resolve(&self, instance: &str) -> Result<RateLimiterConfig, RegistryError> {
+        let c = self.fill();
+        let invalid = |msg: &str| Err(RegistryError::new(codes::INVALID_VALUE, Some(instance), msg));
+        if c.permits < 1 {
+            return invalid("rate_limiter permits must be at least 1");
+        }
+        if c.period.is_zero() {
+            return invalid("rate_limiter period must be longer than zero");
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_override_only_what_they_set() {
+        let mut base = RateLimiterConfigBuilder::new().permits(10).max_wait(Duration::from_millis(5));
+        base.merge(&RateLimiterConfigBuilder::new().permits(3));
+        let c = base.resolve("x").unwrap();
+        assert_eq!((c.permits, c.period, c.max_wait), (3, Duration::from_secs(1), Duration::from_millis(5)));
+    }
+
+    #[test]
+    fn zero_permits_and_zero_period_are_invalid() {
+        let e = RateLimiterConfigBuilder::new().permits(0).resolve("x").unwrap_err();
+        assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some("x")));
+        let e = RateLimiterConfigBuilder::new().period(Duration::ZERO).resolve("x").unwrap_err();
+        assert!(e.message().contains("period"), "{e}");
+    }
+}

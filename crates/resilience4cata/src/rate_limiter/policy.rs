@@ -1,0 +1,348 @@
+//! The rate limiter instance the generated code asks for a permit before each attempt.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::state::{AtomicGcra, Decision};
+use super::{RateLimiterConfig, RateLimiterEvent, RateLimiterSnapshot};
+use crate::clock::{Interrupted, Timer, nanos};
+use crate::events::{Listener, Publisher};
+use crate::rejection::Rejection;
+
+/// A rate limiter instance's shared state: one per instance id.
+#[derive(Debug)]
+pub(crate) struct RateLimiterState {
+    pub(crate) instance: Arc<str>,
+    pub(crate) config: RateLimiterConfig,
+    gcra: AtomicGcra,
+    max_wait: u64,
+    timer: Arc<Timer>,
+    events: Publisher<RateLimiterEvent>,
+}
+
+impl RateLimiterState {
+    /// Starts the coarse-clock ticker (the pass path reads only the coarse clock).
+    pub(crate) fn new(
+        instance: Arc<str>,
+        config: RateLimiterConfig,
+        timer: Arc<Timer>,
+        listeners: &[Listener<RateLimiterEvent>],
+    ) -> Self {
+        timer.keep_coarse_fresh();
+        let events = Publisher::new(listeners, &instance);
+        RateLimiterState {
+            gcra: AtomicGcra::new(&config),
+            max_wait: nanos(config.max_wait),
+            instance,
+            config,
+            timer,
+            events,
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> RateLimiterSnapshot {
+        let available = self.gcra.available(self.timer.now());
+        RateLimiterSnapshot {
+            instance: Arc::clone(&self.instance),
+            config: self.config.clone(),
+            available_permits: u32::try_from(available).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The pass path: disabled, or a permit at the coarse time (one atomic load + one CAS).
+    #[inline(always)]
+    fn pass(&self) -> bool {
+        if !self.config.enabled {
+            return true;
+        }
+        if self.gcra.try_acquire(self.timer.coarse_now()) {
+            self.permitted(Duration::ZERO);
+            return true;
+        }
+        false
+    }
+
+    /// Past the pass path, sync: decide on the exact clock, wait on the caller's thread.
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow(&self) -> Result<(), Rejection> {
+        match self.decide_exactly() {
+            Decision::Permit => Ok(()),
+            Decision::Wait(wait) => self.waited(wait, self.timer.sleep(Duration::from_nanos(wait))),
+            Decision::Refuse(retry_after) => Err(self.refuse(retry_after)),
+        }
+    }
+
+    /// Past the pass path, async: decide on the exact clock, wait in the future.
+    async fn acquire_slow_async(&self) -> Result<(), Rejection> {
+        match self.decide_exactly() {
+            Decision::Permit => Ok(()),
+            Decision::Wait(wait) => self.waited(wait, self.timer.sleep_async(Duration::from_nanos(wait)).await),
+            Decision::Refuse(retry_after) => Err(self.refuse(retry_after)),
+        }
+    }
+
+    /// The coarse reading may lag, which only ever refuses: decide again on the exact clock, this
+    /// time reserving a permit within `max_wait`.
+    fn decide_exactly(&self) -> Decision {
+        let decision = self.gcra.acquire(self.timer.now(), self.max_wait);
+        if decision == Decision::Permit {
+            self.permitted(Duration::ZERO);
+        }
+        decision
+    }
+
+    #[inline]
+    fn permitted(&self, waited: Duration) {
+        self.events.emit(|| RateLimiterEvent::Permitted { instance: Arc::clone(&self.instance), waited });
+    }
+
+    /// After the wait for a reserved permit: `Ok` unless shutdown cut it short (the reserved permit
+    /// stays used: the limiter errs towards fewer calls).
+    fn waited(&self, wait: u64, outcome: Result<(), Interrupted>) -> Result<(), Rejection> {
+        match outcome {
+            Ok(()) => {
+                self.permitted(Duration::from_nanos(wait));
+                Ok(())
+            }
+            Err(Interrupted) => Err(self.refuse(wait)),
+        }
+    }
+
+    #[cold]
+    fn refuse(&self, retry_after: u64) -> Rejection {
+        let retry_after = Duration::from_nanos(retry_after);
+        self.events.emit(|| RateLimiterEvent::Rejected { instance: Arc::clone(&self.instance), retry_after });
+        Rejection::RateLimitExceeded { instance: Arc::clone(&self.instance), retry_after }
+    }
+}
+
+/// The field the generated code keeps for one rate-limited method: asked for a permit before every
+/// attempt (after the circuit breaker, so calls the breaker refuses take no permit).
+#[derive(Clone, Debug)]
+pub struct RateLimiterPolicy {
+    state: Arc<RateLimiterState>,
+}
+
+impl RateLimiterPolicy {
+    pub(crate) fn new(state: Arc<RateLimiterState>) -> Self {
+        RateLimiterPolicy { state }
+    }
+
+    /// The instance id.
+    pub fn instance(&self) -> &str {
+        &self.state.instance
+    }
+
+    /// Takes a permit, waiting up to `max_wait` for one by blocking the thread on the registry's
+    /// clock; otherwise `Rejection::RateLimitExceeded` with the time until the next permit.
+    #[inline]
+    pub fn acquire(&self) -> Result<(), Rejection> {
+        if self.state.pass() { Ok(()) } else { self.state.acquire_slow() }
+    }
+
+    /// The async form of [`acquire`](Self::acquire): waits without blocking a thread. Dropping the
+    /// future while it waits gives up the call; its reserved permit stays used.
+    #[inline]
+    pub async fn acquire_async(&self) -> Result<(), Rejection> {
+        if self.state.pass() { Ok(()) } else { self.state.acquire_slow_async().await }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::task::Poll;
+
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn limiter(clock: &ManualClock, permits: u32, period: Duration, max_wait: Duration) -> RateLimiterPolicy {
+        limiter_with(clock, RateLimiterConfig { permits, period, max_wait, ..Default::default() }, &[])
+    }
+
+    fn limiter_with(
+        clock: &ManualClock,
+        config: RateLimiterConfig,
+        listeners: &[Listener<RateLimiterEvent>],
+    ) -> RateLimiterPolicy {
+        let timer = Arc::new(Clock::from(clock).into_timer());
+        RateLimiterPolicy::new(Arc::new(RateLimiterState::new("rl".into(), config, timer, listeners)))
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+    }
+
+    fn retry_after(r: Result<(), Rejection>) -> Duration {
+        match r {
+            Err(Rejection::RateLimitExceeded { instance, retry_after }) => {
+                assert_eq!(&*instance, "rl");
+                retry_after
+            }
+            other => panic!("expected a rate limit refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn refusal_says_when_the_next_permit_frees_up() {
+        let clock = ManualClock::new();
+        let rl = limiter(&clock, 4, 100 * MS, Duration::ZERO); // one permit per 25 ms
+        for _ in 0..4 {
+            rl.acquire().unwrap();
+        }
+        assert_eq!(retry_after(rl.acquire()), 25 * MS);
+        clock.advance(10 * MS);
+        assert_eq!(retry_after(rl.acquire()), 15 * MS);
+        clock.advance(15 * MS);
+        rl.acquire().unwrap();
+        assert_eq!(rl.state.snapshot().available_permits, 0);
+        assert_eq!(clock.elapsed(), 25 * MS, "a refusal never waits");
+    }
+
+    #[test]
+    fn sync_wait_within_max_wait_is_granted_and_moves_the_clock() {
+        let clock = ManualClock::new();
+        let rl = limiter(&clock, 2, 100 * MS, 60 * MS); // one permit per 50 ms
+        rl.acquire().unwrap();
+        rl.acquire().unwrap();
+        rl.acquire().unwrap();
+        assert_eq!(clock.elapsed(), 50 * MS, "waited for the next permit");
+        rl.acquire().unwrap();
+        assert_eq!(clock.elapsed(), 100 * MS);
+    }
+
+    #[test]
+    fn wait_beyond_max_wait_is_refused_at_once() {
+        let clock = ManualClock::new();
+        let rl = limiter(&clock, 1, 100 * MS, 99 * MS);
+        rl.acquire().unwrap();
+        assert_eq!(retry_after(rl.acquire()), 100 * MS);
+        assert_eq!(clock.elapsed(), Duration::ZERO);
+    }
+
+    #[test]
+    fn async_waiters_reserve_their_turn() {
+        let clock = ManualClock::new();
+        let rl = limiter(&clock, 2, 100 * MS, 100 * MS); // one permit per 50 ms
+        block_on(async {
+            rl.acquire_async().await.unwrap();
+            rl.acquire_async().await.unwrap();
+            let (a, b) = tokio::join!(rl.acquire_async(), rl.acquire_async());
+            a.unwrap();
+            b.unwrap();
+        });
+        assert_eq!(clock.elapsed(), 100 * MS, "the waits resolved at 50 ms and 100 ms, in turn");
+        assert_eq!(rl.state.snapshot().available_permits, 0);
+        block_on(rl.acquire_async()).unwrap();
+        assert_eq!(clock.elapsed(), 150 * MS);
+    }
+
+    #[test]
+    fn a_dropped_async_wait_leaves_the_clock_and_keeps_the_permit_used() {
+        let clock = ManualClock::new();
+        let rl = limiter(&clock, 1, 100 * MS, 100 * MS);
+        rl.acquire().unwrap();
+        block_on(async {
+            let mut wait = std::pin::pin!(rl.acquire_async());
+            std::future::poll_fn(|cx| {
+                assert!(wait.as_mut().poll(cx).is_pending());
+                Poll::Ready(())
+            })
+            .await;
+        });
+        assert_eq!(clock.elapsed(), Duration::ZERO);
+        assert_eq!(retry_after(rl.acquire()), 200 * MS, "the abandoned reservation still counts");
+    }
+
+    #[test]
+    fn shutdown_refuses_a_wait() {
+        let clock = ManualClock::new();
+        let rl = limiter(&clock, 1, 100 * MS, 100 * MS);
+        rl.acquire().unwrap();
+        rl.state.timer.shut_down();
+        assert_eq!(retry_after(rl.acquire()), 100 * MS);
+    }
+
+    #[test]
+    fn disabled_limiter_lets_everything_through_and_publishes_nothing() {
+        let clock = ManualClock::new();
+        let seen = Arc::new(AtomicU64::new(0));
+        let sink = Arc::clone(&seen);
+        let listener: Listener<RateLimiterEvent> = Arc::new(move |_| {
+            sink.fetch_add(1, Ordering::Relaxed);
+        });
+        let config = RateLimiterConfig { enabled: false, permits: 1, ..Default::default() };
+        let rl = limiter_with(&clock, config, &[listener]);
+        for _ in 0..100 {
+            rl.acquire().unwrap();
+        }
+        assert_eq!(seen.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn events_per_call_when_listened() {
+        let clock = ManualClock::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let listener: Listener<RateLimiterEvent> = Arc::new(move |e| sink.lock().unwrap().push(e.clone()));
+        let config = RateLimiterConfig { permits: 1, period: 100 * MS, max_wait: 60 * MS, ..Default::default() };
+        let rl = limiter_with(&clock, config, &[listener]);
+        rl.acquire().unwrap();
+        clock.advance(50 * MS);
+        rl.acquire().unwrap();
+        rl.acquire().unwrap_err();
+        let instance: Arc<str> = "rl".into();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },
+                RateLimiterEvent::Permitted { instance: instance.clone(), waited: 50 * MS },
+                RateLimiterEvent::Rejected { instance, retry_after: 100 * MS },
+            ]
+        );
+    }
+
+    /// Threads hammer the limiter while the clock stands still; between rounds the clock moves by
+    /// uneven steps. Every call of a round happens at the round's time, so the count is exact.
+    #[test]
+    fn stress_never_more_than_permitted_in_any_window() {
+        const PERMITS: u64 = 7;
+        let period = 70 * MS; // one permit per 10 ms
+        let clock = ManualClock::new();
+        let rl = limiter(&clock, PERMITS as u32, period, Duration::ZERO);
+        let mut grants: Vec<(u64, u64)> = Vec::new(); // (time in ns, calls permitted at that time)
+        for round in 0..200u64 {
+            let permitted = AtomicU64::new(0);
+            std::thread::scope(|s| {
+                for _ in 0..3 {
+                    s.spawn(|| {
+                        for _ in 0..50 {
+                            if rl.acquire().is_ok() {
+                                permitted.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    });
+                }
+            });
+            grants.push((crate::clock::nanos(clock.elapsed()), permitted.load(Ordering::Relaxed)));
+            clock.advance(Duration::from_micros(1_000 + (round * 7_919) % 9_000));
+        }
+        let interval = crate::clock::nanos(period) / PERMITS;
+        let total: u64 = grants.iter().map(|g| g.1).sum();
+        let end = grants.last().unwrap().0;
+        assert_eq!(total, PERMITS + end / interval, "saturated: the burst plus one permit per interval");
+        for (i, &(start, _)) in grants.iter().enumerate() {
+            let mut in_window = 0;
+            for &(t, n) in &grants[i..] {
+                in_window += n;
+                let bound = PERMITS + (t - start) / interval;
+                assert!(in_window <= bound, "{in_window} calls in [{start}, {t}] ns, bound {bound}");
+            }
+        }
+    }
+}

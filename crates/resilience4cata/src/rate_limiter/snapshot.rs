@@ -1,0 +1,26 @@
+//! The observable state of a rate limiter instance.
+
+use std::sync::Arc;
+
+use super::RateLimiterConfig;
+
+/// One rate limiter instance as `registry.snapshot().rate_limiters()` and its handle list it.
+///
+/// ```
+/// use resilience4cata::rate_limiter::RateLimiterSnapshot;
+///
+/// fn report(s: &RateLimiterSnapshot) -> String {
+///     format!("{}: {} of {} permits free", s.instance, s.available_permits, s.config.permits)
+/// }
+/// # let _ = report;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RateLimiterSnapshot {
+    /// The instance id.
+    pub instance: Arc<str>,
+    /// The resolved configuration.
+    pub config: RateLimiterConfig,
+    /// Calls that could pass right now without waiting (0 while callers wait for reserved permits).
+    pub available_permits: u32,
+}

@@ -1,0 +1,226 @@
+//! The rate limiter's state machine: GCRA (the generic cell rate algorithm) on one atomic word.
+//!
+//! GCRA keeps a single number, the *theoretical arrival time* (TAT): the moment the limiter would be
+//! empty again if calls kept arriving at exactly the sustained rate. With emission interval
+//! `T = period / permits` (rounded up to a whole nanosecond, so the rate is never exceeded) and burst
+//! tolerance `τ = permits × T`, a call at time `t` is conformant when `max(TAT, t) + T − t ≤ τ`, and
+//! then moves TAT to `max(TAT, t) + T`. Starting from `TAT = 0` the limiter is full: `permits` calls
+//! pass at once, then one per `T`. Over any interval of length `L`, at most `permits + L / T` calls
+//! pass, so in one `period` up to `2 × permits − 1` (the saved-up burst plus the period's refill), as
+//! with any token bucket of that size.
+//!
+//! A call that is not conformant yet may *reserve* its permit when the wait is within `max_wait`:
+//! TAT moves as for a conformant call and the caller waits until its turn.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+use super::RateLimiterConfig;
+use crate::clock::nanos;
+
+/// What GCRA decided for one call at one time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// The call may go now.
+    Permit,
+    /// The call has a permit after waiting this many nanoseconds (within `max_wait`).
+    Wait(u64),
+    /// No permit within `max_wait`; one would be available after this many nanoseconds.
+    Refuse(u64),
+}
+
+/// The constants of one limiter: emission interval and burst tolerance, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Gcra {
+    interval: u64,
+    tolerance: u64,
+}
+
+impl Gcra {
+    pub(crate) fn new(config: &RateLimiterConfig) -> Self {
+        let permits = u64::from(config.permits.max(1));
+        let interval = nanos(config.period).div_ceil(permits).max(1);
+        Gcra { interval, tolerance: interval.saturating_mul(permits) }
+    }
+
+    /// The decision for a call at `now` given the current TAT, and the TAT it leaves behind.
+    #[inline]
+    pub(crate) fn decide(&self, tat: u64, now: u64, max_wait: u64) -> (Decision, u64) {
+        let next = tat.max(now).saturating_add(self.interval);
+        let conformant_at = next.saturating_sub(self.tolerance);
+        if conformant_at <= now {
+            return (Decision::Permit, next);
+        }
+        let wait = conformant_at - now;
+        if wait <= max_wait { (Decision::Wait(wait), next) } else { (Decision::Refuse(wait), tat) }
+    }
+
+    /// The pass path's question: may a call at `now` go without waiting, and to which TAT? The same
+    /// answer as [`decide`](Self::decide) with no `max_wait`, in fewer instructions (`next ≥ now`).
+    #[inline(always)]
+    fn permit_now(&self, tat: u64, now: u64) -> Option<u64> {
+        let next = tat.max(now).saturating_add(self.interval);
+        (next - now <= self.tolerance).then_some(next)
+    }
+
+    /// Calls that could pass at `now` without waiting.
+    pub(crate) fn available(&self, tat: u64, now: u64) -> u64 {
+        let used = tat.saturating_sub(now).min(self.tolerance);
+        (self.tolerance - used) / self.interval
+    }
+}
+
+/// GCRA on one atomic TAT: lock-free, one compare-and-set per permitted call.
+#[derive(Debug)]
+pub(crate) struct AtomicGcra {
+    gcra: Gcra,
+    tat: CachePadded<AtomicU64>,
+}
+
+impl AtomicGcra {
+    pub(crate) fn new(config: &RateLimiterConfig) -> Self {
+        AtomicGcra { gcra: Gcra::new(config), tat: CachePadded::new(AtomicU64::new(0)) }
+    }
+
+    /// The pass path: takes a permit if one is free at `now` (one compare-and-set).
+    #[inline(always)]
+    pub(crate) fn try_acquire(&self, now: u64) -> bool {
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        while let Some(next) = self.gcra.permit_now(tat, now) {
+            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(current) => tat = current,
+            }
+        }
+        false
+    }
+
+    /// Decides for a call at `now` and, unless it is refused, takes (or reserves) its permit.
+    pub(crate) fn acquire(&self, now: u64, max_wait: u64) -> Decision {
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        loop {
+            let (decision, next) = self.gcra.decide(tat, now, max_wait);
+            if let Decision::Refuse(_) = decision {
+                return decision;
+            }
+            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return decision,
+                Err(current) => tat = current,
+            }
+        }
+    }
+
+    /// Calls that could pass at `now` without waiting.
+    pub(crate) fn available(&self, now: u64) -> u64 {
+        self.gcra.available(self.tat.load(Ordering::Relaxed), now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn limiter(permits: u32, period_ms: u64) -> AtomicGcra {
+        let config = RateLimiterConfig { permits, period: Duration::from_millis(period_ms), ..Default::default() };
+        AtomicGcra::new(&config)
+    }
+
+    #[test]
+    fn burst_of_exactly_permits_then_one_per_interval() {
+        let l = limiter(5, 100); // T = 20 ms
+        assert_eq!(l.available(0), 5);
+        for _ in 0..5 {
+            assert_eq!(l.acquire(0, 0), Decision::Permit);
+        }
+        assert_eq!(l.acquire(0, 0), Decision::Refuse(20 * MS));
+        assert_eq!(l.acquire(20 * MS - 1, 0), Decision::Refuse(1));
+        assert_eq!(l.acquire(20 * MS, 0), Decision::Permit);
+        assert_eq!(l.acquire(20 * MS, 0), Decision::Refuse(20 * MS));
+        assert_eq!(l.available(40 * MS), 1);
+    }
+
+    #[test]
+    fn sustained_rate_over_many_periods() {
+        let l = limiter(10, 1000); // T = 100 ms
+        let mut passed = 0;
+        for step in 0..=10_000u64 {
+            // a call every millisecond for 10 s
+            while l.acquire(step * MS, 0) == Decision::Permit {
+                passed += 1;
+            }
+        }
+        assert_eq!(passed, 10 + 100, "the burst, then one per 100 ms for 10 s");
+    }
+
+    #[test]
+    fn idle_limiter_refills_to_the_burst_and_no_further() {
+        let l = limiter(3, 300);
+        for _ in 0..3 {
+            l.acquire(0, 0);
+        }
+        assert_eq!(l.available(150 * MS), 1);
+        assert_eq!(l.available(300 * MS), 3);
+        assert_eq!(l.available(10_000 * MS), 3);
+    }
+
+    #[test]
+    fn reservations_wait_in_turn_within_max_wait() {
+        let l = limiter(2, 100); // T = 50 ms
+        assert_eq!(l.acquire(0, 60 * MS), Decision::Permit);
+        assert_eq!(l.acquire(0, 60 * MS), Decision::Permit);
+        assert_eq!(l.acquire(0, 60 * MS), Decision::Wait(50 * MS));
+        assert_eq!(l.acquire(0, 60 * MS), Decision::Refuse(100 * MS), "the next slot is taken by the waiter");
+        assert_eq!(l.acquire(0, 100 * MS), Decision::Wait(100 * MS));
+        assert_eq!(l.available(0), 0);
+    }
+
+    #[test]
+    fn uneven_interval_rounds_up_so_the_rate_is_never_exceeded() {
+        let l = limiter(3, 1000); // T = 333_333_334 ns
+        let mut passed = 0;
+        for step in 0..=3_000u64 {
+            while l.acquire(step * MS, 0) == Decision::Permit {
+                passed += 1;
+            }
+        }
+        assert_eq!(passed, 3 + 8, "3 s at 3/s after the burst, minus the rounding at the very end");
+    }
+
+    #[test]
+    fn the_pass_path_answers_like_the_full_decision() {
+        let gcra =
+            Gcra::new(&RateLimiterConfig { permits: 3, period: Duration::from_millis(10), ..Default::default() });
+        for tat in (0..40 * MS).step_by(MS as usize / 3) {
+            for now in (0..40 * MS).step_by(MS as usize / 2) {
+                let expected = match gcra.decide(tat, now, 0) {
+                    (Decision::Permit, next) => Some(next),
+                    _ => None,
+                };
+                assert_eq!(gcra.permit_now(tat, now), expected, "tat {tat}, now {now}");
+            }
+        }
+    }
+
+    #[test]
+    fn stress_cas_loop_hands_out_exactly_the_permits() {
+        let l = limiter(1000, 1000);
+        let taken = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..10_000 {
+                        if l.acquire(0, 0) == Decision::Permit {
+                            taken.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(taken.load(Ordering::Relaxed), 1000);
+    }
+}

@@ -1,0 +1,87 @@
+//! Timeout configuration: the resolved [`TimeoutConfig`] and its layered builder.
+
+use std::time::Duration;
+
+use crate::error::{RegistryError, codes};
+use crate::registry::Layer;
+use crate::retry::config::layered_builder;
+
+/// A timeout's resolved configuration: every key has a value.
+///
+/// Built-in default: one second per attempt.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::timeout::TimeoutConfig;
+///
+/// let c = TimeoutConfig::default();
+/// assert_eq!((c.enabled, c.duration), (true, Duration::from_secs(1)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct TimeoutConfig {
+    /// `false`: attempts run without a deadline.
+    pub enabled: bool,
+    /// How long one attempt may take (> 0).
+    pub duration: Duration,
+}
+
+impl Default for TimeoutConfig {
+    fn default() -> Self {
+        TimeoutConfig { enabled: true, duration: Duration::from_secs(1) }
+    }
+}
+
+layered_builder! {
+    /// Timeout settings to layer over the defaults: each setter is named after its attribute key and
+    /// overrides only that key. Used in every `timeout_…` builder closure: `|t| t.duration(d)`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::timeout::TimeoutConfigBuilder;
+    ///
+    /// let quick = TimeoutConfigBuilder::new().duration(Duration::from_millis(250));
+    /// # let _ = quick;
+    /// ```
+    TimeoutConfigBuilder => TimeoutConfig {
+        /// `enabled`: `false` runs attempts without a deadline.
+        enabled: bool,
+        /// `duration`: how long one attempt may take.
+        duration: Duration,
+    }
+}
+
+impl Layer for TimeoutConfigBuilder {
+    type Config = TimeoutConfig;
+    const POLICY: &'static str = "timeout";
+
+    fn merge(&mut self, over: &Self) {
+        self.overlay(over);
+    }
+
+    fn resolve(&self, instance: &str) -> Result<TimeoutConfig, RegistryError> {
+        let c = self.fill();
+        if c.duration.is_zero() {
+            return Err(RegistryError::new(
+                codes::INVALID_VALUE,
+                Some(instance),
+                "timeout duration must be longer than zero (use `enabled = false` for no timeout)",
+            ));
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_duration_is_invalid_and_layers_override() {
+        let e = TimeoutConfigBuilder::new().duration(Duration::ZERO).resolve("t").unwrap_err();
+        assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some("t")));
+        let mut b = TimeoutConfigBuilder::new().duration(Duration::from_secs(3));
+        b.merge(&TimeoutConfigBuilder::new().enabled(false));
+        assert_eq!(b.resolve("t").unwrap(), TimeoutConfig { enabled: false, duration: Duration::from_secs(3) });
+    }
+}

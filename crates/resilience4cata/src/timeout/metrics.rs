@@ -1,0 +1,26 @@
+//! Timeout counters through the `metrics` facade (feature `metrics`).
+
+use std::sync::Arc;
+
+use metrics::Counter;
+
+use super::TimeoutEvent;
+
+/// One instance's handles: increments never allocate.
+#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
+pub struct TimeoutMetrics {
+    timed_out: Counter,
+}
+
+impl TimeoutMetrics {
+    pub(crate) fn register(instance: &Arc<str>) -> Self {
+        let id = instance.to_string();
+        TimeoutMetrics { timed_out: metrics::counter!("resilience4cata_timeout_timed_out_total", "instance" => id) }
+    }
+
+    pub(crate) fn record(event: &TimeoutEvent, metrics: &Self) {
+        match event {
+            TimeoutEvent::TimedOut { .. } => metrics.timed_out.increment(1),
+        }
+    }
+}

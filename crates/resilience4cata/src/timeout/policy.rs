@@ -1,0 +1,225 @@
+//! The timeout instance the generated code runs each attempt of an async method under.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
+
+use super::state::{Race, against_the_clock, first_poll};
+use super::{TimeoutConfig, TimeoutEvent, TimeoutSnapshot};
+use crate::clock::{Timer, nanos};
+use crate::events::{Listener, Publisher};
+use crate::rejection::Rejection;
+
+/// A timeout instance's shared state: one per (derived) instance id.
+#[derive(Debug)]
+pub(crate) struct TimeoutState {
+    pub(crate) instance: Arc<str>,
+    pub(crate) config: TimeoutConfig,
+    duration: u64,
+    timer: Arc<Timer>,
+    events: Publisher<TimeoutEvent>,
+    timed_out: AtomicU64,
+}
+
+impl TimeoutState {
+    /// Starts the coarse-clock ticker (deadlines are fixed from the coarse clock).
+    pub(crate) fn new(
+        instance: Arc<str>,
+        config: TimeoutConfig,
+        timer: Arc<Timer>,
+        listeners: &[Listener<TimeoutEvent>],
+    ) -> Self {
+        timer.keep_coarse_fresh();
+        let events = Publisher::new(listeners, &instance);
+        TimeoutState { duration: nanos(config.duration), instance, config, timer, events, timed_out: AtomicU64::new(0) }
+    }
+
+    pub(crate) fn snapshot(&self) -> TimeoutSnapshot {
+        TimeoutSnapshot {
+            instance: Arc::clone(&self.instance),
+            config: self.config.clone(),
+            timed_out: self.timed_out.load(Ordering::Relaxed),
+        }
+    }
+
+    #[cold]
+    fn fired(&self) -> Rejection {
+        self.timed_out.fetch_add(1, Ordering::Relaxed);
+        let timeout = self.config.duration;
+        self.events.emit(|| TimeoutEvent::TimedOut { instance: Arc::clone(&self.instance), timeout });
+        Rejection::CallTimeout { instance: Arc::clone(&self.instance), timeout }
+    }
+}
+
+/// The field the generated code keeps for one method with a timeout: each attempt runs under its
+/// own deadline.
+#[derive(Clone, Debug)]
+pub struct TimeoutPolicy {
+    state: Arc<TimeoutState>,
+}
+
+impl TimeoutPolicy {
+    pub(crate) fn new(state: Arc<TimeoutState>) -> Self {
+        TimeoutPolicy { state }
+    }
+
+    /// The instance id.
+    pub fn instance(&self) -> &str {
+        &self.state.instance
+    }
+
+    /// Runs one attempt under the deadline `duration` from now: its output, or, when the deadline
+    /// comes first, `Rejection::CallTimeout` after the attempt's future has been dropped.
+    ///
+    /// The deadline is taken from the coarse clock (one atomic load, never ahead of real time: on
+    /// the system clock a deadline may come up to one coarse tick early, never late), and a timer is
+    /// created only if the attempt is not ready on its first poll.
+    #[inline]
+    pub async fn run<F: Future>(&self, attempt: F) -> Result<F::Output, Rejection> {
+        let state = &*self.state;
+        if !state.config.enabled {
+            return Ok(attempt.await);
+        }
+        let deadline = state.timer.coarse_now().saturating_add(state.duration);
+        let mut attempt = pin!(attempt);
+        if let Poll::Ready(output) = first_poll(attempt.as_mut()).await {
+            return Ok(output);
+        }
+        match against_the_clock(&state.timer, deadline, attempt).await {
+            Race::Finished(output) => Ok(output),
+            Race::TimedOut => Err(state.fired()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn timeout(clock: &ManualClock, duration: Duration, listeners: &[Listener<TimeoutEvent>]) -> TimeoutPolicy {
+        let timer = Arc::new(Clock::from(clock).into_timer());
+        let config = TimeoutConfig { duration, ..Default::default() };
+        TimeoutPolicy::new(Arc::new(TimeoutState::new("m::Api::get".into(), config, timer, listeners)))
+    }
+
+    fn block_on<F: Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+    }
+
+    /// An attempt that sleeps `d` on the policy's (manual) clock, then returns `d`.
+    async fn sleeper(t: &TimeoutPolicy, d: Duration) -> Duration {
+        t.state.timer.sleep_async(d).await.unwrap();
+        d
+    }
+
+    #[test]
+    fn attempt_within_the_deadline_returns_and_leaves_the_clock_at_its_own_end() {
+        let clock = ManualClock::new();
+        let t = timeout(&clock, 1000 * MS, &[]);
+        assert_eq!(block_on(t.run(sleeper(&t, 100 * MS))), Ok(100 * MS));
+        assert_eq!(clock.elapsed(), 100 * MS, "the timer that did not fire did not move the clock");
+        assert_eq!(block_on(t.run(async { 5 })), Ok(5));
+        assert_eq!(clock.elapsed(), 100 * MS);
+        assert_eq!(t.state.snapshot().timed_out, 0);
+    }
+
+    #[test]
+    fn attempt_past_the_deadline_is_cut_off_at_the_deadline() {
+        let clock = ManualClock::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let listener: Listener<TimeoutEvent> = Arc::new(move |e| sink.lock().unwrap().push(e.clone()));
+        let t = timeout(&clock, 1000 * MS, &[listener]);
+        let outcome = block_on(t.run(sleeper(&t, 2000 * MS)));
+        let expected = Rejection::CallTimeout { instance: "m::Api::get".into(), timeout: 1000 * MS };
+        assert_eq!(outcome, Err(expected));
+        assert_eq!(clock.elapsed(), 1000 * MS);
+        assert_eq!(t.state.snapshot().timed_out, 1);
+        let event = TimeoutEvent::TimedOut { instance: "m::Api::get".into(), timeout: 1000 * MS };
+        assert_eq!(*seen.lock().unwrap(), [event]);
+    }
+
+    #[test]
+    fn the_attempt_is_dropped_before_the_call_fails() {
+        struct Flag<'a>(&'a AtomicBool);
+        impl Drop for Flag<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let clock = ManualClock::new();
+        let dropped = AtomicBool::new(false);
+        let t = timeout(&clock, 10 * MS, &[]);
+        let outcome = block_on(async {
+            let flag = Flag(&dropped);
+            let result = t
+                .run(async move {
+                    let _flag = flag;
+                    std::future::pending::<()>().await
+                })
+                .await;
+            assert!(dropped.load(Ordering::SeqCst), "dropped by the time the rejection is seen");
+            result
+        });
+        assert!(matches!(outcome, Err(Rejection::CallTimeout { .. })));
+    }
+
+    #[test]
+    fn the_deadline_counts_from_the_start_of_the_attempt() {
+        let clock = ManualClock::new();
+        let t = timeout(&clock, 1000 * MS, &[]);
+        let outcome = block_on(t.run(async {
+            clock.advance(600 * MS); // synchronous work before the first await
+            sleeper(&t, 600 * MS).await
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(clock.elapsed(), 1000 * MS);
+    }
+
+    #[test]
+    fn shutdown_does_not_cut_attempts_short() {
+        let clock = ManualClock::new();
+        let t = timeout(&clock, 300 * MS, &[]);
+        t.state.timer.shut_down();
+        let outcome = block_on(t.run(std::future::pending::<()>()));
+        assert!(outcome.is_err());
+        assert_eq!(clock.elapsed(), 300 * MS, "the deadline held; shutdown did not fire it early");
+    }
+
+    #[test]
+    fn disabled_timeout_never_fires() {
+        let clock = ManualClock::new();
+        let timer = Arc::new(Clock::from(&clock).into_timer());
+        let config = TimeoutConfig { enabled: false, duration: MS };
+        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new("x".into(), config, timer, &[])));
+        assert_eq!(block_on(t.run(sleeper(&t, 5 * MS))), Ok(5 * MS));
+    }
+
+    #[test]
+    fn run_is_send_when_the_attempt_is() {
+        fn send<T: Send>(_: T) {}
+        let t = timeout(&ManualClock::new(), MS, &[]);
+        send(t.run(async { 1 }));
+        send(t.run(sleeper(&t, MS)));
+    }
+
+    #[test]
+    fn system_clock_timer_fires_and_a_ready_attempt_skips_it() {
+        let timer = Arc::new(Clock::system().into_timer());
+        let config = TimeoutConfig { duration: 5 * MS, ..Default::default() };
+        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new("sys".into(), config, timer, &[])));
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        assert_eq!(rt.block_on(t.run(async { 1 })), Ok(1));
+        assert!(rt.block_on(t.run(std::future::pending::<()>())).is_err());
+        t.state.timer.shut_down();
+    }
+}

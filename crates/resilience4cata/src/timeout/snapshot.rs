@@ -1,0 +1,26 @@
+//! The observable state of a timeout instance.
+
+use std::sync::Arc;
+
+use super::TimeoutConfig;
+
+/// One timeout instance as `registry.snapshot().timeouts()` lists it.
+///
+/// ```
+/// use resilience4cata::timeout::TimeoutSnapshot;
+///
+/// fn report(s: &TimeoutSnapshot) -> String {
+///     format!("{}: {} attempts cut off after {:?}", s.instance, s.timed_out, s.config.duration)
+/// }
+/// # let _ = report;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct TimeoutSnapshot {
+    /// The instance id (always the derived id).
+    pub instance: Arc<str>,
+    /// The resolved configuration.
+    pub config: TimeoutConfig,
+    /// Attempts cut off at their deadline since the instance was built.
+    pub timed_out: u64,
+}

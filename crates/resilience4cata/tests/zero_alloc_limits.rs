@@ -1,0 +1,136 @@
+//! Allocation counts of the pass paths of retry + rate limiter + bulkhead (sync and async) and of a
+//! timeout whose attempt finishes in time, with a counting global allocator that counts only the
+//! calling thread.
+#![allow(async_fn_in_trait)] // the trait under test is this crate's own
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::{Rejection, ResilienceError, resilient};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+/// Polls a future that must finish at its first poll.
+fn ready<F: Future>(f: F) -> F::Output {
+    match pin!(f).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the pass path does not wait"),
+    }
+}
+
+#[derive(Debug, PartialEq, ResilienceError)]
+pub enum Down {
+    Down,
+    #[rejection]
+    Rejected(Rejection),
+}
+
+#[resilient]
+pub trait Api {
+    #[retry(max_attempts = 3, delay = "0")]
+    #[rate_limiter(permits = 1000000, period = "1s")]
+    #[bulkhead(max_concurrent_calls = 4)]
+    fn guarded(&self, x: u32) -> Result<u32, Down>;
+
+    #[retry(max_attempts = 3, delay = "0")]
+    #[rate_limiter(permits = 1000000, period = "1s", max_wait = "10ms")]
+    #[bulkhead(max_concurrent_calls = 4, max_wait = "10ms")]
+    async fn guarded_async(&self, x: u32) -> Result<u32, Down>;
+
+    #[retry(max_attempts = 3, delay = "0")]
+    #[timeout(duration = "1s")]
+    #[bulkhead(max_concurrent_calls = 4)]
+    async fn timed(&self, x: u32) -> Result<u32, Down>;
+}
+
+struct Backend;
+
+impl Api for Backend {
+    fn guarded(&self, x: u32) -> Result<u32, Down> {
+        Ok(x + 1)
+    }
+    async fn guarded_async(&self, x: u32) -> Result<u32, Down> {
+        Ok(x + 1)
+    }
+    async fn timed(&self, x: u32) -> Result<u32, Down> {
+        Ok(x + 1)
+    }
+}
+
+fn api() -> ResilientApi<Backend> {
+    let registry = testing::registry(&ManualClock::new()).build().unwrap();
+    ResilientApi::new(Backend, &registry).unwrap()
+}
+
+#[test]
+fn sync_pass_path_allocates_nothing() {
+    let api = api();
+    api.guarded(0).unwrap(); // warm up
+    let n = allocations_during(|| {
+        for i in 0..1000 {
+            assert_eq!(api.guarded(i), Ok(i + 1));
+        }
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn async_pass_path_allocates_nothing() {
+    let api = api();
+    ready(api.guarded_async(0)).unwrap();
+    let n = allocations_during(|| {
+        for i in 0..1000 {
+            assert_eq!(ready(api.guarded_async(i)), Ok(i + 1));
+        }
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn a_timeout_that_never_needs_its_timer_allocates_nothing() {
+    let api = api();
+    ready(api.timed(0)).unwrap();
+    let n = allocations_during(|| {
+        for i in 0..1000 {
+            assert_eq!(ready(api.timed(i)), Ok(i + 1));
+        }
+    });
+    assert_eq!(n, 0);
+}
