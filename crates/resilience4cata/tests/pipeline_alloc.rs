@@ -140,6 +140,32 @@ fn a_budget_refusal_allocates_nothing() {
     assert_eq!(refused, 0);
 }
 
+/// Retry, rate limiter and bulkhead: a successful call through all three allocates nothing.
+#[test]
+fn a_successful_call_through_the_inner_policies_allocates_nothing() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline: Pipeline<u64, std::io::Error> = Pipeline::builder(&registry, "guarded")
+        .retry()
+        .rate_limiter_with(|l| l.permits(1_000_000))
+        .bulkhead()
+        .build()
+        .unwrap();
+    pipeline.execute(|| Ok(1)).unwrap();
+    now(pipeline.execute_async(|| async { Ok(1) })).unwrap();
+    let sync = allocations(|| {
+        for i in 0..1000 {
+            assert_eq!(pipeline.execute(|| Ok(i)).unwrap(), i);
+        }
+    });
+    let asynchronous = allocations(|| {
+        for i in 0..1000 {
+            assert_eq!(now(pipeline.execute_async(|| async move { Ok(i) })).unwrap(), i);
+        }
+    });
+    assert_eq!((sync, asynchronous), (0, 0));
+}
+
 #[cfg(feature = "tower")]
 #[test]
 fn the_tower_layer_allocates_nothing_on_success_or_a_zero_wait_retry() {

@@ -278,3 +278,58 @@ fn the_response_future_is_send() {
     assert_eq!(runtime.block_on(task).unwrap().unwrap(), 7);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
+
+/// Through a rate limiter and a timeout: a refused attempt never reaches the service, a hanging
+/// one is cut at its deadline and retried with a ready clone of the service.
+#[test]
+fn inner_policies_run_around_each_attempt_of_the_service() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let pipeline = Pipeline::builder(&registry, "quotes")
+        .retry_with(|r| r.max_attempts(3).delay(ms(100)))
+        .timeout_with(|t| t.duration(ms(250)))
+        .rate_limiter_with(|l| l.permits(2).period(Duration::from_secs(10)))
+        .build::<u32, Error>()
+        .unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&calls);
+    let service = service_fn(move |n: u32| {
+        let call = seen.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            if call == 1 {
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, Error>(n)
+        }
+    });
+    let service = pipeline.layer().layer(service);
+    assert_eq!(block_on(service.clone().oneshot(5)).unwrap(), 5, "the hanging first attempt was timed out");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(clock.elapsed(), ms(350));
+    let err = block_on(service.oneshot(6)).unwrap_err();
+    assert!(matches!(err.rejection(), Some(Rejection::RateLimitExceeded { .. })), "{err:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "refused attempts never reached the service");
+    let gave_up = events.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        gave_up,
+        RetryEvent::GaveUp { instance: "quotes".into(), attempts: 3, reason: GiveUpReason::MaxAttempts }
+    );
+}
+
+/// A bulkhead through the layer holds its slot only while the service's future runs.
+#[test]
+fn a_bulkhead_slot_is_held_while_the_service_runs() {
+    let clock = ManualClock::new();
+    let (registry, _) = registry(&clock);
+    let pipeline = Pipeline::builder(&registry, "jobs")
+        .bulkhead_with(|b| b.max_concurrent_calls(1))
+        .build::<u32, Error>()
+        .unwrap();
+    let registry_in = registry.clone();
+    let service = service_fn(move |n: u32| {
+        let in_flight = registry_in.bulkhead("jobs").unwrap().snapshot().in_flight;
+        async move { Ok::<_, Error>(n + in_flight) }
+    });
+    assert_eq!(block_on(pipeline.layer().layer(service).oneshot(1)).unwrap(), 2, "one slot in use inside");
+    assert_eq!(registry.bulkhead("jobs").unwrap().snapshot().in_flight, 0);
+}

@@ -2,9 +2,12 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::PipelineBuilder;
+use super::guards::Guards;
+use super::kind::{Blocking, SyncOrAsync};
 use super::rules::{Decide, Rules};
 use crate::registry::Registry;
 use crate::retry::Verdict;
@@ -18,6 +21,10 @@ use crate::{Rejection, ResilienceError};
 /// whose policy has `name = "inventory"`, publishes the same events and appears in the same
 /// snapshots. It is `Clone` (a few reference counts), `Send` and `Sync` for every `T` and `E`: build
 /// it once and use it from any number of threads and tasks.
+///
+/// `M` is [`SyncOrAsync`] (the default: [`execute`](Self::execute) and
+/// [`execute_async`](Self::execute_async)) or, for a pipeline with a timeout,
+/// [`AsyncOnly`](super::AsyncOnly) (`execute_async` only).
 ///
 /// ```
 /// use std::time::Duration;
@@ -36,30 +43,36 @@ use crate::{Rejection, ResilienceError};
 /// assert_eq!((units, calls), (Ok(7), 3));
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
-pub struct Pipeline<T, E> {
+pub struct Pipeline<T, E, M = SyncOrAsync> {
     id: Arc<str>,
     retry: Option<RetryPolicy>,
+    /// The policies inside the retry; present only where `E: ResilienceError` was required.
+    guards: Option<Guards<E>>,
     /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
     async_waits: bool,
     rules: Rules<T, E>,
+    mode: PhantomData<fn() -> M>,
 }
 
-impl<T, E> Clone for Pipeline<T, E> {
+impl<T, E, M> Clone for Pipeline<T, E, M> {
     fn clone(&self) -> Self {
         Pipeline {
             id: Arc::clone(&self.id),
             retry: self.retry.clone(),
+            guards: self.guards.clone(),
             async_waits: self.async_waits,
             rules: self.rules.clone(),
+            mode: PhantomData,
         }
     }
 }
 
-impl<T, E> fmt::Debug for Pipeline<T, E> {
+impl<T, E, M> fmt::Debug for Pipeline<T, E, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pipeline")
             .field("id", &self.id)
             .field("retry", &self.retry.as_ref().map(RetryPolicy::instance))
+            .field("guards", &self.guards)
             .field("rules", &self.rules)
             .finish()
     }
@@ -82,10 +95,14 @@ impl Pipeline<(), ()> {
     }
 }
 
-impl<T, E> Pipeline<T, E> {
-    pub(super) fn from_policies(id: Arc<str>, retry: Option<RetryPolicy>) -> Self {
-        let async_waits = retry.as_ref().is_none_or(RetryPolicy::can_wait_async);
-        Pipeline { id, retry, async_waits, rules: Rules::default() }
+impl<T, E, M> Pipeline<T, E, M> {
+    pub(super) fn from_parts(
+        id: Arc<str>,
+        retry: Option<RetryPolicy>,
+        guards: Option<Guards<E>>,
+        async_waits: bool,
+    ) -> Self {
+        Pipeline { id, retry, guards, async_waits, rules: Rules::default(), mode: PhantomData }
     }
 
     /// The pipeline's id: the instance id of each of its policies.
@@ -233,8 +250,10 @@ impl<T, E> Pipeline<T, E> {
     }
 
     /// Runs `f` through the pipeline: `f` is called once per attempt, on the caller's thread, and
-    /// the waits between attempts block this thread on the registry's clock. On giving up, the last
-    /// outcome is returned unchanged. The success path allocates nothing and reads no clock.
+    /// every wait (between attempts, for a rate limiter permit or a bulkhead slot) blocks this thread
+    /// on the registry's clock. On giving up, the last outcome is returned unchanged. The success
+    /// path allocates nothing and reads no clock. Not offered by a pipeline with a timeout
+    /// (`M = AsyncOnly`, a `[R4C-SIG-020]` compile error): a blocking call cannot be cancelled.
     ///
     /// ```
     /// # use resilience4cata::{Pipeline, Registry};
@@ -246,9 +265,10 @@ impl<T, E> Pipeline<T, E> {
     pub fn execute<F>(&self, mut f: F) -> Result<T, E>
     where
         F: FnMut() -> Result<T, E>,
+        M: Blocking,
     {
         let Some(retry) = &self.retry else {
-            return self.attempt(&mut f);
+            return self.attempt(f);
         };
         let mut call = retry.start();
         loop {
@@ -262,15 +282,25 @@ impl<T, E> Pipeline<T, E> {
         }
     }
 
+    /// One blocking attempt through the policies inside the retry (§6), innermost the caller's call.
+    #[inline(always)]
+    fn attempt(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        match &self.guards {
+            None => f(),
+            Some(guards) => guards.run(f),
+        }
+    }
+
     /// Runs the futures `f` makes through the pipeline: `f` is called once per attempt, and the
     /// first attempt starts when the returned future is first polled. Waits between attempts block
     /// no thread. Dropping the returned future cancels the attempt or wait in progress, and no
     /// further attempt starts. Nothing is boxed; the success path allocates nothing.
     ///
     /// Should the registry run on the system clock without the `tokio` feature, its clock cannot
-    /// wait inside a future: the waits between attempts then block the polling thread (a wrapped
-    /// async method reports `R4C-REG-010` instead; a pipeline cannot know at build whether it will be
-    /// used synchronously).
+    /// wait inside a future: the waits (between attempts, for a permit or a slot) then block the
+    /// polling thread. A wrapped async method reports `R4C-REG-010` instead; a pipeline cannot know
+    /// at build whether it will be used synchronously, except with a timeout, whose `build` reports
+    /// it.
     ///
     /// ```
     /// # use resilience4cata::{Pipeline, Registry};
@@ -287,7 +317,7 @@ impl<T, E> Pipeline<T, E> {
         Fut: Future<Output = Result<T, E>>,
     {
         let Some(retry) = &self.retry else {
-            return self.attempt_async(&mut f).await;
+            return self.attempt_async(f).await;
         };
         let mut call = retry.start();
         loop {
@@ -301,15 +331,15 @@ impl<T, E> Pipeline<T, E> {
         }
     }
 
-    /// One attempt through the policies inside the retry (§6), innermost the caller's closure.
-    #[inline(always)]
-    fn attempt(&self, f: &mut impl FnMut() -> Result<T, E>) -> Result<T, E> {
-        f()
-    }
-
-    /// The async form of [`attempt`](Self::attempt).
-    async fn attempt_async<Fut: Future<Output = Result<T, E>>>(&self, f: &mut impl FnMut() -> Fut) -> Result<T, E> {
-        f().await
+    /// One async attempt through the policies inside the retry (§6), innermost the caller's call.
+    pub(super) async fn attempt_async<Fut: Future<Output = Result<T, E>>>(
+        &self,
+        f: impl FnOnce() -> Fut,
+    ) -> Result<T, E> {
+        match &self.guards {
+            None => f().await,
+            Some(guards) => guards.run_async(f, self.async_waits).await,
+        }
     }
 
     async fn retry_after_async(&self, retry: &RetryPolicy, call: &mut RetryCall, failure: Failure) -> bool {
@@ -329,6 +359,11 @@ impl<T, E> Pipeline<T, E> {
     #[cfg(feature = "tower")]
     pub(super) fn waits_async(&self) -> bool {
         self.async_waits
+    }
+
+    #[cfg(feature = "tower")]
+    pub(super) fn has_guards(&self) -> bool {
+        self.guards.is_some()
     }
 }
 

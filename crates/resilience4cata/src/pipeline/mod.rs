@@ -16,10 +16,13 @@
 //!
 //! # Why a pipeline behaves exactly like generated code
 //! A pipeline holds the very runtime objects a generated wrapper holds, built by the same registry
-//! call under the pipeline's id, and its `execute` is the generated loop written once, generically:
-//! start the call, run an attempt, judge the outcome, ask the retry whether to go again. Every
-//! decision (attempt counting, backoff, jitter, `max_duration`, the retry budget, events) is taken by
-//! those objects, so there is no second implementation of any policy. Consequences:
+//! calls under the pipeline's id, and its `execute` is the generated code written once,
+//! generically: the retry loop (start the call, run an attempt, judge the outcome, ask the retry
+//! whether to go again) around the inner layers (ask each policy object for its permit, slot or
+//! deadline, turn a refusal into `E` with `E::from_rejection`, call inward). Every decision
+//! (attempt counting, backoff, jitter, `max_duration`, the retry budget, permits, slots, deadlines,
+//! events) is taken by those objects, so there is no second implementation of any policy.
+//! Consequences:
 //! - **Ids and sharing.** Every policy of a pipeline takes the pipeline's id as its instance id: a
 //!   pipeline built with id `"catalog"` and a method with `#[retry(name = "catalog", …)]` share one
 //!   instance (one retry budget), must resolve the same configuration (else `R4C-REG-008`), and
@@ -28,10 +31,16 @@
 //!   as a method's attributes do: above the named configuration, below the registry's
 //!   `retry_instance(id, …)`. Everything is resolved once, by [`PipelineBuilder::build`]; calls never
 //!   consult configuration.
-//! - **Order.** Policies nest in the fixed order of the generated code (retry outermost), whatever
-//!   order the builder calls come in.
-//! - **Cost.** A successful first attempt allocates nothing, reads no clock and consults no policy;
-//!   async calls are not boxed.
+//! - **Order.** Policies nest in the fixed order of the generated code, whatever order the builder
+//!   calls come in: retry → rate limiter → timeout → bulkhead → the call. Every retry attempt takes
+//!   its own permit and gets its own timeout; the bulkhead slot is held only while the call runs,
+//!   never during a backoff.
+//! - **Error types.** The builder's type-state ([`Plain`] → [`Rejecting`] → [`AsyncOnly`]) asks
+//!   `build` for `E: ResilienceError` exactly when a policy that can refuse calls is present (as
+//!   `#[resilient]` does for a method), and makes a pipeline with a timeout async-only: its type is
+//!   `Pipeline<T, E, AsyncOnly>`, and `execute` on it is a `[R4C-SIG-020]` compile error.
+//! - **Cost.** A successful call allocates nothing, reads no clock and consults the retry not at
+//!   all; async calls are not boxed.
 //!
 //! # Rules over `E`
 //! The builder does not know `T` and `E`, so the rules that depend on them are closures set on the
@@ -50,7 +59,7 @@
 //! |---|---|
 //! | `#[resilient]` method, concrete `E` implementing `ResilienceError` | yes |
 //! | `#[resilient]` method whose `E` is generic or an associated type | only if that `E: ResilienceError` is required there |
-//! | pipeline with a policy that can refuse calls (`build` requires `E: ResilienceError`) | yes |
+//! | pipeline with a rate limiter, bulkhead or timeout (`build` requires `E: ResilienceError`) | yes |
 //! | retry-only pipeline after [`detect_rejections`](Pipeline::detect_rejections) | yes |
 //! | retry-only pipeline without it (any `E`) | no: every `Err` its rules accept is retried |
 //! | tower layer (`Pipeline::layer`, feature `tower`, requires `E: ResilienceError`) | yes |
@@ -64,11 +73,14 @@ With the `tower` feature, [`Pipeline::layer`] turns a pipeline into a `tower::La
 
 mod builder;
 mod execute;
+mod guards;
+mod kind;
 mod rules;
 #[cfg(feature = "tower")]
 mod tower;
 
 pub use builder::PipelineBuilder;
 pub use execute::Pipeline;
+pub use kind::{AsyncOnly, Blocking, Kind, Plain, Rejecting, SyncOrAsync};
 #[cfg(feature = "tower")]
 pub use tower::{PipelineLayer, PipelineService, ResponseFuture};

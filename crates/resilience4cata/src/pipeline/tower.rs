@@ -1,15 +1,20 @@
 //! A pipeline as a `tower::Layer`: the same policy objects around any cloneable service.
 //!
 //! Design: tower needs a nameable `Service::Future`, and on stable Rust the future of an `async fn`
-//! cannot be named, so [`ResponseFuture`] is written by hand. It takes no decision of its own: the
-//! outcome of each attempt is judged by the pipeline's rules (the same function `execute` uses) and
-//! the retry policy object counts, decides, publishes and waits, exactly as for `execute_async`.
-//! The future only sequences what those calls say: attempt → judge → wait → ready → attempt.
+//! cannot be named, so [`ResponseFuture`] is written by hand. It takes no decision of its own: each
+//! attempt's outcome is judged by the pipeline's rules (the function `execute` uses), the retry
+//! policy object counts, decides, publishes and waits, and the inner policies run through the
+//! pipeline's own attempt code. The future only sequences: attempt → judge → wait → ready → attempt.
 //!
-//! What it allocates: nothing on a successful first attempt, nothing when the retry gives up, and
-//! nothing for a zero wait. A non-zero wait between attempts is one boxed future (the registry
-//! clock's sleep borrows the policy, and the response future must own what it waits on); that box
-//! is the only allocation, and it sits next to a timer registration that costs far more.
+//! What it allocates, per call:
+//! - a pipeline whose only policy is a retry (or none): nothing on a successful first attempt,
+//!   nothing when the retry gives up, nothing for a zero wait; a non-zero wait between attempts is
+//!   one boxed future (the registry clock's sleep borrows the policy, and the response future must
+//!   own what it waits on), next to a timer registration that costs far more;
+//! - a pipeline with a rate limiter, timeout or bulkhead: one boxed future per attempt as well,
+//!   which runs the pipeline's attempt code (their permits and deadlines borrow their policies, so
+//!   the same reason applies). This is the one place a pipeline boxes; `execute` and
+//!   `execute_async` never do.
 
 use std::fmt;
 use std::future::Future;
@@ -21,10 +26,11 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::Pipeline;
+use super::kind::SyncOrAsync;
 use crate::ResilienceError;
 use crate::retry::policy::{RetryCall, RetryPolicy};
 
-impl<T, E: ResilienceError> Pipeline<T, E> {
+impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
     /// This pipeline as a `tower::Layer` (feature `tower`). The layer shares the pipeline's
     /// instances; see [`PipelineLayer`] for what it needs of the service.
     ///
@@ -43,7 +49,7 @@ impl<T, E: ResilienceError> Pipeline<T, E> {
     /// # });
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
-    pub fn layer(&self) -> PipelineLayer<T, E> {
+    pub fn layer(&self) -> PipelineLayer<T, E, M> {
         PipelineLayer { pipeline: self.clone().detect_rejections() }
     }
 }
@@ -72,24 +78,24 @@ impl<T, E: ResilienceError> Pipeline<T, E> {
 /// # let _ = service;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
-pub struct PipelineLayer<T, E> {
-    pipeline: Pipeline<T, E>,
+pub struct PipelineLayer<T, E, M = SyncOrAsync> {
+    pipeline: Pipeline<T, E, M>,
 }
 
-impl<T, E> Clone for PipelineLayer<T, E> {
+impl<T, E, M> Clone for PipelineLayer<T, E, M> {
     fn clone(&self) -> Self {
         PipelineLayer { pipeline: self.pipeline.clone() }
     }
 }
 
-impl<T, E> fmt::Debug for PipelineLayer<T, E> {
+impl<T, E, M> fmt::Debug for PipelineLayer<T, E, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PipelineLayer").field("pipeline", &self.pipeline).finish()
     }
 }
 
-impl<S, T, E> Layer<S> for PipelineLayer<T, E> {
-    type Service = PipelineService<S, T, E>;
+impl<S, T, E, M> Layer<S> for PipelineLayer<T, E, M> {
+    type Service = PipelineService<S, T, E, M>;
 
     fn layer(&self, inner: S) -> Self::Service {
         PipelineService { inner, pipeline: self.pipeline.clone() }
@@ -110,45 +116,52 @@ impl<S, T, E> Layer<S> for PipelineLayer<T, E> {
 /// # });
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
-pub struct PipelineService<S, T, E> {
+pub struct PipelineService<S, T, E, M = SyncOrAsync> {
     inner: S,
-    pipeline: Pipeline<T, E>,
+    pipeline: Pipeline<T, E, M>,
 }
 
-impl<S: Clone, T, E> Clone for PipelineService<S, T, E> {
+impl<S: Clone, T, E, M> Clone for PipelineService<S, T, E, M> {
     fn clone(&self) -> Self {
         PipelineService { inner: self.inner.clone(), pipeline: self.pipeline.clone() }
     }
 }
 
-impl<S: fmt::Debug, T, E> fmt::Debug for PipelineService<S, T, E> {
+impl<S: fmt::Debug, T, E, M> fmt::Debug for PipelineService<S, T, E, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PipelineService").field("inner", &self.inner).field("pipeline", &self.pipeline).finish()
     }
 }
 
-impl<S, Req, T, E> Service<Req> for PipelineService<S, T, E>
+impl<S, Req, T, E, M> Service<Req> for PipelineService<S, T, E, M>
 where
-    S: Service<Req, Response = T, Error = E> + Clone,
-    Req: Clone,
-    E: ResilienceError,
+    S: Service<Req, Response = T, Error = E> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    Req: Clone + Send + 'static,
+    T: Send + 'static,
+    E: ResilienceError + Send + 'static,
+    M: 'static,
 {
     type Response = T;
     type Error = E;
-    type Future = ResponseFuture<S, Req, T, E>;
+    type Future = ResponseFuture<S, Req, T, E, M>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let call = self.pipeline.retry_policy().map(RetryPolicy::start);
-        let Some(max_attempts) = self.pipeline.retry_policy().map(max_attempts).filter(|&n| n > 1) else {
-            return ResponseFuture::new(self.pipeline.clone(), call, self.inner.call(request), None);
+        let pipeline = &self.pipeline;
+        let call = pipeline.retry_policy().map(RetryPolicy::start);
+        let max_attempts = pipeline.retry_policy().map_or(1, max_attempts);
+        let (first, later) = if max_attempts <= 1 {
+            (Attempt::start(pipeline, &mut self.inner, request), None)
+        } else {
+            let first = Attempt::start(pipeline, &mut self.inner, request.clone());
+            let service = first.keeps_service().then(|| self.inner.clone());
+            (first, Some(Later { service, request: Some(request), max_attempts }))
         };
-        let first = self.inner.call(request.clone());
-        let later = Later { service: self.inner.clone(), request: Some(request), max_attempts };
-        ResponseFuture::new(self.pipeline.clone(), call, first, Some(later))
+        ResponseFuture::new(pipeline.clone(), call, first, later)
     }
 }
 
@@ -158,9 +171,10 @@ fn max_attempts(retry: &RetryPolicy) -> u32 {
     if config.enabled { config.max_attempts } else { 1 }
 }
 
-/// What the attempts after the first need: a service to drive ready, and the original request.
+/// What the attempts after the first need: a service to drive ready (lent to a guarded attempt
+/// while it runs), and the original request.
 struct Later<S, Req> {
-    service: S,
+    service: Option<S>,
     request: Option<Req>,
     max_attempts: u32,
 }
@@ -174,6 +188,63 @@ impl<S, Req: Clone> Later<S, Req> {
 }
 
 type Wait = Pin<Box<dyn Future<Output = bool> + Send>>;
+
+/// A guarded attempt runs the pipeline's attempt code with the service lent to it, and gives the
+/// service back with the outcome.
+type Guarded<S, T, E> = Pin<Box<dyn Future<Output = (Result<T, E>, S)> + Send>>;
+
+pin_project! {
+    /// One attempt in flight: the service's own future, or a boxed run through the inner policies.
+    #[project = AttemptProj]
+    enum Attempt<F, S, T, E> {
+        Direct { #[pin] future: F },
+        Guarded { future: Guarded<S, T, E> },
+        Idle,
+    }
+}
+
+impl<F, S, T, E> Attempt<F, S, T, E> {
+    /// Whether the service stays with the caller (a direct call), so later attempts need a clone.
+    fn keeps_service(&self) -> bool {
+        matches!(self, Attempt::Direct { .. })
+    }
+}
+
+impl<F, S, T, E> Attempt<F, S, T, E> {
+    /// Starts an attempt on `service`, which is ready: a direct call when the pipeline has no
+    /// inner policies; otherwise the ready service moves into the attempt (a clone takes its place).
+    fn start<Req, M>(pipeline: &Pipeline<T, E, M>, service: &mut S, request: Req) -> Self
+    where
+        S: Service<Req, Response = T, Error = E, Future = F> + Clone + Send + 'static,
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        Req: Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+        M: 'static,
+    {
+        if !pipeline.has_guards() {
+            return Attempt::Direct { future: service.call(request) };
+        }
+        let ready = std::mem::replace(service, service.clone());
+        Attempt::lend(pipeline.clone(), ready, request)
+    }
+
+    fn lend<Req, M>(pipeline: Pipeline<T, E, M>, mut service: S, request: Req) -> Self
+    where
+        S: Service<Req, Response = T, Error = E, Future = F> + Send + 'static,
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        Req: Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+        M: 'static,
+    {
+        let future = Box::pin(async move {
+            let outcome = pipeline.attempt_async(|| service.call(request)).await;
+            (outcome, service)
+        });
+        Attempt::Guarded { future }
+    }
+}
 
 /// Where a [`ResponseFuture`] stands.
 enum Phase<T, E> {
@@ -190,20 +261,20 @@ enum Phase<T, E> {
 pin_project! {
     /// The future of a [`PipelineService`] call (feature `tower`): attempts, waits between them, and
     /// the final outcome, with every decision taken by the pipeline's policy objects.
-    pub struct ResponseFuture<S, Req, T, E>
+    pub struct ResponseFuture<S, Req, T, E, M = SyncOrAsync>
     where
         S: Service<Req>,
     {
         #[pin]
-        attempt: Option<S::Future>,
+        attempt: Attempt<S::Future, S, T, E>,
         phase: Phase<T, E>,
         call: Option<RetryCall>,
         later: Option<Later<S, Req>>,
-        pipeline: Pipeline<T, E>,
+        pipeline: Pipeline<T, E, M>,
     }
 }
 
-impl<S, Req, T, E> fmt::Debug for ResponseFuture<S, Req, T, E>
+impl<S, Req, T, E, M> fmt::Debug for ResponseFuture<S, Req, T, E, M>
 where
     S: Service<Req>,
 {
@@ -222,19 +293,28 @@ where
     }
 }
 
-impl<S, Req, T, E> ResponseFuture<S, Req, T, E>
+impl<S, Req, T, E, M> ResponseFuture<S, Req, T, E, M>
 where
     S: Service<Req>,
 {
-    fn new(pipeline: Pipeline<T, E>, call: Option<RetryCall>, first: S::Future, later: Option<Later<S, Req>>) -> Self {
-        ResponseFuture { attempt: Some(first), phase: Phase::Calling, call, later, pipeline }
+    fn new(
+        pipeline: Pipeline<T, E, M>,
+        call: Option<RetryCall>,
+        first: Attempt<S::Future, S, T, E>,
+        later: Option<Later<S, Req>>,
+    ) -> Self {
+        ResponseFuture { attempt: first, phase: Phase::Calling, call, later, pipeline }
     }
 }
 
-impl<S, Req, T, E> Future for ResponseFuture<S, Req, T, E>
+impl<S, Req, T, E, M> Future for ResponseFuture<S, Req, T, E, M>
 where
-    S: Service<Req, Response = T, Error = E>,
-    Req: Clone,
+    S: Service<Req, Response = T, Error = E> + Send + 'static,
+    S::Future: Send + 'static,
+    Req: Clone + Send + 'static,
+    T: Send + 'static,
+    E: Send + 'static,
+    M: 'static,
 {
     type Output = Result<T, E>;
 
@@ -243,9 +323,18 @@ where
         loop {
             let outcome = match this.phase {
                 Phase::Calling => {
-                    let attempt = this.attempt.as_mut().as_pin_mut().expect("an attempt is in flight while calling");
-                    let outcome = ready!(attempt.poll(cx));
-                    this.attempt.set(None);
+                    let outcome = match this.attempt.as_mut().project() {
+                        AttemptProj::Direct { future } => ready!(future.poll(cx)),
+                        AttemptProj::Guarded { future } => {
+                            let (outcome, service) = ready!(future.as_mut().poll(cx));
+                            if let Some(later) = this.later.as_mut() {
+                                later.service = Some(service);
+                            }
+                            outcome
+                        }
+                        AttemptProj::Idle => unreachable!("an attempt is in flight while calling"),
+                    };
+                    this.attempt.set(Attempt::Idle);
                     outcome
                 }
                 Phase::Waiting { wait, .. } => {
@@ -261,11 +350,19 @@ where
                 }
                 Phase::Readying => {
                     let later = this.later.as_mut().expect("only calls that may retry wait for readiness");
-                    match ready!(later.service.poll_ready(cx)) {
+                    let service = later.service.as_mut().expect("the service is back once an attempt ends");
+                    match ready!(service.poll_ready(cx)) {
                         Ok(()) => {
                             let number = this.call.map_or(1, |c| c.attempts() + 1);
                             let request = later.request(number);
-                            this.attempt.set(Some(later.service.call(request)));
+                            let service = later.service.as_mut().expect("checked above");
+                            let attempt = if this.pipeline.has_guards() {
+                                let service = later.service.take().expect("checked above");
+                                Attempt::lend(this.pipeline.clone(), service, request)
+                            } else {
+                                Attempt::Direct { future: service.call(request) }
+                            };
+                            this.attempt.set(attempt);
                             *this.phase = Phase::Calling;
                             continue;
                         }
@@ -295,7 +392,7 @@ enum Next<T, E> {
 
 /// Judges an attempt as `execute_async` does and lets the retry decide; a zero wait (or a clock
 /// that cannot wait in a future) is taken on the spot, a non-zero one becomes a boxed wait.
-fn next<T, E>(pipeline: &Pipeline<T, E>, call: &mut Option<RetryCall>, outcome: Result<T, E>) -> Next<T, E> {
+fn next<T, E, M>(pipeline: &Pipeline<T, E, M>, call: &mut Option<RetryCall>, outcome: Result<T, E>) -> Next<T, E> {
     let (Some(retry), Some(call)) = (pipeline.retry_policy(), call.as_mut()) else {
         return Next::Return(outcome);
     };

@@ -201,11 +201,6 @@ impl RetryPolicy {
         self.waited(call, self.state.timer.sleep_async(wait).await)
     }
 
-    /// Whether the registry's clock can wait inside a future (else async callers wait blocking).
-    pub(crate) fn can_wait_async(&self) -> bool {
-        self.state.timer.can_sleep_async()
-    }
-
     fn waited(&self, call: &RetryCall, outcome: Result<(), Interrupted>) -> bool {
         match outcome {
             Ok(()) => true,
