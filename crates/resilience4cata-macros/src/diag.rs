@@ -21,6 +21,10 @@ pub(crate) const ATR_PERMITS: &str = "R4C-ATR-030";
 pub(crate) const ATR_PERIOD: &str = "R4C-ATR-031";
 pub(crate) const ATR_MAX_CONCURRENT_CALLS: &str = "R4C-ATR-032";
 pub(crate) const ATR_TIMEOUT_DURATION: &str = "R4C-ATR-033";
+/// Circuit breaker values (`R4C-ATR-02x`).
+pub(crate) const ATR_CB_COUNT: &str = "R4C-ATR-020";
+pub(crate) const ATR_CB_RATE: &str = "R4C-ATR-021";
+pub(crate) const ATR_CB_SLOW_ZERO: &str = "R4C-ATR-022";
 /// Classifier combinations.
 pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
 pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";

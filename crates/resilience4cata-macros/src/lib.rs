@@ -97,11 +97,19 @@ use proc_macro::TokenStream;
 ///
 /// # Rules
 /// - Policy attributes on the trait apply to every method; a method's own attribute overrides
-///   them key by key. Keys and defaults: see `resilience4cata::retry`.
+///   them key by key. Keys and defaults: see `resilience4cata::retry` and
+///   `resilience4cata::circuit_breaker`.
+/// - Whatever order they are written in, the layers nest retry (outermost) → circuit breaker →
+///   method: every retry attempt passes the breaker and is recorded, and an open breaker's refusal
+///   stops the retry at once.
+/// - `#[circuit_breaker]` needs `E: ResilienceError` (its refusal travels in the method's error);
+///   `record_on` / `ignore_on` take patterns over `E`, `record_on_if` / `ignore_on_if` paths to
+///   `fn(&E) -> bool`.
 /// - A protected method takes `&self`, has no type or const parameters, and returns `Result<T, E>`
 ///   (any alias, e.g. `io::Result<T>`), is an `async fn` returning one, or returns
 ///   `impl Future<Output = Result<T, E>>` (`+ Send` makes the impl require `D: Sync`).
-/// - Owned arguments are cloned for each attempt (references and `Copy` values cost nothing).
+/// - Owned arguments of a retried method are cloned for each attempt (references and `Copy` values
+///   cost nothing); without a retry they are moved into the one call.
 /// - Instance ids are `<module_path>::<Trait>::<method>` unless the attribute sets `name`.
 /// - Every mistake is a compile error with an `[R4C-…]` code on the offending token; see
 ///   `docs/errors.md`.

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::bulkhead::BulkheadEvent;
+use crate::circuit_breaker::CircuitBreakerEvent;
 use crate::rate_limiter::RateLimiterEvent;
 use crate::retry::RetryEvent;
 use crate::timeout::TimeoutEvent;
@@ -20,6 +21,7 @@ pub struct Listeners {
     pub(crate) rate_limiter: Vec<Listener<RateLimiterEvent>>,
     pub(crate) timeout: Vec<Listener<TimeoutEvent>>,
     pub(crate) bulkhead: Vec<Listener<BulkheadEvent>>,
+    pub(crate) circuit_breaker: Vec<Listener<CircuitBreakerEvent>>,
 }
 
 impl fmt::Debug for Listeners {
@@ -29,6 +31,7 @@ impl fmt::Debug for Listeners {
             .field("rate_limiter", &self.rate_limiter.len())
             .field("timeout", &self.timeout.len())
             .field("bulkhead", &self.bulkhead.len())
+            .field("circuit_breaker", &self.circuit_breaker.len())
             .finish()
     }
 }
@@ -53,8 +56,8 @@ pub(crate) mod sealed {
     }
 }
 
-/// An event type one can listen to with `RegistryBuilder::listen`: [`RetryEvent`], and the event
-/// enum of each other policy.
+/// An event type one can listen to with `RegistryBuilder::listen`: [`RetryEvent`],
+/// [`CircuitBreakerEvent`], and the event enum of each other policy.
 pub trait Event: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {}
 
 /// Makes an event enum listenable, its listeners kept in `Listeners::$field`.
@@ -93,6 +96,9 @@ event_type!(TimeoutEvent => timeout, metrics: crate::timeout::metrics::TimeoutMe
 event_type!(BulkheadEvent => bulkhead, metrics: crate::bulkhead::metrics::BulkheadMetrics,
     register: crate::bulkhead::metrics::BulkheadMetrics::register,
     record: crate::bulkhead::metrics::BulkheadMetrics::record);
+event_type!(CircuitBreakerEvent => circuit_breaker, metrics: crate::circuit_breaker::metrics::CircuitBreakerMetrics,
+    register: crate::circuit_breaker::metrics::CircuitBreakerMetrics::register,
+    record: crate::circuit_breaker::metrics::CircuitBreakerMetrics::record);
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E: Event> {

@@ -5,6 +5,7 @@
 #[doc(hidden)]
 pub mod __private;
 pub mod bulkhead;
+pub mod circuit_breaker;
 pub mod clock;
 mod error;
 mod events;

@@ -69,6 +69,13 @@ pub trait Api {
     #[bulkhead(max_concurrent_calls = 4)]
     fn guarded(&self, x: u32) -> Result<u32, Down>;
 
+    /// The whole sync stack of SPEC §12: retry + breaker + rate limiter + bulkhead.
+    #[retry(max_attempts = 3, delay = "0")]
+    #[circuit_breaker]
+    #[rate_limiter(permits = 1000000, period = "1s")]
+    #[bulkhead(max_concurrent_calls = 4)]
+    fn full_stack(&self, x: u32) -> Result<u32, Down>;
+
     #[retry(max_attempts = 3, delay = "0")]
     #[rate_limiter(permits = 1000000, period = "1s", max_wait = "10ms")]
     #[bulkhead(max_concurrent_calls = 4, max_wait = "10ms")]
@@ -84,6 +91,9 @@ struct Backend;
 
 impl Api for Backend {
     fn guarded(&self, x: u32) -> Result<u32, Down> {
+        Ok(x + 1)
+    }
+    fn full_stack(&self, x: u32) -> Result<u32, Down> {
         Ok(x + 1)
     }
     async fn guarded_async(&self, x: u32) -> Result<u32, Down> {
@@ -106,6 +116,18 @@ fn sync_pass_path_allocates_nothing() {
     let n = allocations_during(|| {
         for i in 0..1000 {
             assert_eq!(api.guarded(i), Ok(i + 1));
+        }
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn full_stack_pass_path_allocates_nothing() {
+    let api = api();
+    api.full_stack(0).unwrap(); // warm up (the breaker claims this thread's stripe)
+    let n = allocations_during(|| {
+        for i in 0..1000 {
+            assert_eq!(api.full_stack(i), Ok(i + 1));
         }
     });
     assert_eq!(n, 0);

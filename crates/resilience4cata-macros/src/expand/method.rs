@@ -78,11 +78,15 @@ fn associated(model: &Model, member: &Member) -> TokenStream {
     }
 }
 
-/// `#[cfg] <signature with plain argument names> { body }`.
+/// `#[cfg] <signature with plain argument names> { body }`. Always inlined: with a mere `#[inline]`,
+/// LLVM keeps a breaker-protected method out of line (its refusal and error arms make it look big),
+/// and the call's prologue, epilogue and result copy then cost more than the breaker itself
+/// (callgrind: 82 instructions per closed-breaker success with `#[inline]`, 58 with this, the bare
+/// call being 15).
 fn method_item(method: &Method, body: TokenStream) -> TokenStream {
     let cfg = cfgs(&method.item.attrs);
     let sig = signature(method);
-    quote!(#(#cfg)* #[inline] #sig { #body })
+    quote!(#(#cfg)* #[inline(always)] #sig { #body })
 }
 
 /// The trait's signature with each argument named as in [`Method::args`].
@@ -130,15 +134,18 @@ fn body(model: &Model, method: &Method) -> TokenStream {
     }
 }
 
-/// One call of the delegate, as `Result<T, E>`, its arguments handed over for this attempt.
+/// One call of the delegate, as `Result<T, E>`, its arguments handed over for this attempt: an
+/// owned argument is cloned per attempt when a policy may call more than once, moved otherwise.
 fn innermost(model: &Model, method: &Method) -> TokenStream {
     let p = private();
+    let repeats = method.policies.iter().any(|policy| crate::policy::repeats(policy.spec));
     let args = method.args.iter().map(|a| {
         let ident = &a.ident;
         match &a.ty {
             Type::Reference(r) if r.mutability.is_some() => quote!(&mut *#ident),
             Type::Reference(_) => quote!(#ident),
-            ty => quote_spanned!(ty.span()=> #p::attempt_arg(&#ident)),
+            ty if repeats => quote_spanned!(ty.span()=> #p::attempt_arg(&#ident)),
+            _ => quote!(#ident),
         }
     });
     let call = delegate_call(model, method, quote!(#(#args),*), method.is_async());

@@ -6,6 +6,7 @@
 //! depends on nothing the user imported.
 
 pub(crate) mod bulkhead;
+pub(crate) mod circuit_breaker;
 mod method;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;

@@ -7,6 +7,7 @@
 //! method-level attributes, the wrapper's fields and `new` are generic over this table.
 
 pub(crate) mod bulkhead;
+pub(crate) mod circuit_breaker;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;
 pub(crate) mod timeout;
@@ -18,8 +19,19 @@ use crate::validate::{Method, Problem, Settings};
 
 /// Every policy attribute, outer to inner: the layers are chained in this order, whatever order
 /// the attributes are written in (SPEC §6).
-pub(crate) static POLICIES: &[&PolicySpec] =
-    &[&retry::RETRY, &rate_limiter::RATE_LIMITER, &timeout::TIMEOUT, &bulkhead::BULKHEAD];
+pub(crate) static POLICIES: &[&PolicySpec] = &[
+    &retry::RETRY,
+    &circuit_breaker::CIRCUIT_BREAKER,
+    &rate_limiter::RATE_LIMITER,
+    &timeout::TIMEOUT,
+    &bulkhead::BULKHEAD,
+];
+
+/// Whether the policy may call the inner layers more than once per call (retry, hedge), so owned
+/// arguments are cloned for each attempt.
+pub(crate) fn repeats(spec: &PolicySpec) -> bool {
+    matches!(spec.name, "retry" | "hedge")
+}
 
 /// The policy named by an attribute path such as `retry`, if it is one of ours.
 pub(crate) fn lookup(path: &syn::Path) -> Option<&'static PolicySpec> {

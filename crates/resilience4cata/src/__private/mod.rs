@@ -15,6 +15,8 @@ pub use crate::Rejection;
 pub use crate::ResilienceError;
 pub use crate::bulkhead::BulkheadConfigBuilder;
 pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
+pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};
+pub use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 pub use crate::error::RegistryError;
 pub use crate::rate_limiter::RateLimiterConfigBuilder;
 pub use crate::rate_limiter::policy::RateLimiterPolicy;
@@ -24,7 +26,8 @@ pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
 pub use crate::timeout::TimeoutConfigBuilder;
 pub use crate::timeout::policy::TimeoutPolicy;
 pub use probe::{
-    AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, ResultLike, attempt_arg, require_resilience_error,
+    AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, Reject, RejectFallback, RejectInto, ResultLike,
+    attempt_arg, require_resilience_error,
 };
 
 /// Generated code names this module (`__private::version_0_1_0::CHECK`); the macros of another
@@ -74,6 +77,15 @@ pub fn bulkhead(
 /// always the derived one.
 pub fn timeout(registry: &Registry, site: Site, attrs: TimeoutConfigBuilder) -> Result<TimeoutPolicy, RegistryError> {
     TimeoutPolicy::build(registry, site.id, site.config, site.is_async, attrs)
+}
+
+/// Builds (or finds, when shared by name) the circuit breaker instance of one method.
+pub fn circuit_breaker(
+    registry: &Registry,
+    site: Site,
+    attrs: CircuitBreakerConfigBuilder,
+) -> Result<CircuitBreakerPolicy, RegistryError> {
+    CircuitBreakerPolicy::build(registry, site.id, site.name, site.config, &attrs)
 }
 
 /// A duration literal checked at compile time, rebuilt from its nanoseconds.

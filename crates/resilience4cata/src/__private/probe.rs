@@ -129,3 +129,49 @@ impl IsRejection for Rejection {
         self
     }
 }
+
+/// Autoref specialisation for the rejecting layers: `(&Reject::<E>::new()).reject(rejection)`
+/// is `E::from_rejection(rejection)` when `E: ResilienceError`. Otherwise it resolves to a fallback
+/// that is never reached, because `require_resilience_error::<E>()` in the same body already fails
+/// to compile: the user sees that one coded error, `[R4C-SIG-010]`, not a cascade.
+pub struct Reject<E>(::core::marker::PhantomData<fn() -> E>);
+
+impl<E> Reject<E> {
+    #[inline(always)]
+    pub fn new() -> Self {
+        Reject(::core::marker::PhantomData)
+    }
+}
+
+impl<E> Default for Reject<E> {
+    fn default() -> Self {
+        Reject::new()
+    }
+}
+
+impl<E> ::core::fmt::Debug for Reject<E> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.write_str("Reject")
+    }
+}
+
+pub trait RejectInto<E> {
+    fn reject(&self, rejection: Rejection) -> E;
+}
+
+impl<E: ResilienceError> RejectInto<E> for Reject<E> {
+    #[inline(always)]
+    fn reject(&self, rejection: Rejection) -> E {
+        E::from_rejection(rejection)
+    }
+}
+
+pub trait RejectFallback<E> {
+    fn reject(&self, rejection: Rejection) -> E;
+}
+
+impl<E> RejectFallback<E> for &Reject<E> {
+    fn reject(&self, _: Rejection) -> E {
+        unreachable!("a rejecting policy on an error type without `ResilienceError` does not compile ([R4C-SIG-010])")
+    }
+}

@@ -22,6 +22,7 @@ use serde::de::{self, Deserializer, Visitor};
 
 use super::{Configs, Layer};
 use crate::bulkhead::BulkheadConfigBuilder;
+use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 use crate::error::{RegistryError, codes};
 use crate::rate_limiter::RateLimiterConfigBuilder;
 use crate::retry::{Backoff, Jitter, RetryConfigBuilder};
@@ -44,6 +45,9 @@ pub struct PolicyTables {
     /// `[….timeout]`
     #[serde(default)]
     pub timeout: Option<TimeoutConfigBuilder>,
+    /// `[….circuit_breaker]`
+    #[serde(default)]
+    pub circuit_breaker: Option<CircuitBreakerConfigBuilder>,
 }
 
 /// A whole configuration: `defaults`, named `configs` and per-id `instances`. Deserialize it from
@@ -75,6 +79,7 @@ pub struct RegistryConfig {
 /// The builder's layers that a configuration feeds.
 pub(crate) struct Targets<'a> {
     pub(crate) retry: &'a mut Configs<RetryConfigBuilder>,
+    pub(crate) circuit_breaker: &'a mut Configs<CircuitBreakerConfigBuilder>,
     pub(crate) rate_limiter: &'a mut Configs<RateLimiterConfigBuilder>,
     pub(crate) bulkhead: &'a mut Configs<BulkheadConfigBuilder>,
     pub(crate) timeout: &'a mut Configs<TimeoutConfigBuilder>,
@@ -89,8 +94,9 @@ enum Level {
 
 impl Targets<'_> {
     fn merge(&mut self, level: &Level, tables: PolicyTables) {
-        let PolicyTables { retry, rate_limiter, bulkhead, timeout } = tables;
+        let PolicyTables { retry, circuit_breaker, rate_limiter, bulkhead, timeout } = tables;
         merge_into(self.retry, level, retry);
+        merge_into(self.circuit_breaker, level, circuit_breaker);
         merge_into(self.rate_limiter, level, rate_limiter);
         merge_into(self.bulkhead, level, bulkhead);
         merge_into(self.timeout, level, timeout);
@@ -213,6 +219,7 @@ pub(crate) use config_enum;
 
 config_enum!(Backoff { "fixed" => Backoff::Fixed, "exponential" => Backoff::Exponential });
 config_enum!(Jitter { "full" => Jitter::Full, "equal" => Jitter::Equal, "none" => Jitter::None });
+config_enum!(WindowType { "count" => WindowType::Count, "time" => WindowType::Time });
 
 #[cfg(test)]
 mod tests {
@@ -238,6 +245,31 @@ mod tests {
             c.instances["shop::inventory::InventoryApi::stock"].retry,
             Some(RetryConfigBuilder::new().backoff(Backoff::Fixed))
         );
+    }
+
+    #[test]
+    fn parses_circuit_breaker_sections() {
+        let c = RegistryConfig::from_toml(
+            "[defaults.circuit_breaker]\nwindow_type = \"TIME\"\nslow_call_duration = \"2s\"\n\
+             [instances.\"shop::inventory::InventoryApi::stock\".circuit_breaker]\nminimum_calls = 20\n\
+             failure_rate_threshold = 25\n",
+            "app.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            c.defaults.circuit_breaker,
+            Some(
+                CircuitBreakerConfigBuilder::new()
+                    .window_type(WindowType::Time)
+                    .slow_call_duration(Duration::from_secs(2))
+            )
+        );
+        assert_eq!(
+            c.instances["shop::inventory::InventoryApi::stock"].circuit_breaker,
+            Some(CircuitBreakerConfigBuilder::new().minimum_calls(20).failure_rate_threshold(25.0))
+        );
+        assert_eq!(err("[defaults.circuit_breaker]\nwindow_type = \"sliding\"\n").code(), "R4C-CFG-003");
+        assert_eq!(err("[defaults.circuit_breaker]\nwindow = 3\n").code(), "R4C-CFG-002");
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub(crate) use layer::{Configs, Instances, Layer};
 
 use crate::bulkhead::policy::BulkheadState;
 use crate::bulkhead::{BulkheadConfigBuilder, BulkheadSnapshot};
+use crate::circuit_breaker::{CircuitBreakerConfigBuilder, CircuitBreakerSnapshot, CircuitBreakerState};
 use crate::clock::{Clock, Timer};
 use crate::error::{RegistryError, codes};
 use crate::events::{Event, Listeners};
@@ -60,6 +61,7 @@ pub(crate) struct Inner {
     pub(crate) seed: u64,
     pub(crate) listeners: Listeners,
     pub(crate) retry: Kind<RetryConfigBuilder, RetryState>,
+    pub(crate) circuit_breaker: Kind<CircuitBreakerConfigBuilder, CircuitBreakerState>,
     pub(crate) rate_limiter: Kind<RateLimiterConfigBuilder, RateLimiterState>,
     pub(crate) bulkhead: Kind<BulkheadConfigBuilder, BulkheadState>,
     pub(crate) timeout: Kind<TimeoutConfigBuilder, TimeoutState>,
@@ -97,6 +99,7 @@ impl Registry {
         let inner = &*self.inner;
         RegistrySnapshot {
             retries: inner.retry.instances.all().iter().map(|s| s.snapshot()).collect(),
+            circuit_breakers: self.circuit_breaker_snapshots(),
             rate_limiters: inner.rate_limiter.instances.all().iter().map(|s| s.snapshot()).collect(),
             bulkheads: inner.bulkhead.instances.all().iter().map(|s| s.snapshot()).collect(),
             timeouts: inner.timeout.instances.all().iter().map(|s| s.snapshot()).collect(),
@@ -128,6 +131,7 @@ impl fmt::Debug for Registry {
 #[non_exhaustive]
 pub struct RegistrySnapshot {
     retries: Vec<RetrySnapshot>,
+    circuit_breakers: Vec<CircuitBreakerSnapshot>,
     pub(crate) rate_limiters: Vec<RateLimiterSnapshot>,
     pub(crate) bulkheads: Vec<BulkheadSnapshot>,
     pub(crate) timeouts: Vec<TimeoutSnapshot>,
@@ -137,6 +141,11 @@ impl RegistrySnapshot {
     /// Every retry instance, ordered by id.
     pub fn retries(&self) -> &[RetrySnapshot] {
         &self.retries
+    }
+
+    /// Every circuit breaker instance, ordered by id.
+    pub fn circuit_breakers(&self) -> &[CircuitBreakerSnapshot] {
+        &self.circuit_breakers
     }
 }
 
@@ -151,6 +160,8 @@ pub struct RegistryBuilder {
     seed: Option<u64>,
     listeners: Listeners,
     retry: Configs<RetryConfigBuilder>,
+    /// Configured through the methods in `circuit_breaker::registry`.
+    pub(crate) circuit_breaker: Configs<CircuitBreakerConfigBuilder>,
     pub(crate) rate_limiter: Configs<RateLimiterConfigBuilder>,
     pub(crate) bulkhead: Configs<BulkheadConfigBuilder>,
     pub(crate) timeout: Configs<TimeoutConfigBuilder>,
@@ -215,6 +226,7 @@ impl RegistryBuilder {
     pub fn config(mut self, config: config_file::RegistryConfig) -> Self {
         config.apply(config_file::Targets {
             retry: &mut self.retry,
+            circuit_breaker: &mut self.circuit_breaker,
             rate_limiter: &mut self.rate_limiter,
             bulkhead: &mut self.bulkhead,
             timeout: &mut self.timeout,
@@ -277,6 +289,7 @@ impl RegistryBuilder {
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             listeners: self.listeners,
             retry: Kind::new(self.retry),
+            circuit_breaker: Kind::new(self.circuit_breaker),
             rate_limiter: Kind::new(self.rate_limiter),
             bulkhead: Kind::new(self.bulkhead),
             timeout: Kind::new(self.timeout),

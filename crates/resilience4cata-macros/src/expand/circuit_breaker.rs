@@ -1,0 +1,60 @@
+//! The circuit breaker layer: acquire a permit (or return the refusal without calling inward), run
+//! the inner layers, classify and record the outcome.
+//!
+//! Inside a retry loop, this layer runs once per attempt, so each attempt is acquired and recorded
+//! separately. An `Err` is classified by `Outcome::of_error`: its rejection first (a local refusal
+//! is not recorded, a timeout or a nested breaker's refusal is a failure), then `ignore_on` /
+//! `ignore_on_if` (not recorded), then `record_on` / `record_on_if` (a failure; every `Err` when
+//! none is given); any other `Err` is a success.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{Ctx, private};
+use crate::validate::{Setting, Settings, Value};
+
+/// `{ match self.<field>.acquire() { Ok(permit) => { …; permit.record(outcome); result } Err(r) => Err(E::from_rejection(r)) } }`.
+pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> TokenStream {
+    let p = private();
+    let field = ctx.field();
+    let err = ctx.err_type();
+    let ignored = any(settings, ["ignore_on", "ignore_on_if"]).unwrap_or_else(|| quote!(false));
+    let recorded = any(settings, ["record_on", "record_on_if"]).unwrap_or_else(|| quote!(true));
+    quote! {{
+        #[allow(unused_imports)]
+        use #p::{ProbeFallback as _, ProbeRejection as _, RejectFallback as _, RejectInto as _};
+        match self.#field.acquire() {
+            ::core::result::Result::Ok(__r4c_permit) => {
+                let __r4c_result = #inner;
+                let __r4c_outcome = match &__r4c_result {
+                    ::core::result::Result::Ok(_) => #p::Outcome::Success,
+                    ::core::result::Result::Err(__r4c_error) => #p::Outcome::of_error(
+                        (&#p::Probe(__r4c_error)).rejection(),
+                        || #ignored,
+                        || #recorded,
+                    ),
+                };
+                __r4c_permit.record(__r4c_outcome);
+                __r4c_result
+            }
+            ::core::result::Result::Err(__r4c_rejection) => {
+                ::core::result::Result::Err((&#p::Reject::<#err>::new()).reject(__r4c_rejection))
+            }
+        }
+    }}
+}
+
+/// `matches!(error, a) || b(error)` over the given keys, `None` when none is set.
+fn any<const N: usize>(settings: &Settings, keys: [&str; N]) -> Option<TokenStream> {
+    let tests: Vec<_> = keys.iter().filter_map(|k| settings.get(k)).map(test_error).collect();
+    (!tests.is_empty()).then(|| quote!(#(#tests)||*))
+}
+
+/// `matches!(error, <pattern>)` or `predicate(error)` on `__r4c_error: &E`.
+fn test_error(setting: &Setting) -> TokenStream {
+    match &setting.value {
+        Value::Pattern(pattern) => quote!(::core::matches!(__r4c_error, #pattern)),
+        Value::Path(predicate) => quote!(#predicate(__r4c_error)),
+        _ => unreachable!("record_on/ignore_on are patterns, *_if are paths"),
+    }
+}

@@ -1,0 +1,251 @@
+//! Circuit breaker configuration: the resolved [`CircuitBreakerConfig`] and its layered builder.
+
+use std::time::Duration;
+
+use crate::error::{RegistryError, codes};
+use crate::registry::Layer;
+use crate::retry::config::layered_builder;
+
+/// How the breaker's window of recent outcomes is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WindowType {
+    /// The last `window_size` recorded calls.
+    Count,
+    /// The calls recorded in the last `window_size` seconds, one bucket per second.
+    Time,
+}
+
+/// The largest count window: one byte per slot, so a typo cannot allocate gigabytes.
+pub const MAX_COUNT_WINDOW: u32 = 1_000_000;
+/// The largest time window, in seconds (one day).
+pub const MAX_TIME_WINDOW: u32 = 86_400;
+/// The largest `permitted_calls_in_half_open` (the half-open probes live in one atomic word).
+pub const MAX_HALF_OPEN_CALLS: u32 = 4_095;
+
+/// A circuit breaker's resolved configuration: every key has a value.
+///
+/// Built-in defaults: a count window of the last 100 calls, judged once 100 calls are in it, opening
+/// at a failure rate of 50 %, no slow-call tracking, 60 s open, 10 probes when half-open.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::circuit_breaker::{CircuitBreakerConfig, WindowType};
+///
+/// let c = CircuitBreakerConfig::default();
+/// assert_eq!((c.window_type, c.window_size, c.minimum_calls), (WindowType::Count, 100, 100));
+/// assert_eq!((c.failure_rate_threshold, c.slow_call_duration), (50.0, None));
+/// assert_eq!((c.wait_in_open, c.permitted_calls_in_half_open), (Duration::from_secs(60), 10));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct CircuitBreakerConfig {
+    /// `false`: every call goes straight through and nothing is recorded, as if the attribute were absent.
+    pub enabled: bool,
+    /// Count or time window.
+    pub window_type: WindowType,
+    /// Calls (count window) or seconds (time window) in the window.
+    pub window_size: u32,
+    /// Calls the window must hold before a rate is judged (capped at `window_size` for a count window).
+    pub minimum_calls: u32,
+    /// Failure rate, in percent, at which the breaker opens (`0 < t ≤ 100`).
+    pub failure_rate_threshold: f64,
+    /// A call taking at least this long is slow; `None` turns slow-call tracking off (no clock reads).
+    pub slow_call_duration: Option<Duration>,
+    /// Slow-call rate, in percent, at which the breaker opens (`0 < t ≤ 100`).
+    pub slow_call_rate_threshold: f64,
+    /// How long the breaker stays open before letting probes through.
+    pub wait_in_open: Duration,
+    /// Probes let through when half-open; their outcomes close or reopen the breaker.
+    pub permitted_calls_in_half_open: u32,
+}
+
+impl Default for CircuitBreakerConfig {
+    fn default() -> Self {
+        CircuitBreakerConfig {
+            enabled: true,
+            window_type: WindowType::Count,
+            window_size: 100,
+            minimum_calls: 100,
+            failure_rate_threshold: 50.0,
+            slow_call_duration: None,
+            slow_call_rate_threshold: 100.0,
+            wait_in_open: Duration::from_secs(60),
+            permitted_calls_in_half_open: 10,
+        }
+    }
+}
+
+impl CircuitBreakerConfig {
+    /// The calls the window must hold before it is judged: `minimum_calls`, capped at
+    /// `window_size` for a count window.
+    ///
+    /// ```
+    /// use resilience4cata::circuit_breaker::CircuitBreakerConfig;
+    ///
+    /// let mut c = CircuitBreakerConfig::default();
+    /// c.window_size = 20;
+    /// assert_eq!(c.effective_minimum_calls(), 20); // minimum_calls = 100 is capped
+    /// ```
+    pub fn effective_minimum_calls(&self) -> u32 {
+        match self.window_type {
+            WindowType::Count => self.minimum_calls.min(self.window_size),
+            WindowType::Time => self.minimum_calls,
+        }
+    }
+}
+
+layered_builder! {
+    /// Circuit breaker settings to layer over the defaults: each setter is named after its attribute
+    /// key and overrides only that key. Used in every `circuit_breaker_…` builder closure:
+    /// `|c| c.window_size(20).minimum_calls(10)`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
+    ///
+    /// let layer = CircuitBreakerConfigBuilder::new()
+    ///     .window_type(WindowType::Time)
+    ///     .window_size(30)
+    ///     .slow_call_duration(Duration::from_secs(2));
+    /// # let _ = layer;
+    /// ```
+    CircuitBreakerConfigBuilder => CircuitBreakerConfig {
+        /// `enabled`: `false` lets every call through unrecorded.
+        enabled: bool,
+        /// `window_type`: `Count` or `Time`.
+        window_type: WindowType,
+        /// `window_size`: calls (count window) or seconds (time window).
+        window_size: u32,
+        /// `minimum_calls`: calls needed before a rate is judged.
+        minimum_calls: u32,
+        /// `failure_rate_threshold`: percent of failures that opens the breaker.
+        failure_rate_threshold: f64,
+        /// `slow_call_duration`: a call this long or longer is slow (turns slow-call tracking on).
+        slow_call_duration: Duration,
+        /// `slow_call_rate_threshold`: percent of slow calls that opens the breaker.
+        slow_call_rate_threshold: f64,
+        /// `wait_in_open`: how long the breaker stays open.
+        wait_in_open: Duration,
+        /// `permitted_calls_in_half_open`: probes let through when half-open.
+        permitted_calls_in_half_open: u32,
+    }
+}
+
+impl Layer for CircuitBreakerConfigBuilder {
+    type Config = CircuitBreakerConfig;
+    const POLICY: &'static str = "circuit_breaker";
+
+    fn merge(&mut self, over: &Self) {
+        self.overlay(over);
+    }
+
+    fn resolve(&self, instance: &str) -> Result<CircuitBreakerConfig, RegistryError> {
+        let c = self.fill();
+        validate(&c).map_err(|msg| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
+        Ok(c)
+    }
+}
+
+/// Every rule a resolved configuration must follow, as a readable message for `R4C-REG-003`.
+fn validate(c: &CircuitBreakerConfig) -> Result<(), String> {
+    let max_window = match c.window_type {
+        WindowType::Count => MAX_COUNT_WINDOW,
+        WindowType::Time => MAX_TIME_WINDOW,
+    };
+    if !(1..=max_window).contains(&c.window_size) {
+        return Err(format!(
+            "circuit_breaker window_size must be within 1..={max_window} for a {:?} window, got {}",
+            c.window_type, c.window_size
+        ));
+    }
+    if c.minimum_calls < 1 {
+        return Err("circuit_breaker minimum_calls must be at least 1".into());
+    }
+    check_percent("failure_rate_threshold", c.failure_rate_threshold)?;
+    check_percent("slow_call_rate_threshold", c.slow_call_rate_threshold)?;
+    if c.slow_call_duration == Some(Duration::ZERO) {
+        return Err("circuit_breaker slow_call_duration must be longer than zero; leave it unset to turn slow-call \
+                    tracking off"
+            .into());
+    }
+    if !(1..=MAX_HALF_OPEN_CALLS).contains(&c.permitted_calls_in_half_open) {
+        return Err(format!(
+            "circuit_breaker permitted_calls_in_half_open must be within 1..={MAX_HALF_OPEN_CALLS}, got {}",
+            c.permitted_calls_in_half_open
+        ));
+    }
+    Ok(())
+}
+
+fn check_percent(key: &str, value: f64) -> Result<(), String> {
+    if value > 0.0 && value <= 100.0 {
+        Ok(())
+    } else {
+        Err(format!("circuit_breaker {key} must be a percentage above 0 and at most 100, got {value}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(b: CircuitBreakerConfigBuilder) -> Result<CircuitBreakerConfig, RegistryError> {
+        b.resolve("cb")
+    }
+
+    #[test]
+    fn defaults_resolve_and_layers_override_only_what_they_set() {
+        assert_eq!(resolve(CircuitBreakerConfigBuilder::new()).unwrap(), CircuitBreakerConfig::default());
+        let mut base = CircuitBreakerConfigBuilder::new().window_size(20).minimum_calls(5);
+        base.merge(&CircuitBreakerConfigBuilder::new().minimum_calls(7));
+        let c = resolve(base).unwrap();
+        assert_eq!((c.window_size, c.minimum_calls, c.failure_rate_threshold), (20, 7, 50.0));
+    }
+
+    #[test]
+    fn slow_call_duration_setter_turns_tracking_on() {
+        let c = resolve(CircuitBreakerConfigBuilder::new().slow_call_duration(Duration::from_secs(1))).unwrap();
+        assert_eq!(c.slow_call_duration, Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn minimum_calls_is_capped_for_count_windows_only() {
+        let count = resolve(CircuitBreakerConfigBuilder::new().window_size(10)).unwrap();
+        assert_eq!(count.effective_minimum_calls(), 10);
+        let time = resolve(CircuitBreakerConfigBuilder::new().window_type(WindowType::Time).window_size(10)).unwrap();
+        assert_eq!(time.effective_minimum_calls(), 100);
+    }
+
+    #[test]
+    fn invalid_values_are_reg_003() {
+        let bad = [
+            CircuitBreakerConfigBuilder::new().window_size(0),
+            CircuitBreakerConfigBuilder::new().window_size(MAX_COUNT_WINDOW + 1),
+            CircuitBreakerConfigBuilder::new().window_type(WindowType::Time).window_size(MAX_TIME_WINDOW + 1),
+            CircuitBreakerConfigBuilder::new().minimum_calls(0),
+            CircuitBreakerConfigBuilder::new().failure_rate_threshold(0.0),
+            CircuitBreakerConfigBuilder::new().failure_rate_threshold(100.5),
+            CircuitBreakerConfigBuilder::new().slow_call_rate_threshold(f64::NAN),
+            CircuitBreakerConfigBuilder::new().slow_call_duration(Duration::ZERO),
+            CircuitBreakerConfigBuilder::new().permitted_calls_in_half_open(0),
+            CircuitBreakerConfigBuilder::new().permitted_calls_in_half_open(MAX_HALF_OPEN_CALLS + 1),
+        ];
+        for b in bad {
+            let err = resolve(b.clone()).unwrap_err();
+            assert_eq!(err.code(), "R4C-REG-003", "{b:?}");
+            assert_eq!(err.instance(), Some("cb"));
+        }
+    }
+
+    #[test]
+    fn boundary_values_are_valid() {
+        let ok = CircuitBreakerConfigBuilder::new()
+            .window_size(1)
+            .minimum_calls(1)
+            .failure_rate_threshold(100.0)
+            .slow_call_rate_threshold(0.5)
+            .wait_in_open(Duration::ZERO)
+            .permitted_calls_in_half_open(MAX_HALF_OPEN_CALLS);
+        assert!(resolve(ok).is_ok());
+    }
+}

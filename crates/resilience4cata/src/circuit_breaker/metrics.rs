@@ -1,0 +1,117 @@
+//! Circuit breaker counters through the `metrics` facade (feature `metrics`).
+
+use std::sync::Arc;
+
+use metrics::Counter;
+
+use super::{CircuitBreakerEvent, State};
+
+const STATES: [(State, &str); 5] = [
+    (State::Closed, "closed"),
+    (State::Open, "open"),
+    (State::HalfOpen, "half_open"),
+    (State::ForcedOpen, "forced_open"),
+    (State::Disabled, "disabled"),
+];
+
+/// One instance's handles: increments never allocate.
+#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
+pub struct CircuitBreakerMetrics {
+    successes: Counter,
+    failures: Counter,
+    ignored: Counter,
+    not_permitted: Counter,
+    slow: Counter,
+    transitions: [Counter; 5],
+}
+
+impl CircuitBreakerMetrics {
+    pub(crate) fn register(instance: &Arc<str>) -> Self {
+        let id = instance.to_string();
+        let calls = |outcome: &'static str| metrics::counter!("resilience4cata_circuit_breaker_calls_total", "instance" => id.clone(), "outcome" => outcome);
+        CircuitBreakerMetrics {
+            successes: calls("success"),
+            failures: calls("failure"),
+            ignored: calls("ignored"),
+            not_permitted: calls("not_permitted"),
+            slow: metrics::counter!("resilience4cata_circuit_breaker_slow_calls_total", "instance" => id.clone()),
+            transitions: STATES.map(|(_, to)| {
+                metrics::counter!("resilience4cata_circuit_breaker_transitions_total", "instance" => id.clone(), "to" => to)
+            }),
+        }
+    }
+
+    pub(crate) fn record(event: &CircuitBreakerEvent, metrics: &Self) {
+        match event {
+            CircuitBreakerEvent::Success { slow, .. } => metrics.count(&metrics.successes, *slow),
+            CircuitBreakerEvent::Failure { slow, .. } => metrics.count(&metrics.failures, *slow),
+            CircuitBreakerEvent::Ignored { .. } => metrics.ignored.increment(1),
+            CircuitBreakerEvent::CallNotPermitted { .. } => metrics.not_permitted.increment(1),
+            CircuitBreakerEvent::StateTransition { to, .. } => {
+                if let Some(i) = STATES.iter().position(|(s, _)| s == to) {
+                    metrics.transitions[i].increment(1);
+                }
+            }
+            CircuitBreakerEvent::Reset { .. } => {}
+        }
+    }
+
+    fn count(&self, calls: &Counter, slow: bool) {
+        calls.increment(1);
+        if slow {
+            self.slow.increment(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    use crate::__private::{CircuitBreakerConfigBuilder, Outcome, Site, circuit_breaker};
+    use crate::clock::ManualClock;
+    use crate::registry::Registry;
+
+    #[test]
+    fn outcomes_refusals_and_transitions_are_counted_per_instance() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let clock = ManualClock::new();
+        let policy = metrics::with_local_recorder(&recorder, || {
+            let registry = Registry::builder().clock(&clock).build().unwrap();
+            let site = Site { id: "m::Api::get", name: None, config: None, is_async: false };
+            circuit_breaker(&registry, site, CircuitBreakerConfigBuilder::new().window_size(2)).unwrap()
+        });
+        policy.acquire().unwrap().record(Outcome::Success);
+        policy.acquire().unwrap().record(Outcome::Failure); // 1 of 2: opens
+        assert!(policy.acquire().is_err());
+
+        let counters: Vec<(String, Vec<String>, u64)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter_map(|(key, _, _, value)| match value {
+                DebugValue::Counter(n) if n > 0 => {
+                    let labels = key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+                    Some((key.key().name().to_owned(), labels, n))
+                }
+                _ => None,
+            })
+            .collect();
+        let find = |name: &str, label: &str| {
+            counters
+                .iter()
+                .find(|(n, labels, _)| {
+                    n == name
+                        && labels.contains(&"instance=m::Api::get".to_owned())
+                        && labels.contains(&label.to_owned())
+                })
+                .map(|c| c.2)
+        };
+        let calls = "resilience4cata_circuit_breaker_calls_total";
+        assert_eq!(find(calls, "outcome=success"), Some(1));
+        assert_eq!(find(calls, "outcome=failure"), Some(1));
+        assert_eq!(find(calls, "outcome=not_permitted"), Some(1));
+        assert_eq!(find("resilience4cata_circuit_breaker_transitions_total", "to=open"), Some(1));
+    }
+}

@@ -1,0 +1,133 @@
+//! The breaker instance the generated code holds, the permit a call carries, and how an outcome is
+//! classified.
+
+use std::fmt;
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+
+use super::state::{CircuitBreakerState, Ticket};
+use crate::Rejection;
+
+/// How the breaker records one call's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Counts as a success (an `Ok`, or an `Err` outside `record_on`).
+    Success,
+    /// Counts as a failure.
+    Failure,
+    /// Not recorded at all (`ignore_on`, or a local rejection of an inner policy); a half-open
+    /// probe gives its permit back.
+    Ignored,
+}
+
+impl Outcome {
+    /// What a rejection carried by an `Err` decides before any pattern is consulted: local
+    /// refusals (rate limiter, bulkhead, adaptive limit) are not recorded, a timeout and a nested
+    /// breaker's refusal are failures (the dependency is slow or down); `None` for anything else.
+    #[inline]
+    pub fn of_rejection(rejection: Option<&Rejection>) -> Option<Outcome> {
+        match rejection? {
+            Rejection::RateLimitExceeded { .. } | Rejection::BulkheadFull { .. } | Rejection::LimitExceeded { .. } => {
+                Some(Outcome::Ignored)
+            }
+            Rejection::CallTimeout { .. } | Rejection::CallNotPermitted { .. } => Some(Outcome::Failure),
+        }
+    }
+
+    /// Classifies an `Err`: its rejection first (see [`of_rejection`](Self::of_rejection)), then
+    /// `ignore_on` (not recorded), then `record_on` (a failure); anything else counts as a success.
+    /// The pattern checks run only when needed.
+    #[inline]
+    pub fn of_error(
+        rejection: Option<&Rejection>,
+        ignored: impl FnOnce() -> bool,
+        recorded: impl FnOnce() -> bool,
+    ) -> Outcome {
+        match Outcome::of_rejection(rejection) {
+            Some(outcome) => outcome,
+            None if ignored() => Outcome::Ignored,
+            None if recorded() => Outcome::Failure,
+            None => Outcome::Success,
+        }
+    }
+}
+
+/// The field the generated code keeps for one method's breaker.
+#[derive(Clone)]
+pub struct CircuitBreakerPolicy {
+    state: Arc<CircuitBreakerState>,
+    enabled: bool,
+}
+
+impl fmt::Debug for CircuitBreakerPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitBreakerPolicy").field("instance", &self.state.instance).finish_non_exhaustive()
+    }
+}
+
+impl CircuitBreakerPolicy {
+    pub(crate) fn new(state: Arc<CircuitBreakerState>) -> Self {
+        let enabled = state.config.enabled;
+        CircuitBreakerPolicy { state, enabled }
+    }
+
+    /// The instance id.
+    pub fn instance(&self) -> &str {
+        &self.state.instance
+    }
+
+    /// Admits a call (the permit must then record its outcome) or refuses it with
+    /// `Rejection::CallNotPermitted`, in which case the method must not be called.
+    ///
+    /// Closed: one atomic load, no lock, no allocation, no clock read unless slow-call tracking is on.
+    #[inline]
+    pub fn acquire(&self) -> Result<Permit<'_>, Rejection> {
+        if !self.enabled {
+            return Ok(Permit { state: &self.state, ticket: Ticket::UNGUARDED });
+        }
+        match self.state.acquire() {
+            Ok(ticket) => Ok(Permit { state: &self.state, ticket }),
+            Err(rejection) => Err(rejection),
+        }
+    }
+}
+
+/// An admitted call. Record its outcome with [`record`](Permit::record); a permit dropped
+/// unrecorded (a panic, a dropped future) records nothing and gives a half-open probe slot back.
+#[must_use = "a permit records the call's outcome; dropping it records nothing"]
+pub struct Permit<'a> {
+    state: &'a CircuitBreakerState,
+    ticket: Ticket,
+}
+
+impl Permit<'_> {
+    /// Records the call's outcome.
+    #[inline(always)]
+    pub fn record(self, outcome: Outcome) {
+        let this = ManuallyDrop::new(self);
+        this.state.record(this.ticket, outcome);
+    }
+
+    /// Records an `Ok` as a success and an `Err` as `classify` says.
+    #[inline]
+    pub fn record_result<T, E>(self, result: &Result<T, E>, classify: impl FnOnce(&E) -> Outcome) {
+        let outcome = match result {
+            Ok(_) => Outcome::Success,
+            Err(e) => classify(e),
+        };
+        self.record(outcome);
+    }
+}
+
+impl Drop for Permit<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.state.release(self.ticket);
+    }
+}
+
+impl fmt::Debug for Permit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Permit").field("instance", &self.state.instance).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,462 @@
+//! The lock-free state machine of one breaker instance.
+//!
+//! The state and its epoch share one `AtomicU64` (`epoch << 3 | state`); every transition is a
+//! compare-and-set that bumps the epoch, so exactly one thread wins it and publishes the event. A
+//! call's [`Ticket`] carries the word it was admitted under: its outcome is recorded only while
+//! that word is still current, so nothing from an earlier state leaks into a later one.
+//!
+//! - Closed: an admitted call costs one load of the word; its outcome goes into the window, which
+//!   is judged only when it could have crossed a threshold (see `window.rs`).
+//! - Open: the time it opened is kept beside the word, written (`fetch_max`, so it only moves
+//!   forward) before the compare-and-set that publishes `Open`; the first call at or after
+//!   `opened_at + wait_in_open` moves it to half-open. Refusals read the exact clock.
+//! - Half-open: the probes' own tagged word (`half_open.rs`); the completion of the last probe
+//!   closes or reopens.
+//! - Entering Closed empties the window: the winner moves the word to an internal *changing* state
+//!   (which refuses calls), clears, then publishes Closed. Manual controls wait for a change in
+//!   progress to finish; automatic transitions never wait.
+//!
+//! The epoch check and the write into the window are two steps: an outcome can only slip into a
+//! newer closed window if the breaker completes a whole transition into a fresh closed state in the
+//! nanoseconds between them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+use super::half_open::{Done, Probes, Take};
+use super::policy::Outcome;
+use super::window::{FAILED, SLOW, Tally, Window};
+use super::{CircuitBreakerConfig, CircuitBreakerEvent, CircuitBreakerSnapshot, WindowType};
+use crate::Rejection;
+use crate::clock::{Timer, nanos};
+use crate::events::Publisher;
+
+/// The state of a circuit breaker.
+///
+/// ```
+/// use resilience4cata::circuit_breaker::State;
+///
+/// assert!(State::Closed.permits_calls());
+/// assert!(!State::ForcedOpen.permits_calls());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Calls pass and are recorded; the breaker opens when a rate reaches its threshold.
+    Closed,
+    /// Calls are refused until `wait_in_open` has passed.
+    Open,
+    /// A few probe calls pass; their outcomes close or reopen the breaker.
+    HalfOpen,
+    /// Calls are refused until `reset()` (manual).
+    ForcedOpen,
+    /// Calls pass and nothing is recorded until `reset()` (manual).
+    Disabled,
+}
+
+impl State {
+    /// Whether calls pass in this state without being refused (half-open passes only its probes).
+    pub fn permits_calls(self) -> bool {
+        matches!(self, State::Closed | State::Disabled)
+    }
+}
+
+const CLOSED: u64 = 0;
+const OPEN: u64 = 1;
+const HALF_OPEN: u64 = 2;
+const FORCED_OPEN: u64 = 3;
+const DISABLED: u64 = 4;
+/// Internal: a transition into Closed is clearing the window.
+const CHANGING: u64 = 5;
+const CODE_BITS: u32 = 3;
+const CODE_MASK: u64 = (1 << CODE_BITS) - 1;
+
+fn code(word: u64) -> u64 {
+    word & CODE_MASK
+}
+
+fn epoch(word: u64) -> u64 {
+    word >> CODE_BITS
+}
+
+/// The word of state `to` one epoch after `word`.
+fn next(word: u64, to: u64) -> u64 {
+    ((epoch(word) + 1) << CODE_BITS) | to
+}
+
+fn state_of(code: u64) -> State {
+    match code {
+        CLOSED => State::Closed,
+        OPEN => State::Open,
+        HALF_OPEN => State::HalfOpen,
+        FORCED_OPEN => State::ForcedOpen,
+        _ => State::Disabled,
+    }
+}
+
+/// What an admitted call carries to its outcome: the state word it was admitted under and, with
+/// slow-call tracking, the coarse time it started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ticket {
+    word: u64,
+    started: u64,
+}
+
+impl Ticket {
+    /// The ticket of a breaker turned off by configuration: records nothing, releases nothing.
+    pub(crate) const UNGUARDED: Ticket = Ticket { word: DISABLED, started: 0 };
+}
+
+/// The state word and the time of the last opening: read together, written rarely.
+#[derive(Debug)]
+struct Word {
+    word: AtomicU64,
+    opened_at: AtomicU64,
+}
+
+/// One breaker instance: shared by every method and pipeline with its id.
+#[derive(Debug)]
+pub(crate) struct CircuitBreakerState {
+    word: CachePadded<Word>,
+    window: Window,
+    probes: Probes,
+    not_permitted: CachePadded<AtomicU64>,
+    pub(crate) instance: Arc<str>,
+    pub(crate) config: CircuitBreakerConfig,
+    timer: Arc<Timer>,
+    events: Publisher<CircuitBreakerEvent>,
+    /// `slow_call_duration` in nanoseconds, when slow-call tracking is on.
+    slow_nanos: Option<u64>,
+    /// Whether recording reads the coarse clock (slow-call tracking or a time window).
+    reads_clock: bool,
+    /// A count window without slow-call tracking: a success needs no clock and no outcome bits.
+    plain_successes: bool,
+    wait_nanos: u64,
+    min_calls: u64,
+    permitted: u64,
+}
+
+impl CircuitBreakerState {
+    pub(crate) fn new(
+        instance: Arc<str>,
+        config: CircuitBreakerConfig,
+        timer: Arc<Timer>,
+        events: Publisher<CircuitBreakerEvent>,
+    ) -> Self {
+        let slow_nanos = config.slow_call_duration.map(nanos);
+        let reads_clock = slow_nanos.is_some() || config.window_type == WindowType::Time;
+        if reads_clock {
+            timer.keep_coarse_fresh();
+        }
+        CircuitBreakerState {
+            word: CachePadded::new(Word { word: AtomicU64::new(CLOSED), opened_at: AtomicU64::new(0) }),
+            window: Window::new(&config),
+            probes: Probes::new(),
+            not_permitted: CachePadded::new(AtomicU64::new(0)),
+            slow_nanos,
+            reads_clock,
+            plain_successes: !reads_clock,
+            wait_nanos: nanos(config.wait_in_open),
+            min_calls: u64::from(config.effective_minimum_calls()),
+            permitted: u64::from(config.permitted_calls_in_half_open),
+            instance,
+            config,
+            timer,
+            events,
+        }
+    }
+
+    fn load(&self) -> u64 {
+        self.word.word.load(Ordering::Acquire)
+    }
+
+    /// The current state (a transition into Closed in progress reads as Closed once it finishes).
+    pub(crate) fn state(&self) -> State {
+        state_of(code(self.settled()))
+    }
+
+    /// The word once no transition into Closed is in progress.
+    fn settled(&self) -> u64 {
+        loop {
+            let word = self.load();
+            if code(word) != CHANGING {
+                return word;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Admits a call or refuses it. Closed: one load (plus a coarse clock load with slow-call tracking).
+    #[inline]
+    pub(crate) fn acquire(&self) -> Result<Ticket, Rejection> {
+        let word = self.load();
+        if code(word) == CLOSED {
+            return Ok(self.ticket(word));
+        }
+        self.acquire_otherwise(word)
+    }
+
+    #[inline]
+    fn ticket(&self, word: u64) -> Ticket {
+        let started = if self.slow_nanos.is_some() { self.timer.coarse_now() } else { 0 };
+        Ticket { word, started }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn acquire_otherwise(&self, mut word: u64) -> Result<Ticket, Rejection> {
+        loop {
+            match code(word) {
+                CLOSED | DISABLED => return Ok(self.ticket(word)),
+                HALF_OPEN => match self.probes.try_take(epoch(word), self.permitted) {
+                    Take::Granted => return Ok(self.ticket(word)),
+                    Take::Full => return Err(self.refuse()),
+                    Take::Stale => {}
+                },
+                OPEN if self.wait_is_over() => {
+                    self.swap_state(word, HALF_OPEN);
+                }
+                _ => return Err(self.refuse()), // open and waiting, forced open, changing
+            }
+            word = self.load();
+        }
+    }
+
+    /// Reads the exact clock: a refusal is never decided on a stale reading.
+    fn wait_is_over(&self) -> bool {
+        let opened_at = self.word.opened_at.load(Ordering::Acquire);
+        self.timer.now() >= opened_at.saturating_add(self.wait_nanos)
+    }
+
+    #[cold]
+    fn refuse(&self) -> Rejection {
+        self.not_permitted.fetch_add(1, Ordering::Relaxed);
+        self.events.emit(|| CircuitBreakerEvent::CallNotPermitted { instance: Arc::clone(&self.instance) });
+        Rejection::CallNotPermitted { instance: Arc::clone(&self.instance) }
+    }
+
+    /// Records the outcome of the call admitted with `ticket`. The common case, a success of a call
+    /// admitted by the current closed state of a count window without slow-call tracking, is a few
+    /// loads and one plain store, inlined into the caller; everything else is out of line.
+    #[inline]
+    pub(crate) fn record(&self, ticket: Ticket, outcome: Outcome) {
+        if self.plain_successes
+            && outcome == Outcome::Success
+            && ticket.word == self.load()
+            && code(ticket.word) == CLOSED
+            && let Window::Count(window) = &self.window
+        {
+            if window.add_success() {
+                self.judge_closed(ticket.word, 0);
+            }
+            return self.recorded(0);
+        }
+        self.record_otherwise(ticket, outcome);
+    }
+
+    #[inline(never)]
+    fn record_otherwise(&self, ticket: Ticket, outcome: Outcome) {
+        match code(ticket.word) {
+            CLOSED => self.record_closed(ticket, outcome),
+            HALF_OPEN => self.record_half_open(ticket, outcome),
+            _ => {} // disabled: records nothing
+        }
+    }
+
+    /// A call admitted with `ticket` ended without an outcome (panic, dropped future): a
+    /// half-open probe gives its permit back; nothing is recorded.
+    #[inline]
+    pub(crate) fn release(&self, ticket: Ticket) {
+        if code(ticket.word) == HALF_OPEN {
+            self.probes.give_back(epoch(ticket.word));
+        }
+    }
+
+    #[inline]
+    fn record_closed(&self, ticket: Ticket, outcome: Outcome) {
+        let now = if self.reads_clock { self.timer.coarse_now() } else { 0 };
+        let Some(bits) = self.bits(ticket, outcome, now) else {
+            return self.ignored();
+        };
+        if self.load() != ticket.word {
+            return; // admitted under an earlier state
+        }
+        let judge = self.window.record(bits, now);
+        self.recorded(bits);
+        if judge {
+            self.judge_closed(ticket.word, now);
+        }
+    }
+
+    fn record_half_open(&self, ticket: Ticket, outcome: Outcome) {
+        let now = if self.reads_clock { self.timer.coarse_now() } else { 0 };
+        let Some(bits) = self.bits(ticket, outcome, now) else {
+            self.probes.give_back(epoch(ticket.word));
+            return self.ignored();
+        };
+        if self.load() != ticket.word {
+            return;
+        }
+        match self.probes.complete(epoch(ticket.word), bits, self.permitted) {
+            Done::Stale => {}
+            Done::Counted => self.recorded(bits),
+            Done::Last(tally) => {
+                self.recorded(bits);
+                if self.exceeds(&tally) {
+                    self.open(ticket.word);
+                } else {
+                    self.close(ticket.word, false);
+                }
+            }
+        }
+    }
+
+    /// The outcome bits, `None` when the outcome is not recorded.
+    #[inline]
+    fn bits(&self, ticket: Ticket, outcome: Outcome, now: u64) -> Option<u8> {
+        let slow = match self.slow_nanos {
+            Some(limit) if now.saturating_sub(ticket.started) >= limit => SLOW,
+            _ => 0,
+        };
+        match outcome {
+            Outcome::Success => Some(slow),
+            Outcome::Failure => Some(FAILED | slow),
+            Outcome::Ignored => None,
+        }
+    }
+
+    #[inline(always)]
+    fn recorded(&self, bits: u8) {
+        if self.events.is_active() {
+            self.publish_recorded(bits);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn publish_recorded(&self, bits: u8) {
+        let (instance, slow) = (Arc::clone(&self.instance), bits & SLOW != 0);
+        self.events.emit(|| {
+            if bits & FAILED != 0 {
+                CircuitBreakerEvent::Failure { instance, slow }
+            } else {
+                CircuitBreakerEvent::Success { instance, slow }
+            }
+        });
+    }
+
+    fn ignored(&self) {
+        self.events.emit(|| CircuitBreakerEvent::Ignored { instance: Arc::clone(&self.instance) });
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn judge_closed(&self, word: u64, now: u64) {
+        let tally = self.window.tally(now);
+        self.window.note_judged(&tally);
+        if tally.calls >= self.min_calls && self.exceeds(&tally) {
+            self.open(word);
+        }
+    }
+
+    /// Whether the failure rate or the slow-call rate reaches its threshold.
+    fn exceeds(&self, t: &Tally) -> bool {
+        let calls = t.calls as f64;
+        let reaches = |n: u64, threshold: f64| n as f64 * 100.0 >= threshold * calls;
+        t.calls > 0
+            && (reaches(t.failed, self.config.failure_rate_threshold)
+                || reaches(t.slow, self.config.slow_call_rate_threshold))
+    }
+
+    fn open(&self, from: u64) {
+        self.word.opened_at.fetch_max(self.timer.now(), Ordering::AcqRel);
+        self.swap_state(from, OPEN);
+    }
+
+    /// Moves from exactly `from` to `to` (no preparation needed); false if another thread moved first.
+    fn swap_state(&self, from: u64, to: u64) -> bool {
+        let moved = self.word.word.compare_exchange(from, next(from, to), Ordering::AcqRel, Ordering::Acquire).is_ok();
+        if moved {
+            self.transitioned(code(from), to);
+        }
+        moved
+    }
+
+    /// Moves from exactly `from` to a fresh Closed state, emptying the window on the way.
+    fn close(&self, from: u64, reset: bool) -> bool {
+        let changing = next(from, CHANGING);
+        if self.word.word.compare_exchange(from, changing, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return false;
+        }
+        self.window.clear();
+        if reset {
+            self.not_permitted.store(0, Ordering::Relaxed);
+        }
+        self.word.word.store((changing & !CODE_MASK) | CLOSED, Ordering::Release);
+        self.transitioned(code(from), CLOSED);
+        true
+    }
+
+    fn transitioned(&self, from: u64, to: u64) {
+        if from != to {
+            self.events.emit(|| CircuitBreakerEvent::StateTransition {
+                instance: Arc::clone(&self.instance),
+                from: state_of(from),
+                to: state_of(to),
+            });
+        }
+    }
+
+    /// Refuses every call until `reset()`.
+    pub(crate) fn force_open(&self) {
+        self.manual(FORCED_OPEN);
+    }
+
+    /// Lets every call through unrecorded until `reset()`.
+    pub(crate) fn disable(&self) {
+        self.manual(DISABLED);
+    }
+
+    /// Closed, empty window, counters zero.
+    pub(crate) fn reset(&self) {
+        self.manual(CLOSED);
+        self.events.emit(|| CircuitBreakerEvent::Reset { instance: Arc::clone(&self.instance) });
+    }
+
+    fn manual(&self, to: u64) {
+        loop {
+            let word = self.settled();
+            let done = match to {
+                CLOSED => self.close(word, true),
+                _ if code(word) == to => true,
+                _ => self.swap_state(word, to),
+            };
+            if done {
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> CircuitBreakerSnapshot {
+        let word = self.settled();
+        let tally = match code(word) {
+            CLOSED => self.window.tally(self.timer.now()),
+            HALF_OPEN => self.probes.tally(epoch(word)),
+            _ => Tally::default(),
+        };
+        let judged = code(word) == CLOSED && tally.calls >= self.min_calls;
+        let rate = |n: u64| judged.then(|| (n as f64 * 100.0 / tally.calls as f64) as f32);
+        CircuitBreakerSnapshot {
+            instance: Arc::clone(&self.instance),
+            config: self.config.clone(),
+            state: state_of(code(word)),
+            buffered_calls: tally.calls,
+            failed_calls: tally.failed,
+            slow_calls: tally.slow,
+            not_permitted_calls: self.not_permitted.load(Ordering::Relaxed),
+            failure_rate: rate(tally.failed),
+            slow_call_rate: rate(tally.slow),
+        }
+    }
+}

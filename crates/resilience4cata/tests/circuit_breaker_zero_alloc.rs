@@ -1,0 +1,133 @@
+//! Allocation counts of the circuit breaker's paths, with a counting global allocator that counts
+//! only the calling thread (in its own test binary, since a global allocator is process-wide).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+#[derive(Debug, ResilienceError)]
+pub enum StockError {
+    Down,
+    #[rejection]
+    Rejected(Rejection),
+}
+
+#[resilient]
+pub trait Stock {
+    #[circuit_breaker]
+    fn count(&self, fail: bool) -> Result<u32, StockError>;
+
+    #[circuit_breaker(window_type = Time, window_size = 10, slow_call_duration = "1s")]
+    fn timed(&self, fail: bool) -> Result<u32, StockError>;
+
+    #[retry(max_attempts = 3, delay = "0")]
+    #[circuit_breaker(window_size = 1000, minimum_calls = 1000)]
+    fn retried(&self, fail: &Cell<bool>) -> Result<u32, StockError>;
+}
+
+#[derive(Debug)]
+struct Backend;
+
+impl Stock for Backend {
+    fn count(&self, fail: bool) -> Result<u32, StockError> {
+        if fail { Err(StockError::Down) } else { Ok(1) }
+    }
+    fn timed(&self, fail: bool) -> Result<u32, StockError> {
+        self.count(fail)
+    }
+    fn retried(&self, fail: &Cell<bool>) -> Result<u32, StockError> {
+        self.count(fail.replace(false))
+    }
+}
+
+fn wrapped(clock: &ManualClock) -> ResilientStock<Backend> {
+    ResilientStock::new(Backend, &testing::registry(clock).build().unwrap()).unwrap()
+}
+
+#[test]
+fn closed_success_path_allocates_nothing() {
+    let stock = wrapped(&ManualClock::new());
+    stock.count(false).unwrap(); // warm up thread-locals (the stripe claim)
+    stock.timed(false).unwrap();
+    let n = allocations_during(|| {
+        for _ in 0..1_000 {
+            stock.count(false).unwrap();
+            stock.timed(false).unwrap();
+        }
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn recording_failures_opening_and_refusing_allocate_nothing() {
+    let stock = wrapped(&ManualClock::new());
+    stock.count(false).unwrap();
+    let n = allocations_during(|| {
+        for i in 0..100 {
+            let _ = stock.count(i % 2 == 0); // 50 % failures over 100 calls: opens at the 100th
+        }
+        for _ in 0..100 {
+            assert!(matches!(stock.count(false), Err(StockError::Rejected(Rejection::CallNotPermitted { .. }))));
+        }
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn a_retried_attempt_through_the_breaker_allocates_nothing() {
+    let stock = wrapped(&ManualClock::new());
+    let fail = Cell::new(false);
+    stock.retried(&fail).unwrap();
+    let n = allocations_during(|| {
+        for _ in 0..100 {
+            fail.set(true);
+            assert_eq!(stock.retried(&fail).unwrap(), 1); // fails once, succeeds on the retry
+        }
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn the_system_clock_path_allocates_nothing_after_start() {
+    let registry = Registry::builder().build().unwrap();
+    let stock = ResilientStock::new(Backend, &registry).unwrap();
+    stock.count(false).unwrap();
+    assert_eq!(allocations_during(|| stock.count(false).map(drop).unwrap()), 0);
+}

@@ -1,0 +1,20 @@
+use resilience4cata::{Registry, resilient};
+
+#[resilient]
+pub trait Inventory {
+    #[circuit_breaker(slow_call_duration = "0")]
+    fn stock(&self, sku: &str) -> Result<u32, std::io::Error>;
+}
+
+struct Backend;
+
+impl Inventory for Backend {
+    fn stock(&self, _sku: &str) -> Result<u32, std::io::Error> {
+        Ok(1)
+    }
+}
+
+fn main() {
+    let inventory = ResilientInventory::new(Backend, &Registry::builder().build().unwrap()).unwrap();
+    let _ = inventory.stock("sku-1");
+}
