@@ -140,13 +140,15 @@ fn a_budget_refusal_allocates_nothing() {
     assert_eq!(refused, 0);
 }
 
-/// Retry, rate limiter and bulkhead: a successful call through all three allocates nothing.
+/// Retry, circuit breaker, rate limiter and bulkhead: a successful call through all four
+/// allocates nothing.
 #[test]
 fn a_successful_call_through_the_inner_policies_allocates_nothing() {
     let clock = ManualClock::new();
     let registry = registry(&clock);
     let pipeline: Pipeline<u64, std::io::Error> = Pipeline::builder(&registry, "guarded")
         .retry()
+        .circuit_breaker()
         .rate_limiter_with(|l| l.permits(1_000_000))
         .bulkhead()
         .build()

@@ -12,10 +12,14 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::Pipeline;
+use super::execute::find_rejection;
 use super::guards::Guards;
 use super::kind::{AsyncOnly, Kind, Plain, Rejecting};
+use super::rules::FindRejection;
 use crate::bulkhead::BulkheadConfigBuilder;
 use crate::bulkhead::policy::BulkheadPolicy;
+use crate::circuit_breaker::CircuitBreakerConfigBuilder;
+use crate::circuit_breaker::policy::CircuitBreakerPolicy;
 use crate::error::RegistryError;
 use crate::rate_limiter::RateLimiterConfigBuilder;
 use crate::rate_limiter::policy::RateLimiterPolicy;
@@ -58,10 +62,15 @@ impl<B: Layer> Wanted<B> {
     }
 }
 
+/// How to put a refusal into `E` and find one in it: `E::from_rejection` and `E::rejection`,
+/// captured where `E: ResilienceError` is required.
+type Rejections<E> = (fn(Rejection) -> E, FindRejection<E>);
+
 /// Every policy asked for, one slot per policy kind.
 #[derive(Clone, Debug, Default)]
 struct Wants {
     retry: Option<Wanted<RetryConfigBuilder>>,
+    circuit_breaker: Option<Wanted<CircuitBreakerConfigBuilder>>,
     rate_limiter: Option<Wanted<RateLimiterConfigBuilder>>,
     timeout: Option<Wanted<TimeoutConfigBuilder>>,
     bulkhead: Option<Wanted<BulkheadConfigBuilder>>,
@@ -74,8 +83,8 @@ struct Wants {
 /// and `.retry_with(|r| …)` (overrides on top of both). They rank as a method's attributes do:
 /// built-in defaults < registry defaults < the named configuration < the `_with` overrides <
 /// `retry_instance(id, …)` on the registry. The order of the builder calls does not matter: the
-/// policies always nest in the order of the generated code (retry outermost, then rate limiter,
-/// timeout, bulkhead).
+/// policies always nest in the order of the generated code (retry outermost, then circuit breaker,
+/// rate limiter, timeout, bulkhead).
 ///
 /// `K` is the builder's type-state ([`Plain`], [`Rejecting`] or [`AsyncOnly`]): it decides what
 /// `build` asks of the error type and whether the pipeline can run blocking calls.
@@ -185,6 +194,31 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
     );
 
     policy_methods!(
+        circuit_breaker, circuit_breaker_config, circuit_breaker_with, CircuitBreakerConfigBuilder => K::Rejecting,
+        "circuit breaker (then `build` needs `E: ResilienceError`)",
+        [
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"prices\").circuit_breaker().build::<u32, std::io::Error>()?;\n\
+             assert!(registry.circuit_breaker(\"prices\").is_some());",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().circuit_breaker(\"touchy\", |c| c.minimum_calls(5)).build()?;\n\
+             Pipeline::builder(&registry, \"prices\").circuit_breaker_config(\"touchy\").build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().circuit_breakers()[0].config.minimum_calls, 5);",
+            "use resilience4cata::circuit_breaker::State;\n\
+             use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             let prices = Pipeline::builder(&registry, \"prices\")\n    \
+                 .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2))\n    \
+                 .build::<u32, std::io::Error>()?;\n\
+             for _ in 0..2 {\n    \
+                 let _ = prices.execute(|| Err(std::io::Error::other(\"down\")));\n\
+             }\n\
+             assert_eq!(registry.circuit_breaker(\"prices\").unwrap().state(), State::Open);"
+        ]
+    );
+
+    policy_methods!(
         rate_limiter, rate_limiter_config, rate_limiter_with, RateLimiterConfigBuilder => K::Rejecting,
         "rate limiter (then `build` needs `E: ResilienceError`)",
         [
@@ -252,15 +286,19 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
     );
 
     /// Resolves every policy once, in the generated code's order, under the pipeline's id.
-    /// `is_async`: the pipeline can only run async calls (it has a timeout).
+    /// `is_async`: the pipeline can only run async calls (it has a timeout). `rejections`: how to
+    /// put a refusal into `E` and find one in it, where `E: ResilienceError` is required.
     fn resolve<T, E, M>(
         self,
         is_async: bool,
-        wrap: Option<fn(Rejection) -> E>,
+        rejections: Option<Rejections<E>>,
     ) -> Result<Pipeline<T, E, M>, RegistryError> {
         let (registry, id, wants) = (self.registry, self.id.as_str(), self.wants);
         let retry = Wanted::resolve(wants.retry, |config, attrs| {
             RetryPolicy::build(registry, id, None, config, is_async, attrs)
+        })?;
+        let circuit_breaker = Wanted::resolve(wants.circuit_breaker, |config, attrs| {
+            CircuitBreakerPolicy::build(registry, id, None, config, &attrs)
         })?;
         let rate_limiter = Wanted::resolve(wants.rate_limiter, |config, attrs| {
             RateLimiterPolicy::build(registry, id, None, config, is_async, attrs)
@@ -270,8 +308,17 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
         let bulkhead = Wanted::resolve(wants.bulkhead, |config, attrs| {
             BulkheadPolicy::build(registry, id, None, config, is_async, attrs)
         })?;
-        let guarded = rate_limiter.is_some() || timeout.is_some() || bulkhead.is_some();
-        let guards = wrap.filter(|_| guarded).map(|wrap| Guards { rate_limiter, timeout, bulkhead, wrap });
+        let guarded = circuit_breaker.is_some() || rate_limiter.is_some() || timeout.is_some() || bulkhead.is_some();
+        let guards = rejections.filter(|_| guarded).map(|(wrap, find)| Guards {
+            circuit_breaker,
+            rate_limiter,
+            timeout,
+            bulkhead,
+            wrap,
+            find,
+            record_on: None,
+            ignore_on: None,
+        });
         let async_waits = registry.inner().timer.can_sleep_async();
         Ok(Pipeline::from_parts(Arc::from(id), retry, guards, async_waits))
     }
@@ -313,7 +360,7 @@ impl PipelineBuilder<'_, Rejecting> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E>, RegistryError> {
-        Ok(self.resolve(false, Some(E::from_rejection))?.detect_rejections())
+        Ok(self.resolve(false, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
     }
 }
 
@@ -336,6 +383,6 @@ impl PipelineBuilder<'_, AsyncOnly> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E, AsyncOnly>, RegistryError> {
-        Ok(self.resolve(true, Some(E::from_rejection))?.detect_rejections())
+        Ok(self.resolve(true, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
     }
 }

@@ -168,6 +168,60 @@ impl<T, E, M> Pipeline<T, E, M> {
         self
     }
 
+    /// Records as a breaker failure only the errors `f` accepts (default: every `Err`), like the
+    /// breaker's `record_on = <pattern>`; any other `Err` counts as a success. Refusals carried in
+    /// `E` are judged first, as in generated code: a local refusal (rate limiter, bulkhead) is not
+    /// recorded, a timeout or a nested open breaker is a failure. Only a pipeline with a circuit
+    /// breaker records anything; elsewhere this has no effect.
+    ///
+    /// ```
+    /// use resilience4cata::circuit_breaker::State;
+    /// use resilience4cata::{Pipeline, Registry};
+    /// use std::io::{Error, ErrorKind};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let prices = Pipeline::builder(&registry, "prices")
+    ///     .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2))
+    ///     .build::<u32, Error>()?
+    ///     .record_on(|e| e.kind() == ErrorKind::TimedOut);
+    /// for _ in 0..2 {
+    ///     let _ = prices.execute(|| Err(Error::from(ErrorKind::NotFound))); // not a breaker failure
+    /// }
+    /// assert_eq!(registry.circuit_breaker("prices").unwrap().state(), State::Closed);
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn record_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        if let Some(guards) = &mut self.guards {
+            guards.record_on = Some(Arc::new(f));
+        }
+        self
+    }
+
+    /// Leaves the errors `f` accepts out of the breaker's window (default: none), like the
+    /// breaker's `ignore_on = <pattern>`; it wins over [`record_on`](Self::record_on), and an
+    /// ignored half-open probe gives its permit back. Only a pipeline with a circuit breaker
+    /// records anything; elsewhere this has no effect.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    /// use std::io::{Error, ErrorKind};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let prices = Pipeline::builder(&registry, "prices")
+    ///     .circuit_breaker()
+    ///     .build::<u32, Error>()?
+    ///     .ignore_on(|e| e.kind() == ErrorKind::InvalidInput);
+    /// let _ = prices.execute(|| Err(Error::from(ErrorKind::InvalidInput)));
+    /// assert_eq!(registry.circuit_breaker("prices").unwrap().snapshot().buffered_calls, 0);
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn ignore_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        if let Some(guards) = &mut self.guards {
+            guards.ignore_on = Some(Arc::new(f));
+        }
+        self
+    }
+
     /// Lets `f` decide on every attempt's result, `Ok` and `Err` alike, like `classifier = path`.
     /// A classifier and `retry_on`/`abort_on` cannot be combined (the attributes reject the pair at
     /// compile time): the later call replaces the other kind. An open breaker's refusal is never
@@ -224,7 +278,8 @@ impl<T, E, M> Pipeline<T, E, M> {
     ///
     /// A pipeline cannot see `E`'s impls the way generated code sees a concrete type, so it finds
     /// nested refusals only where `E: ResilienceError` is required: in every pipeline with a policy
-    /// that can refuse calls (`build` requires the trait there and turns this on), in every tower
+    /// that can refuse calls (circuit breaker, rate limiter, bulkhead, timeout: `build` requires the
+    /// trait there and turns this on), in every tower
     /// layer (`Pipeline::layer`, feature `tower`, requires it too), and in a retry-only pipeline after this
     /// call. A retry-only pipeline without it retries every `Err` its rules accept.
     ///
@@ -367,6 +422,6 @@ impl<T, E, M> Pipeline<T, E, M> {
     }
 }
 
-fn find_rejection<E: ResilienceError>(e: &E) -> Option<&Rejection> {
+pub(super) fn find_rejection<E: ResilienceError>(e: &E) -> Option<&Rejection> {
     e.rejection()
 }

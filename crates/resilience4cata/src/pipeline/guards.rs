@@ -1,32 +1,43 @@
 //! The policies inside the retry, around each attempt, in the generated code's order (SPEC §6):
-//! rate limiter → timeout → bulkhead → the caller's call. Each one is the generated layer written
-//! once for every `E`: ask the policy object, turn its refusal into `E` with
-//! `E::from_rejection`, and call inward.
+//! circuit breaker → rate limiter → timeout → bulkhead → the caller's call. Each one is the
+//! generated layer written once for every `E`: ask the policy object, turn its refusal into `E`
+//! with `E::from_rejection`, call inward, and (breaker) record the classified outcome.
 
 use std::fmt;
 use std::future::Future;
 
+use super::rules::{FindRejection, Predicate};
 use crate::Rejection;
 use crate::bulkhead::policy::BulkheadPolicy;
+use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome};
 use crate::rate_limiter::policy::RateLimiterPolicy;
 use crate::timeout::policy::TimeoutPolicy;
 
 /// The inner policies of a pipeline that has at least one, and how to put their refusals into `E`
 /// (captured by `build`, where `E: ResilienceError` is required).
 pub(super) struct Guards<E> {
+    pub(super) circuit_breaker: Option<CircuitBreakerPolicy>,
     pub(super) rate_limiter: Option<RateLimiterPolicy>,
     pub(super) timeout: Option<TimeoutPolicy>,
     pub(super) bulkhead: Option<BulkheadPolicy>,
     pub(super) wrap: fn(Rejection) -> E,
+    pub(super) find: FindRejection<E>,
+    /// The breaker's `record_on` (default: every `Err`) and `ignore_on` (default: none).
+    pub(super) record_on: Option<Predicate<E>>,
+    pub(super) ignore_on: Option<Predicate<E>>,
 }
 
 impl<E> Clone for Guards<E> {
     fn clone(&self) -> Self {
         Guards {
+            circuit_breaker: self.circuit_breaker.clone(),
             rate_limiter: self.rate_limiter.clone(),
             timeout: self.timeout.clone(),
             bulkhead: self.bulkhead.clone(),
             wrap: self.wrap,
+            find: self.find,
+            record_on: self.record_on.clone(),
+            ignore_on: self.ignore_on.clone(),
         }
     }
 }
@@ -34,18 +45,31 @@ impl<E> Clone for Guards<E> {
 impl<E> fmt::Debug for Guards<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Guards")
+            .field("circuit_breaker", &self.circuit_breaker.as_ref().map(CircuitBreakerPolicy::instance))
             .field("rate_limiter", &self.rate_limiter.as_ref().map(RateLimiterPolicy::instance))
             .field("timeout", &self.timeout.as_ref().map(TimeoutPolicy::instance))
             .field("bulkhead", &self.bulkhead.as_ref().map(BulkheadPolicy::instance))
+            .field("record_on", &self.record_on.is_some())
+            .field("ignore_on", &self.ignore_on.is_some())
             .finish()
     }
 }
 
 impl<E> Guards<E> {
-    /// One blocking attempt: a permit (the thread may wait up to the limiter's `max_wait`), then a
-    /// bulkhead slot held while `attempt` runs. A timeout is never here: it makes a pipeline
-    /// async-only.
+    /// One blocking attempt: the breaker's permit, then a rate limiter permit (the thread may wait
+    /// up to the limiter's `max_wait`), then a bulkhead slot held while `attempt` runs; the breaker
+    /// records the outcome. A timeout is never here: it makes a pipeline async-only.
     pub(super) fn run<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let Some(breaker) = &self.circuit_breaker else {
+            return self.limited(attempt);
+        };
+        let permit = breaker.acquire().map_err(self.wrap)?;
+        let outcome = self.limited(attempt);
+        permit.record(self.classify(&outcome));
+        outcome
+    }
+
+    fn limited<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         if let Some(limiter) = &self.rate_limiter {
             limiter.acquire().map_err(self.wrap)?;
         }
@@ -58,10 +82,39 @@ impl<E> Guards<E> {
         outcome
     }
 
-    /// One async attempt: a permit, then the timeout around the bulkhead slot and the call. Waits
-    /// block no thread, unless the registry's clock cannot wait in a future (`waits_async` false,
-    /// see `Pipeline::execute_async`), in which case they block as in [`run`](Self::run).
+    /// The generated breaker layer's classification: `Ok` is a success; an `Err` is judged by its
+    /// rejection first (a local refusal is not recorded, a timeout or a nested open breaker is a
+    /// failure), then `ignore_on` (not recorded), then `record_on` (a failure); else a success.
+    fn classify<T>(&self, outcome: &Result<T, E>) -> Outcome {
+        match outcome {
+            Ok(_) => Outcome::Success,
+            Err(e) => Outcome::of_error(
+                (self.find)(e),
+                || self.ignore_on.as_ref().is_some_and(|ignored| ignored(e)),
+                || self.record_on.as_ref().is_none_or(|recorded| recorded(e)),
+            ),
+        }
+    }
+
+    /// One async attempt: the breaker's permit, a rate limiter permit, then the timeout around the
+    /// bulkhead slot and the call; the breaker records the outcome (a dropped future records
+    /// nothing, as in generated code). Waits block no thread, unless the registry's clock cannot
+    /// wait in a future (`waits_async` false, see `Pipeline::execute_async`), in which case they
+    /// block as in [`run`](Self::run).
     pub(super) async fn run_async<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let Some(breaker) = &self.circuit_breaker else {
+            return self.limited_async(attempt, waits_async).await;
+        };
+        let permit = breaker.acquire().map_err(self.wrap)?;
+        let outcome = self.limited_async(attempt, waits_async).await;
+        permit.record(self.classify(&outcome));
+        outcome
+    }
+
+    async fn limited_async<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>
     where
         Fut: Future<Output = Result<T, E>>,
     {

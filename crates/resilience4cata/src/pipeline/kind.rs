@@ -2,7 +2,7 @@
 //! compile time so that a mistake is a type error, not a surprise at run time.
 //!
 //! A [`PipelineBuilder`](super::PipelineBuilder) starts [`Plain`] (retry only: any `E`); adding a
-//! policy that can refuse calls (rate limiter, bulkhead) makes it [`Rejecting`]
+//! policy that can refuse calls (circuit breaker, rate limiter, bulkhead) makes it [`Rejecting`]
 //! (`build` then needs `E: ResilienceError`); adding a timeout makes it [`AsyncOnly`] (rejecting,
 //! and the pipeline it builds offers only `execute_async`, because a blocking call cannot be
 //! cancelled). A [`Pipeline`](super::Pipeline)'s third parameter is [`SyncOrAsync`] (the default)

@@ -32,9 +32,10 @@
 //!   `retry_instance(id, …)`. Everything is resolved once, by [`PipelineBuilder::build`]; calls never
 //!   consult configuration.
 //! - **Order.** Policies nest in the fixed order of the generated code, whatever order the builder
-//!   calls come in: retry → rate limiter → timeout → bulkhead → the call. Every retry attempt takes
-//!   its own permit and gets its own timeout; the bulkhead slot is held only while the call runs,
-//!   never during a backoff.
+//!   calls come in: retry → circuit breaker → rate limiter → timeout → bulkhead → the call. Every
+//!   retry attempt passes the breaker (and is recorded), takes its own permit and gets its own
+//!   timeout; an open breaker stops the retries at once; calls the breaker refuses take no permit;
+//!   the bulkhead slot is held only while the call runs, never during a backoff.
 //! - **Error types.** The builder's type-state ([`Plain`] → [`Rejecting`] → [`AsyncOnly`]) asks
 //!   `build` for `E: ResilienceError` exactly when a policy that can refuse calls is present (as
 //!   `#[resilient]` does for a method), and makes a pipeline with a timeout async-only: its type is
@@ -46,7 +47,8 @@
 //! The builder does not know `T` and `E`, so the rules that depend on them are closures set on the
 //! typed [`Pipeline`] that `build` returns: [`retry_on`](Pipeline::retry_on),
 //! [`abort_on`](Pipeline::abort_on), [`classifier`](Pipeline::classifier),
-//! [`on_exhausted_result`](Pipeline::on_exhausted_result). They are stored behind `Arc`s so a
+//! [`on_exhausted_result`](Pipeline::on_exhausted_result), and the breaker's
+//! [`record_on`](Pipeline::record_on) and [`ignore_on`](Pipeline::ignore_on). They are stored behind `Arc`s so a
 //! pipeline stays `Clone + Send + Sync` for every `T` and `E`, and are called only after an attempt
 //! fails (a classifier after every attempt, as in generated code).
 //!
@@ -59,7 +61,7 @@
 //! |---|---|
 //! | `#[resilient]` method, concrete `E` implementing `ResilienceError` | yes |
 //! | `#[resilient]` method whose `E` is generic or an associated type | only if that `E: ResilienceError` is required there |
-//! | pipeline with a rate limiter, bulkhead or timeout (`build` requires `E: ResilienceError`) | yes |
+//! | pipeline with a circuit breaker, rate limiter, bulkhead or timeout (`build` requires `E: ResilienceError`) | yes |
 //! | retry-only pipeline after [`detect_rejections`](Pipeline::detect_rejections) | yes |
 //! | retry-only pipeline without it (any `E`) | no: every `Err` its rules accept is retried |
 //! | tower layer (`Pipeline::layer`, feature `tower`, requires `E: ResilienceError`) | yes |

@@ -11,10 +11,10 @@
 //!   nothing when the retry gives up, nothing for a zero wait; a non-zero wait between attempts is
 //!   one boxed future (the registry clock's sleep borrows the policy, and the response future must
 //!   own what it waits on), next to a timer registration that costs far more;
-//! - a pipeline with a rate limiter, timeout or bulkhead: one boxed future per attempt as well,
-//!   which runs the pipeline's attempt code (their permits and deadlines borrow their policies, so
-//!   the same reason applies). This is the one place a pipeline boxes; `execute` and
-//!   `execute_async` never do.
+//! - a pipeline with a circuit breaker, rate limiter, timeout or bulkhead: one boxed future per
+//!   attempt as well, which runs the pipeline's attempt code (their permits and deadlines borrow
+//!   their policies, so the same reason applies). This is the one place a pipeline boxes;
+//!   `execute` and `execute_async` never do.
 
 use std::fmt;
 use std::future::Future;
