@@ -191,3 +191,25 @@ fn the_tower_layer_allocates_nothing_on_success_or_a_zero_wait_retry() {
     assert_eq!(allocations(|| assert_eq!(call(5), 5)), 0, "success");
     assert_eq!(allocations(|| assert_eq!(call(0), 0)), 0, "fails once, zero wait, succeeds");
 }
+
+#[cfg(feature = "tower")]
+#[test]
+fn the_tower_layer_with_a_breaker_allocates_nothing_on_success() {
+    use tower::{Layer, Service};
+
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline: Pipeline<u64, std::io::Error> =
+        Pipeline::builder(&registry, "tower-breaker").retry().circuit_breaker().build().unwrap();
+    let inner = tower::service_fn(|n: u64| async move { Ok::<_, std::io::Error>(n) });
+    let mut service = pipeline.layer().layer(inner);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut call = |n: u64| {
+        assert!(service.poll_ready(&mut cx).is_ready());
+        now(service.call(n)).unwrap()
+    };
+    call(1);
+    assert_eq!(allocations(|| assert_eq!(call(5), 5)), 0);
+    let snapshot = registry.circuit_breaker("tower-breaker").unwrap().snapshot();
+    assert_eq!(snapshot.buffered_calls, 2, "both calls were recorded");
+}

@@ -300,3 +300,47 @@ fn through_the_tower_layer_the_report_example_holds() {
     assert_eq!(events.gave_up(), [(3, GiveUpReason::NotRetryable)]);
     assert_eq!(clock.elapsed(), Duration::from_secs(3));
 }
+
+/// Through the layer, a breaker-only pipeline's attempt that is dropped records nothing (as a
+/// dropped generated call), and a refused call never reaches the service.
+#[cfg(feature = "tower")]
+#[test]
+fn through_the_tower_layer_a_dropped_attempt_records_nothing() {
+    use std::pin::pin;
+    use std::task::{Context, Waker};
+    use tower::{Layer, Service};
+
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let pipeline = Pipeline::builder(&registry, "hanging")
+        .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2))
+        .build::<u32, ReportError>()
+        .unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&calls);
+    let mut service = pipeline.layer().layer(tower::service_fn(move |n: u32| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 0 {
+                std::future::pending::<()>().await;
+            }
+            Err::<u32, _>(ReportError::Unavailable)
+        }
+    }));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(service.poll_ready(&mut cx).is_ready());
+    {
+        let mut hanging = pin!(service.call(0));
+        assert!(hanging.as_mut().poll(&mut cx).is_pending());
+    }
+    let breaker = registry.circuit_breaker("hanging").unwrap();
+    assert_eq!(breaker.snapshot().buffered_calls, 0, "the dropped attempt recorded nothing");
+    for _ in 0..2 {
+        assert!(service.poll_ready(&mut cx).is_ready());
+        assert_eq!(block_on(service.call(1)), Err(ReportError::Unavailable));
+    }
+    assert_eq!(breaker.state(), State::Open);
+    assert!(service.poll_ready(&mut cx).is_ready());
+    assert!(matches!(block_on(service.call(1)), Err(ReportError::Rejected(Rejection::CallNotPermitted { .. }))));
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "the refused call never reached the service");
+}

@@ -417,8 +417,8 @@ impl<T, E, M> Pipeline<T, E, M> {
     }
 
     #[cfg(feature = "tower")]
-    pub(super) fn has_guards(&self) -> bool {
-        self.guards.is_some()
+    pub(super) fn guards(&self) -> Option<&Guards<E>> {
+        self.guards.as_ref()
     }
 }
 

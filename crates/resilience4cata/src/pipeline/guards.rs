@@ -56,6 +56,20 @@ impl<E> fmt::Debug for Guards<E> {
 }
 
 impl<E> Guards<E> {
+    /// The breaker, when it is the only inner policy: the tower adapter then runs each attempt
+    /// unboxed, with an owned permit, as [`run_async`](Self::run_async) would.
+    #[cfg(feature = "tower")]
+    pub(super) fn only_breaker(&self) -> Option<&CircuitBreakerPolicy> {
+        let limits = self.rate_limiter.is_some() || self.timeout.is_some() || self.bulkhead.is_some();
+        self.circuit_breaker.as_ref().filter(|_| !limits)
+    }
+
+    /// A refusal as `E`.
+    #[cfg(feature = "tower")]
+    pub(super) fn refuse(&self, rejection: Rejection) -> E {
+        (self.wrap)(rejection)
+    }
+
     /// One blocking attempt: the breaker's permit, then a rate limiter permit (the thread may wait
     /// up to the limiter's `max_wait`), then a bulkhead slot held while `attempt` runs; the breaker
     /// records the outcome. A timeout is never here: it makes a pipeline async-only.
@@ -85,7 +99,7 @@ impl<E> Guards<E> {
     /// The generated breaker layer's classification: `Ok` is a success; an `Err` is judged by its
     /// rejection first (a local refusal is not recorded, a timeout or a nested open breaker is a
     /// failure), then `ignore_on` (not recorded), then `record_on` (a failure); else a success.
-    fn classify<T>(&self, outcome: &Result<T, E>) -> Outcome {
+    pub(super) fn classify<T>(&self, outcome: &Result<T, E>) -> Outcome {
         match outcome {
             Ok(_) => Outcome::Success,
             Err(e) => Outcome::of_error(

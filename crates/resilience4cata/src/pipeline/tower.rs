@@ -11,10 +11,13 @@
 //!   nothing when the retry gives up, nothing for a zero wait; a non-zero wait between attempts is
 //!   one boxed future (the registry clock's sleep borrows the policy, and the response future must
 //!   own what it waits on), next to a timer registration that costs far more;
-//! - a pipeline with a circuit breaker, rate limiter, timeout or bulkhead: one boxed future per
-//!   attempt as well, which runs the pipeline's attempt code (their permits and deadlines borrow
-//!   their policies, so the same reason applies). This is the one place a pipeline boxes;
-//!   `execute` and `execute_async` never do.
+//! - a pipeline whose only inner policy is a circuit breaker: the same, unboxed; each attempt
+//!   takes an owned permit (one reference count up and down), calls the service only if admitted,
+//!   and records the outcome as the generated breaker layer does;
+//! - a pipeline with a rate limiter, timeout or bulkhead: one boxed future per attempt as well,
+//!   which runs the pipeline's own attempt code (their waits, deadlines and slots borrow their
+//!   policies, so the same reason applies). This is the one place a pipeline boxes; `execute` and
+//!   `execute_async` never do.
 
 use std::fmt;
 use std::future::Future;
@@ -28,6 +31,7 @@ use tower_service::Service;
 use super::Pipeline;
 use super::kind::SyncOrAsync;
 use crate::ResilienceError;
+use crate::circuit_breaker::policy::OwnedPermit;
 use crate::retry::policy::{RetryCall, RetryPolicy};
 
 impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
@@ -65,8 +69,13 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 /// - **requests**: cloned at most once per attempt, and never when only one attempt is possible
 ///   (no retry, retry disabled, or `max_attempts = 1`); the last possible attempt consumes the
 ///   original request. The service is cloned once per call, only when a retry is possible.
-/// - **cost**: see the module docs of `resilience4cata::pipeline` — nothing is boxed unless the
-///   retry waits a non-zero time.
+/// - **cost**: the response future is a hand-written state machine (an `async fn` future cannot be
+///   named on stable Rust) that takes no decision of its own. With a retry and/or a circuit breaker,
+///   a call allocates nothing unless the retry waits a non-zero time between attempts (that wait is
+///   one boxed future: the registry clock's sleep borrows the policy); the breaker's permit is an
+///   owned one (a reference count up and down). With a rate limiter, timeout or bulkhead, each
+///   attempt is one boxed future running the pipeline's own attempt code, for the same reason.
+///   `execute` and `execute_async` never box.
 ///
 /// ```
 /// use resilience4cata::{Pipeline, Registry};
@@ -194,25 +203,31 @@ type Wait = Pin<Box<dyn Future<Output = bool> + Send>>;
 type Guarded<S, T, E> = Pin<Box<dyn Future<Output = (Result<T, E>, S)> + Send>>;
 
 pin_project! {
-    /// One attempt in flight: the service's own future, or a boxed run through the inner policies.
+    /// One attempt in flight: the service's own future (alone, or under an owned breaker permit),
+    /// a breaker's refusal, or a boxed run through the inner policies.
     #[project = AttemptProj]
     enum Attempt<F, S, T, E> {
         Direct { #[pin] future: F },
+        Breaker { permit: Option<OwnedPermit>, #[pin] future: F },
+        Refused { outcome: Option<Result<T, E>> },
         Guarded { future: Guarded<S, T, E> },
         Idle,
     }
 }
 
-impl<F, S, T, E> Attempt<F, S, T, E> {
-    /// Whether the service stays with the caller (a direct call), so later attempts need a clone.
-    fn keeps_service(&self) -> bool {
-        matches!(self, Attempt::Direct { .. })
-    }
+/// Whether attempts must be lent the service and boxed: inner policies other than a lone breaker.
+fn lends<T, E, M>(pipeline: &Pipeline<T, E, M>) -> bool {
+    pipeline.guards().is_some_and(|guards| guards.only_breaker().is_none())
 }
 
 impl<F, S, T, E> Attempt<F, S, T, E> {
-    /// Starts an attempt on `service`, which is ready: a direct call when the pipeline has no
-    /// inner policies; otherwise the ready service moves into the attempt (a clone takes its place).
+    /// Whether the service stays with the caller, so later attempts need a clone.
+    fn keeps_service(&self) -> bool {
+        !matches!(self, Attempt::Guarded { .. })
+    }
+
+    /// Starts the first attempt on `service`, which is ready. When attempts are lent the service,
+    /// the ready one moves into the attempt and a clone takes its place.
     fn start<Req, M>(pipeline: &Pipeline<T, E, M>, service: &mut S, request: Req) -> Self
     where
         S: Service<Req, Response = T, Error = E, Future = F> + Clone + Send + 'static,
@@ -222,11 +237,27 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
         E: Send + 'static,
         M: 'static,
     {
-        if !pipeline.has_guards() {
-            return Attempt::Direct { future: service.call(request) };
+        if !lends(pipeline) {
+            return Attempt::call(pipeline, service, request);
         }
         let ready = std::mem::replace(service, service.clone());
         Attempt::lend(pipeline.clone(), ready, request)
+    }
+
+    /// An unboxed attempt: the call itself, under the breaker's owned permit when there is one (a
+    /// refusal never calls the service), exactly the generated breaker layer.
+    fn call<Req, M>(pipeline: &Pipeline<T, E, M>, service: &mut S, request: Req) -> Self
+    where
+        S: Service<Req, Response = T, Error = E, Future = F>,
+    {
+        let Some(guards) = pipeline.guards() else {
+            return Attempt::Direct { future: service.call(request) };
+        };
+        let breaker = guards.only_breaker().expect("unboxed attempts have no inner policy but a breaker");
+        match breaker.acquire_owned() {
+            Ok(permit) => Attempt::Breaker { permit: Some(permit), future: service.call(request) },
+            Err(rejection) => Attempt::Refused { outcome: Some(Err(guards.refuse(rejection))) },
+        }
     }
 
     fn lend<Req, M>(pipeline: Pipeline<T, E, M>, mut service: S, request: Req) -> Self
@@ -325,6 +356,14 @@ where
                 Phase::Calling => {
                     let outcome = match this.attempt.as_mut().project() {
                         AttemptProj::Direct { future } => ready!(future.poll(cx)),
+                        AttemptProj::Breaker { permit, future } => {
+                            let outcome = ready!(future.poll(cx));
+                            if let (Some(permit), Some(guards)) = (permit.take(), this.pipeline.guards()) {
+                                permit.record(guards.classify(&outcome));
+                            }
+                            outcome
+                        }
+                        AttemptProj::Refused { outcome } => outcome.take().expect("a refusal is returned once"),
                         AttemptProj::Guarded { future } => {
                             let (outcome, service) = ready!(future.as_mut().poll(cx));
                             if let Some(later) = this.later.as_mut() {
@@ -355,12 +394,12 @@ where
                         Ok(()) => {
                             let number = this.call.map_or(1, |c| c.attempts() + 1);
                             let request = later.request(number);
-                            let service = later.service.as_mut().expect("checked above");
-                            let attempt = if this.pipeline.has_guards() {
+                            let attempt = if lends(this.pipeline) {
                                 let service = later.service.take().expect("checked above");
                                 Attempt::lend(this.pipeline.clone(), service, request)
                             } else {
-                                Attempt::Direct { future: service.call(request) }
+                                let service = later.service.as_mut().expect("checked above");
+                                Attempt::call(this.pipeline, service, request)
                             };
                             this.attempt.set(attempt);
                             *this.phase = Phase::Calling;
