@@ -317,6 +317,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(pipeline.execute(|| Ok(7)), Ok(7));
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[inline]
     pub fn execute<F>(&self, mut f: F) -> Result<T, E>
     where
         F: FnMut() -> Result<T, E>,
@@ -327,7 +328,11 @@ impl<T, E, M> Pipeline<T, E, M> {
         };
         let mut call = retry.start();
         loop {
-            let outcome = self.attempt(&mut f);
+            let outcome = match self.attempt(&mut f) {
+                // The generated `Ok(v) => break Ok(v)`: only the value moves, not the whole `Result`.
+                Ok(value) if self.rules.accepts_every_ok() => return Ok(value),
+                outcome => outcome,
+            };
             let Some(failure) = self.rules.judge(&outcome) else {
                 return outcome;
             };
@@ -376,7 +381,10 @@ impl<T, E, M> Pipeline<T, E, M> {
         };
         let mut call = retry.start();
         loop {
-            let outcome = self.attempt_async(&mut f).await;
+            let outcome = match self.attempt_async(&mut f).await {
+                Ok(value) if self.rules.accepts_every_ok() => return Ok(value),
+                outcome => outcome,
+            };
             let Some(failure) = self.rules.judge(&outcome) else {
                 return outcome;
             };

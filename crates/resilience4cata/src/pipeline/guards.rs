@@ -73,16 +73,26 @@ impl<E> Guards<E> {
     /// One blocking attempt: the breaker's permit, then a rate limiter permit (the thread may wait
     /// up to the limiter's `max_wait`), then a bulkhead slot held while `attempt` runs; the breaker
     /// records the outcome. A timeout is never here: it makes a pipeline async-only.
+    #[inline]
     pub(super) fn run<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         let Some(breaker) = &self.circuit_breaker else {
             return self.limited(attempt);
         };
         let permit = breaker.acquire().map_err(self.wrap)?;
-        let outcome = self.limited(attempt);
-        permit.record(self.classify(&outcome));
-        outcome
+        // Taken apart and rebuilt, as the generated layer's `match` does: only the value moves.
+        match self.limited(attempt) {
+            Ok(value) => {
+                permit.record(Outcome::Success);
+                Ok(value)
+            }
+            Err(e) => {
+                permit.record(self.classify_err(&e));
+                Err(e)
+            }
+        }
     }
 
+    #[inline]
     fn limited<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         if let Some(limiter) = &self.rate_limiter {
             limiter.acquire().map_err(self.wrap)?;
@@ -99,15 +109,20 @@ impl<E> Guards<E> {
     /// The generated breaker layer's classification: `Ok` is a success; an `Err` is judged by its
     /// rejection first (a local refusal is not recorded, a timeout or a nested open breaker is a
     /// failure), then `ignore_on` (not recorded), then `record_on` (a failure); else a success.
+    #[cfg(feature = "tower")]
     pub(super) fn classify<T>(&self, outcome: &Result<T, E>) -> Outcome {
         match outcome {
             Ok(_) => Outcome::Success,
-            Err(e) => Outcome::of_error(
-                (self.find)(e),
-                || self.ignore_on.as_ref().is_some_and(|ignored| ignored(e)),
-                || self.record_on.as_ref().is_none_or(|recorded| recorded(e)),
-            ),
+            Err(e) => self.classify_err(e),
         }
+    }
+
+    fn classify_err(&self, e: &E) -> Outcome {
+        Outcome::of_error(
+            (self.find)(e),
+            || self.ignore_on.as_ref().is_some_and(|ignored| ignored(e)),
+            || self.record_on.as_ref().is_none_or(|recorded| recorded(e)),
+        )
     }
 
     /// One async attempt: the breaker's permit, a rate limiter permit, then the timeout around the
@@ -123,9 +138,16 @@ impl<E> Guards<E> {
             return self.limited_async(attempt, waits_async).await;
         };
         let permit = breaker.acquire().map_err(self.wrap)?;
-        let outcome = self.limited_async(attempt, waits_async).await;
-        permit.record(self.classify(&outcome));
-        outcome
+        match self.limited_async(attempt, waits_async).await {
+            Ok(value) => {
+                permit.record(Outcome::Success);
+                Ok(value)
+            }
+            Err(e) => {
+                permit.record(self.classify_err(&e));
+                Err(e)
+            }
+        }
     }
 
     async fn limited_async<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>

@@ -75,6 +75,13 @@ impl<T, E> Default for Rules<T, E> {
 }
 
 impl<T, E> Rules<T, E> {
+    /// Whether every `Ok` is accepted as it is (no classifier), so the success path can return it
+    /// without consulting anything else.
+    #[inline(always)]
+    pub(super) fn accepts_every_ok(&self) -> bool {
+        matches!(self.decide, Decide::Patterns { .. })
+    }
+
     /// `None`: the outcome is accepted and returned. `Some(failure)`: ask the retry.
     #[inline]
     pub(super) fn judge(&self, outcome: &Result<T, E>) -> Option<Failure> {

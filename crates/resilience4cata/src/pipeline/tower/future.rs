@@ -5,6 +5,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use pin_project_lite::pin_project;
@@ -69,7 +70,7 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
 
     /// Starts the first attempt on `service`, which is ready. When attempts are lent the service,
     /// the ready one moves into the attempt and a clone takes its place.
-    pub(super) fn start<Req, M>(pipeline: &Pipeline<T, E, M>, service: &mut S, request: Req) -> Self
+    pub(super) fn start<Req, M>(pipeline: &Arc<Pipeline<T, E, M>>, service: &mut S, request: Req) -> Self
     where
         S: Service<Req, Response = T, Error = E, Future = F> + Clone + Send + 'static,
         F: Future<Output = Result<T, E>> + Send + 'static,
@@ -82,7 +83,7 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
             return Attempt::call(pipeline, service, request);
         }
         let ready = std::mem::replace(service, service.clone());
-        Attempt::lend(pipeline.clone(), ready, request)
+        Attempt::lend(Arc::clone(pipeline), ready, request)
     }
 
     /// An unboxed attempt: the call itself, under the breaker's owned permit when there is one (a
@@ -101,7 +102,7 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
         }
     }
 
-    fn lend<Req, M>(pipeline: Pipeline<T, E, M>, mut service: S, request: Req) -> Self
+    fn lend<Req, M>(pipeline: Arc<Pipeline<T, E, M>>, mut service: S, request: Req) -> Self
     where
         S: Service<Req, Response = T, Error = E, Future = F> + Send + 'static,
         F: Future<Output = Result<T, E>> + Send + 'static,
@@ -142,7 +143,7 @@ pin_project! {
         phase: Phase<T, E>,
         call: Option<RetryCall>,
         later: Option<Later<S, Req>>,
-        pipeline: Pipeline<T, E, M>,
+        pipeline: Arc<Pipeline<T, E, M>>,
     }
 }
 
@@ -170,7 +171,7 @@ where
     S: Service<Req>,
 {
     pub(super) fn new(
-        pipeline: Pipeline<T, E, M>,
+        pipeline: Arc<Pipeline<T, E, M>>,
         call: Option<RetryCall>,
         first: Attempt<S::Future, S, T, E>,
         later: Option<Later<S, Req>>,
@@ -196,7 +197,15 @@ where
             let outcome = match this.phase {
                 Phase::Calling => {
                     let outcome = match this.attempt.as_mut().project() {
-                        AttemptProj::Direct { future } => ready!(future.poll(cx)),
+                        AttemptProj::Direct { future } => match ready!(future.poll(cx)) {
+                            // The generated `Ok(v) => break Ok(v)`: only the value moves.
+                            Ok(value) if this.pipeline.rules().accepts_every_ok() => {
+                                this.attempt.set(Attempt::Idle);
+                                *this.phase = Phase::Done;
+                                return Poll::Ready(Ok(value));
+                            }
+                            outcome => outcome,
+                        },
                         AttemptProj::Breaker { permit, future } => {
                             let outcome = ready!(future.poll(cx));
                             if let (Some(permit), Some(guards)) = (permit.take(), this.pipeline.guards()) {
@@ -237,7 +246,7 @@ where
                             let request = later.request(number);
                             let attempt = if lends(this.pipeline) {
                                 let service = later.service.take().expect("checked above");
-                                Attempt::lend(this.pipeline.clone(), service, request)
+                                Attempt::lend(Arc::clone(this.pipeline), service, request)
                             } else {
                                 let service = later.service.as_mut().expect("checked above");
                                 Attempt::call(this.pipeline, service, request)

@@ -22,6 +22,7 @@
 mod future;
 
 use std::fmt;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tower_layer::Layer;
@@ -54,7 +55,7 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn layer(&self) -> PipelineLayer<T, E, M> {
-        PipelineLayer { pipeline: self.clone().detect_rejections() }
+        PipelineLayer { pipeline: Arc::new(self.clone().detect_rejections()) }
     }
 }
 
@@ -88,12 +89,12 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
 pub struct PipelineLayer<T, E, M = SyncOrAsync> {
-    pipeline: Pipeline<T, E, M>,
+    pipeline: Arc<Pipeline<T, E, M>>,
 }
 
 impl<T, E, M> Clone for PipelineLayer<T, E, M> {
     fn clone(&self) -> Self {
-        PipelineLayer { pipeline: self.pipeline.clone() }
+        PipelineLayer { pipeline: Arc::clone(&self.pipeline) }
     }
 }
 
@@ -107,7 +108,7 @@ impl<S, T, E, M> Layer<S> for PipelineLayer<T, E, M> {
     type Service = PipelineService<S, T, E, M>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        PipelineService { inner, pipeline: self.pipeline.clone() }
+        PipelineService { inner, pipeline: Arc::clone(&self.pipeline) }
     }
 }
 
@@ -127,12 +128,13 @@ impl<S, T, E, M> Layer<S> for PipelineLayer<T, E, M> {
 /// ```
 pub struct PipelineService<S, T, E, M = SyncOrAsync> {
     inner: S,
-    pipeline: Pipeline<T, E, M>,
+    /// Shared with every response future: one reference count up and down per call.
+    pipeline: Arc<Pipeline<T, E, M>>,
 }
 
 impl<S: Clone, T, E, M> Clone for PipelineService<S, T, E, M> {
     fn clone(&self) -> Self {
-        PipelineService { inner: self.inner.clone(), pipeline: self.pipeline.clone() }
+        PipelineService { inner: self.inner.clone(), pipeline: Arc::clone(&self.pipeline) }
     }
 }
 
@@ -170,6 +172,6 @@ where
             let service = first.keeps_service().then(|| self.inner.clone());
             (first, Some(Later { service, request: Some(request), max_attempts }))
         };
-        ResponseFuture::new(pipeline.clone(), call, first, later)
+        ResponseFuture::new(Arc::clone(pipeline), call, first, later)
     }
 }
