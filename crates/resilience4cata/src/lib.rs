@@ -56,3 +56,8 @@ pub mod testing {
         crate::Registry::builder().clock(clock).jitter_seed(0x05EE_D0F4_CA7A)
     }
 }
+
+/// The README's examples, compiled and run as doctests so they cannot drift from the code.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -33,7 +33,7 @@ const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 #[derive(Debug)]
 pub(crate) struct RetryBudget {
     /// Calls started, per thread stripe; monotonic.
-    stripes: Box<[CachePadded<AtomicU64>]>,
+    stripes: Box<[CachePadded<AtomicU64>; STRIPES]>,
     /// The stripe total already dated into a slot.
     flushed: AtomicU64,
     /// The tenth of the last failure: where undated calls belong.
@@ -50,19 +50,20 @@ thread_local! {
     static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
-/// A per-thread stripe index, handed out round-robin on the thread's first call.
+/// This thread's stripe index, or `usize::MAX` before its first call.
 #[inline]
 fn stripe() -> usize {
-    STRIPE.with(|s| {
-        let i = s.get();
-        if i != usize::MAX {
-            return i;
-        }
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
-        s.set(i);
-        i
-    })
+    STRIPE.with(Cell::get)
+}
+
+/// Hands this thread its stripe (round-robin) on its first call.
+#[cold]
+#[inline(never)]
+fn assign_stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+    STRIPE.with(|s| s.set(i));
+    i
 }
 
 fn pack(tenth: u64, count: u64) -> u64 {
@@ -78,7 +79,7 @@ impl RetryBudget {
         let tenth_nanos = (nanos(config.budget_window) / SLOTS).max(1);
         let first = now / tenth_nanos;
         RetryBudget {
-            stripes: (0..STRIPES).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
+            stripes: Box::new(std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0)))),
             flushed: AtomicU64::new(0),
             last_tenth: AtomicU64::new(first),
             calls: std::array::from_fn(|_| AtomicU64::new(pack(first, 0))),
@@ -92,7 +93,22 @@ impl RetryBudget {
     /// A call starts: one plain load and store on this thread's stripe.
     #[inline]
     pub(crate) fn count_call(&self) {
-        let cell = &self.stripes[stripe()];
+        match stripe() {
+            usize::MAX => self.count_first_call(),
+            // `% STRIPES` on a fixed-size array: no bounds check (the index is below STRIPES anyway).
+            i => self.count_on(i % STRIPES),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_first_call(&self) {
+        self.count_on(assign_stripe());
+    }
+
+    #[inline]
+    fn count_on(&self, stripe: usize) {
+        let cell = &self.stripes[stripe % STRIPES];
         cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 

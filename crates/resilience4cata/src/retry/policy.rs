@@ -64,6 +64,10 @@ impl RetryState {
         let c = &self.config;
         let base = match c.backoff {
             Backoff::Fixed => c.delay,
+            // The first retry waits `delay` whatever the multiplier, and a zero delay stays zero:
+            // exact, and no float arithmetic (`powi`, `try_from_secs_f64`: ~70 instructions) on the
+            // most common paths (`max_delay >= delay` is validated).
+            Backoff::Exponential if n <= 1 || c.delay.is_zero() => c.delay,
             Backoff::Exponential => {
                 let grown = c.delay.as_secs_f64() * c.multiplier.powi(n.saturating_sub(1).min(i32::MAX as u32) as i32);
                 Duration::try_from_secs_f64(grown).map_or(c.max_delay, |d| d.min(c.max_delay))
@@ -100,6 +104,10 @@ pub struct RetryPolicy {
     state: Arc<RetryState>,
     /// Whether `start` has work: `max_duration` needs the start time, a budget counts the call.
     counts_start: bool,
+    /// `max_attempts` when a retry can be granted without consulting anything but the attempt
+    /// count: enabled, zero delay (so zero wait, whatever the backoff and jitter), no
+    /// `max_duration`, no budget, nobody listening. Else 0, which no attempt count is below.
+    quick_below: u32,
 }
 
 impl RetryPolicy {
@@ -130,7 +138,13 @@ impl RetryPolicy {
         })?;
         let c = &state.config;
         let counts_start = c.enabled && (c.max_duration.is_some() || state.budget.is_some());
-        Ok(RetryPolicy { state, counts_start })
+        let quick = c.enabled
+            && c.delay.is_zero()
+            && c.max_duration.is_none()
+            && state.budget.is_none()
+            && !state.events.is_active();
+        let quick_below = if quick { c.max_attempts } else { 0 };
+        Ok(RetryPolicy { state, counts_start, quick_below })
     }
 
     /// The instance id.
@@ -149,20 +163,37 @@ impl RetryPolicy {
         call
     }
 
+    /// Out of line, to keep the generated method small. The budget-only path is a leaf (no
+    /// register saved); a `max_duration` takes the path that reads the clock.
     #[inline(never)]
     fn start_counted(&self, call: &mut RetryCall) {
+        let state = &*self.state;
+        if state.config.max_duration.is_some() {
+            return self.start_clocked(call);
+        }
+        if let Some(budget) = &state.budget {
+            budget.count_call();
+        }
+    }
+
+    #[inline(never)]
+    fn start_clocked(&self, call: &mut RetryCall) {
         let state = &*self.state;
         if let Some(budget) = &state.budget {
             budget.count_call();
         }
-        if state.config.max_duration.is_some() {
-            call.started = state.timer.now();
-        }
+        call.started = state.timer.now();
     }
 
     /// After a failed attempt: counts it, decides, publishes, waits (blocking the thread on the
     /// registry's clock) and says whether to try again.
+    #[inline]
     pub fn retry_after(&self, call: &mut RetryCall, failure: Failure) -> bool {
+        self.quick(call, failure) || self.retry_after_slow(call, failure)
+    }
+
+    #[inline(never)]
+    fn retry_after_slow(&self, call: &mut RetryCall, failure: Failure) -> bool {
         match self.decide(call, failure) {
             Some(wait) => self.wait_blocking(call, wait),
             None => false,
@@ -172,6 +203,9 @@ impl RetryPolicy {
     /// The async form of [`retry_after`](Self::retry_after): waits without blocking a thread;
     /// dropping the future cancels the wait and no further attempt starts.
     pub async fn retry_after_async(&self, call: &mut RetryCall, failure: Failure) -> bool {
+        if self.quick(call, failure) {
+            return true;
+        }
         match self.decide(call, failure) {
             Some(wait) => self.wait_async(call, wait).await,
             None => false,
@@ -188,6 +222,9 @@ impl RetryPolicy {
     /// publishes; `Some(wait)` means "wait this long, then try again".
     #[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
     pub(crate) fn next_wait(&self, call: &mut RetryCall, failure: Failure) -> Option<Duration> {
+        if self.quick(call, failure) {
+            return Some(Duration::ZERO);
+        }
         self.decide(call, failure)
     }
 
@@ -199,6 +236,17 @@ impl RetryPolicy {
     /// The second half, in a future that owns nothing borrowed from the caller's stack.
     pub(crate) async fn wait_async(&self, call: &RetryCall, wait: Duration) -> bool {
         self.waited(call, self.state.timer.sleep_async(wait).await)
+    }
+
+    /// The zero-wait retry without a decision to make (see `quick_below`): what `decide` and a
+    /// zero `sleep` would conclude — count the attempt, go again — in a few inlined instructions.
+    /// Giving up, a shut-down registry and everything else take the full path.
+    #[inline]
+    fn quick(&self, call: &mut RetryCall, failure: Failure) -> bool {
+        let go =
+            failure == Failure::Retryable && call.attempts + 1 < self.quick_below && !self.state.timer.is_shut_down();
+        call.attempts += u32::from(go);
+        go
     }
 
     fn waited(&self, call: &RetryCall, outcome: Result<(), Interrupted>) -> bool {
@@ -384,5 +432,32 @@ mod tests {
         let manual = Registry::builder().clock(&clock).build().unwrap();
         assert!(RetryPolicy::build(&manual, "m::A::f", None, None, true, RetryConfigBuilder::new()).is_ok());
         assert!(RetryPolicy::build(&system, "m::A::g", None, None, false, RetryConfigBuilder::new()).is_ok());
+    }
+
+    /// The quick path (zero delay, no limits, no listener) must decide exactly as the full one:
+    /// the same attempt counts, giving up at `max_attempts` and on a refusal, and stopping once
+    /// the registry is shut down.
+    #[test]
+    fn zero_delay_without_listeners_counts_and_stops_like_the_full_path() {
+        let clock = ManualClock::new();
+        let quiet = Registry::builder().clock(&clock).build().unwrap();
+        let attrs = || RetryConfigBuilder::new().max_attempts(4).delay(Duration::ZERO);
+        let policy = RetryPolicy::build(&quiet, "m::A::zero", None, None, false, attrs()).unwrap();
+        // The `tracing` and `metrics` features always listen, which turns the quick path off.
+        let listening = cfg!(any(feature = "tracing", feature = "metrics"));
+        assert_eq!(policy.quick_below, if listening { 0 } else { 4 });
+        assert_eq!(run(&policy, |_| Some(Failure::Retryable)), (4, false));
+        assert_eq!(run(&policy, |n| (n < 3).then_some(Failure::Retryable)), (2, true));
+        assert_eq!(run(&policy, |_| Some(Failure::NotRetryable)), (1, false));
+        assert_eq!(clock.elapsed(), Duration::ZERO);
+
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let heard = RetryPolicy::build(&registry(&clock, &events), "m::A::zero", None, None, false, attrs()).unwrap();
+        assert_eq!(heard.quick_below, 0, "a listener must see every Retrying event");
+        assert_eq!(run(&heard, |_| Some(Failure::Retryable)), (4, false));
+        assert_eq!(events.lock().unwrap().len(), 4);
+
+        quiet.shutdown();
+        assert_eq!(run(&policy, |_| Some(Failure::Retryable)), (1, false));
     }
 }

@@ -1,0 +1,215 @@
+//! resilience4cata's circuit breaker, rate limiter, bulkhead and timeout through `#[resilient]`,
+//! alone and stacked under a retry, over the same delegate as the anchors. Built on `Registry::builder().build()`:
+//! the system clock, whose coarse reading (one atomic load, kept fresh by the registry's ticker)
+//! is all the rate limiter's pass path reads.
+#![allow(async_fn_in_trait)] // local traits: the futures are polled on the calling thread
+
+use std::future::Future;
+
+use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
+
+use crate::{consume, exec, opaque, work};
+
+/// The error of the guarded methods: the delegate's failure, or a policy's refusal.
+#[derive(Debug, PartialEq, ResilienceError)]
+pub enum GuardError {
+    /// The delegate failed.
+    Fail,
+    /// A policy refused the call.
+    #[rejection]
+    Rejected(Rejection),
+}
+
+/// Each policy alone, then stacked.
+#[resilient]
+pub trait Guarded {
+    /// Circuit breaker, default configuration, closed.
+    #[circuit_breaker]
+    fn broken(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// The async breaker.
+    #[circuit_breaker]
+    async fn broken_async(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// Rate limiter with permits to spare.
+    #[rate_limiter(permits = 1000000000, period = "1s")]
+    fn limited(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// Bulkhead with room to spare.
+    #[bulkhead(max_concurrent_calls = 1024)]
+    fn bulkheaded(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// The async bulkhead.
+    #[bulkhead(max_concurrent_calls = 1024)]
+    async fn bulkheaded_async(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// A timeout that does not fire.
+    #[timeout(duration = "1s")]
+    async fn timed(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// The full stack: retry + circuit breaker + rate limiter + bulkhead.
+    #[retry(max_attempts = 3)]
+    #[circuit_breaker]
+    #[rate_limiter(permits = 1000000000, period = "1s")]
+    #[bulkhead(max_concurrent_calls = 1024)]
+    fn full(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// The async form.
+    #[retry(max_attempts = 3)]
+    #[circuit_breaker]
+    #[rate_limiter(permits = 1000000000, period = "1s")]
+    #[bulkhead(max_concurrent_calls = 1024)]
+    async fn full_async(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// Retry + rate limiter + bulkhead (the full stack without the breaker).
+    #[retry(max_attempts = 3)]
+    #[rate_limiter(permits = 1000000000, period = "1s")]
+    #[bulkhead(max_concurrent_calls = 1024)]
+    fn stacked(&self, x: u64) -> Result<u64, GuardError>;
+
+    /// The async form.
+    #[retry(max_attempts = 3)]
+    #[rate_limiter(permits = 1000000000, period = "1s")]
+    #[bulkhead(max_concurrent_calls = 1024)]
+    async fn stacked_async(&self, x: u64) -> Result<u64, GuardError>;
+}
+
+/// The delegate: `work`, its error mapped (it never fails).
+#[derive(Debug, Default)]
+pub struct Backend;
+
+#[inline(always)]
+fn call(x: u64) -> Result<u64, GuardError> {
+    work(x).map_err(|_| GuardError::Fail)
+}
+
+impl Guarded for Backend {
+    fn broken(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    async fn broken_async(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    fn full(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    async fn full_async(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    fn limited(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    fn bulkheaded(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    async fn bulkheaded_async(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    async fn timed(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    fn stacked(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+    async fn stacked_async(&self, x: u64) -> Result<u64, GuardError> {
+        call(x)
+    }
+}
+
+/// The wrapper and its registry, kept together so the registry (and its coarse-clock ticker) lives
+/// as long as the case.
+struct Guard {
+    api: ResilientGuarded<Backend>,
+    _registry: Registry,
+}
+
+fn guard() -> Guard {
+    let registry = Registry::builder().build().expect("the default registry builds");
+    let api = ResilientGuarded::new(Backend, &registry).expect("every instance resolves");
+    Guard { api, _registry: registry }
+}
+
+/// `SHARED` only makes the 1- and 2-thread cases distinct types, so that each closure has a single
+/// call site (and is inlined there, as every other case is).
+fn sync_case<const SHARED: bool, F>(f: F) -> impl Fn() + Sync
+where
+    F: Fn(&ResilientGuarded<Backend>, u64) -> Result<u64, GuardError> + Sync,
+{
+    let guard = guard();
+    move || consume(f(&guard.api, opaque(1)))
+}
+
+fn async_case<F, Fut>(f: F) -> impl FnMut()
+where
+    F: Fn(&'static ResilientGuarded<Backend>, u64) -> Fut,
+    Fut: Future<Output = Result<u64, GuardError>>,
+{
+    // Leaked: the futures borrow the wrapper, and a case is built a few hundred times per run.
+    let guard: &'static Guard = Box::leak(Box::new(guard()));
+    move || consume(exec::poll_now(f(&guard.api, opaque(1))))
+}
+
+/// `#[circuit_breaker]`, closed, success.
+pub fn breaker_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.broken(x))
+}
+
+/// [`breaker_sync`], shared with a contender thread.
+pub fn breaker_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.broken(x))
+}
+
+/// `#[circuit_breaker]` on an async method, closed, success.
+pub fn breaker_async() -> impl FnMut() {
+    async_case(|api, x| api.broken_async(x))
+}
+
+/// `#[retry] #[circuit_breaker] #[rate_limiter] #[bulkhead]`, passing.
+pub fn full_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.full(x))
+}
+
+/// The async form of [`full_sync`].
+pub fn full_async() -> impl FnMut() {
+    async_case(|api, x| api.full_async(x))
+}
+
+/// `#[rate_limiter]`, passing.
+pub fn rate_limiter_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.limited(x))
+}
+
+/// [`rate_limiter_sync`], shared with a contender thread.
+pub fn rate_limiter_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.limited(x))
+}
+
+/// `#[bulkhead]`, passing.
+pub fn bulkhead_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.bulkheaded(x))
+}
+
+/// [`bulkhead_sync`], shared with a contender thread.
+pub fn bulkhead_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.bulkheaded(x))
+}
+
+/// `#[bulkhead]` on an async method, passing.
+pub fn bulkhead_async() -> impl FnMut() {
+    async_case(|api, x| api.bulkheaded_async(x))
+}
+
+/// `#[timeout]`, the attempt finishing at once.
+pub fn timeout_async() -> impl FnMut() {
+    async_case(|api, x| api.timed(x))
+}
+
+/// `#[retry] #[rate_limiter] #[bulkhead]`, passing.
+pub fn stack_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.stacked(x))
+}
+
+/// The async form of [`stack_sync`].
+pub fn stack_async() -> impl FnMut() {
+    async_case(|api, x| api.stacked_async(x))
+}

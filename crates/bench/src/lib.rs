@@ -1,0 +1,287 @@
+//! Benchmarks of resilience4cata beside the crates a user would pick instead.
+//!
+//! Every case lives once, in [`cases`], as a constructor returning the closure that makes one call.
+//! The [`CASES`] table names them (`group/name`, the same names criterion prints) and drives them
+//! through [`Run`], so the criterion benches (`benches/*.rs`), the instruction-count runner
+//! (`src/bin/cases.rs` under callgrind) and the allocation report all measure the same code.
+//!
+//! See `docs/benchmarks.md` for the results and the commands.
+#![deny(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod alloc;
+pub mod cases;
+pub mod exec;
+
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use cpu_time::ThreadTime;
+
+#[global_allocator]
+static GLOBAL: alloc::Counting = alloc::Counting;
+
+/// The error every delegate returns when it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Fail;
+
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the delegate failed")
+    }
+}
+
+impl std::error::Error for Fail {}
+
+/// The protected operation: an opaque call that succeeds. `#[inline(never)]` so that every case,
+/// ours and the anchors', pays for one real call and the baseline is a real call too.
+///
+/// ```
+/// assert_eq!(bench::work(1), Ok(2));
+/// ```
+#[inline(never)]
+pub fn work(x: u64) -> Result<u64, Fail> {
+    Ok(x.wrapping_add(1))
+}
+
+/// The flaky operation: fails when `fail_next` is set (and clears it), else behaves like [`work`].
+///
+/// ```
+/// use std::cell::Cell;
+/// let fail_next = Cell::new(true);
+/// assert_eq!(bench::flaky(1, &fail_next), Err(bench::Fail));
+/// assert_eq!(bench::flaky(1, &fail_next), Ok(2));
+/// ```
+#[inline(never)]
+pub fn flaky(x: u64, fail_next: &std::cell::Cell<bool>) -> Result<u64, Fail> {
+    if fail_next.replace(false) { Err(Fail) } else { Ok(x.wrapping_add(1)) }
+}
+
+/// Whether a case is a blocking call or a future.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// A plain function call.
+    Sync,
+    /// A future, polled once by [`exec::poll_now`] inside the tokio runtime.
+    Async,
+}
+
+/// One benchmark case: a named way to make one protected call.
+#[derive(Debug, Clone, Copy)]
+pub struct Case {
+    /// Criterion group, e.g. `retry_success`.
+    pub group: &'static str,
+    /// Name within the group, e.g. `backon_sync`.
+    pub name: &'static str,
+    /// Sync or async.
+    pub form: Form,
+    /// 1, or 2 when a contender thread hammers the same instance while the caller is measured.
+    pub threads: u8,
+    /// Builds the case and drives it through `run`.
+    pub body: fn(&mut Run),
+}
+
+impl Case {
+    /// `group/name`, the id used by criterion, the runner and the docs.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.group, self.name)
+    }
+
+    /// Builds the case, warms it up, then makes `iters` calls on the calling thread.
+    pub fn run(&self, iters: u64) -> Run {
+        let mut run = Run { iters, warmup: 16, elapsed: Duration::ZERO, cpu: Duration::ZERO, allocations: 0 };
+        // Entered before the case is built: some anchors read the tokio context when constructed.
+        let _runtime = exec::enter();
+        (self.body)(&mut run);
+        run
+    }
+
+    /// Allocations per call on the calling thread, measured over `iters` calls.
+    pub fn allocations_per_call(&self, iters: u64) -> f64 {
+        self.run(iters).allocations as f64 / iters as f64
+    }
+}
+
+/// One measurement: how many calls, how long they took and how much they allocated.
+#[derive(Debug, Clone, Copy)]
+pub struct Run {
+    /// Calls to measure.
+    pub iters: u64,
+    /// Unmeasured calls made first (lazy initialisation, caches).
+    pub warmup: u64,
+    /// Wall time taken by the measured calls (the calling thread's loop only).
+    pub elapsed: Duration,
+    /// CPU time the calling thread spent in the measured calls: the wall time less the time it
+    /// was descheduled. What criterion reports (see [`Run::measured`]).
+    pub cpu: Duration,
+    /// Allocations made by the calling thread during the measured calls.
+    pub allocations: u64,
+}
+
+impl Run {
+    /// The time criterion is given: the calling thread's CPU time, or its wall time when the
+    /// environment variable `BENCH_CLOCK=wall` is set.
+    ///
+    /// CPU time by default because the benchmarks run on a 2-core machine shared with other builds:
+    /// wall time would count every moment the measuring thread was descheduled, and in the
+    /// two-thread rows (two busy threads on two cores) that dominates the figure. Cache-line
+    /// contention still shows: a stalled thread is running.
+    pub fn measured(&self) -> Duration {
+        static WALL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if *WALL.get_or_init(|| std::env::var("BENCH_CLOCK").is_ok_and(|v| v == "wall")) {
+            self.elapsed
+        } else {
+            self.cpu
+        }
+    }
+
+    /// Warms `call` up, then makes the measured calls.
+    #[inline(never)]
+    pub fn drive<F: FnMut()>(&mut self, mut call: F) {
+        // Through the same function as the measured calls: `call` then has one call site, which
+        // the compiler inlines as it would in an application's single caller.
+        measured_loop(self.warmup, &mut call);
+        let allocated = alloc::allocations();
+        let (wall, cpu) = (Instant::now(), ThreadTime::now());
+        measured_loop(self.iters, &mut call);
+        self.cpu = cpu.elapsed();
+        self.elapsed = wall.elapsed();
+        self.allocations = alloc::allocations() - allocated;
+    }
+
+    /// Like [`drive`](Self::drive), while a second thread makes the same calls on the same instance
+    /// for the whole measured loop. Only the calling thread's loop is timed.
+    pub fn drive_contended<F: Fn() + Sync>(&mut self, call: F) {
+        let stop = AtomicBool::new(false);
+        let started = Barrier::new(2);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _runtime = exec::enter();
+                started.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        call();
+                    }
+                }
+            });
+            started.wait();
+            self.drive(&call);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+}
+
+/// The measured calls, in a function of their own so that callgrind can count only them
+/// (`--toggle-collect=*measured_loop*`): setup that varies from run to run (a clock calibration, a
+/// runtime's start) stays out of the count.
+#[inline(never)]
+fn measured_loop<F: FnMut()>(iters: u64, call: &mut F) {
+    for _ in 0..iters {
+        call();
+    }
+}
+
+/// An input the optimiser cannot see through.
+#[inline(always)]
+pub fn opaque<T>(value: T) -> T {
+    black_box(value)
+}
+
+/// Hides a case's result from the optimiser (so the call is not removed) and drops it.
+///
+/// Only `result.ok()` goes through `black_box`: `black_box` stores its argument to memory, and a
+/// large error type (ours carries a `Rejection`) would otherwise pay for storing the whole `Result`
+/// on every call although the `Ok` path never builds the error.
+#[inline(always)]
+pub fn consume<T, E>(result: Result<T, E>) {
+    drop(black_box(result.ok()));
+}
+
+macro_rules! case {
+    ($group:literal, $name:literal, $form:ident, $ctor:path) => {
+        Case { group: $group, name: $name, form: Form::$form, threads: 1, body: |run| run.drive($ctor()) }
+    };
+    ($group:literal, $name:literal, $form:ident, $ctor:path, contended) => {
+        Case { group: $group, name: $name, form: Form::$form, threads: 2, body: |run| run.drive_contended($ctor()) }
+    };
+}
+
+/// Every case, grouped as criterion groups them.
+pub static CASES: &[Case] = &[
+    // The baseline: the delegate called directly.
+    case!("baseline", "direct", Sync, cases::baseline::direct),
+    case!("baseline", "direct_async", Async, cases::baseline::direct_async),
+    // Retry whose first attempt succeeds.
+    case!("retry_success", "direct", Sync, cases::baseline::direct),
+    case!("retry_success", "ours_sync", Sync, cases::ours::success_sync),
+    case!("retry_success", "ours_async", Async, cases::ours::success_async),
+    case!("retry_success", "backon_sync", Sync, cases::retry::backon_sync),
+    case!("retry_success", "backon_async", Async, cases::retry::backon_async),
+    case!("retry_success", "tower_retry_async", Async, cases::retry::tower_retry_async),
+    case!("retry_success", "seatbelt_async", Async, cases::retry::seatbelt_async),
+    case!("retry_success", "tower_resilience_async", Async, cases::retry::tower_resilience_async),
+    // Retry whose first attempt fails and second succeeds, with a zero wait.
+    case!("retry_fail_once", "ours_sync", Sync, cases::ours::fail_once_sync),
+    case!("retry_fail_once", "ours_manual_clock_sync", Sync, cases::ours::fail_once_manual_sync),
+    case!("retry_fail_once", "ours_async", Async, cases::ours::fail_once_async),
+    case!("retry_fail_once", "backon_sync", Sync, cases::retry::backon_sync_fail_once),
+    case!("retry_fail_once", "backon_async", Async, cases::retry::backon_async_fail_once),
+    case!("retry_fail_once", "tower_retry_async", Async, cases::retry::tower_retry_async_fail_once),
+    case!("retry_fail_once", "seatbelt_async", Async, cases::retry::seatbelt_async_fail_once),
+    // Retry budget accounting on a successful call.
+    case!("budget_success", "direct", Sync, cases::baseline::direct),
+    case!("budget_success", "ours_sync", Sync, cases::ours::budget_sync),
+    case!("budget_success", "ours_sync_2t", Sync, cases::ours::budget_shared, contended),
+    case!("budget_success", "tower_tps_budget_sync", Sync, cases::retry::tower_tps_budget),
+    case!("budget_success", "tower_tps_budget_sync_2t", Sync, cases::retry::tower_tps_budget_shared, contended),
+    // Circuit breaker, closed, successful call.
+    case!("breaker_closed", "ours_sync", Sync, cases::ours_guarded::breaker_sync),
+    case!("breaker_closed", "ours_async", Async, cases::ours_guarded::breaker_async),
+    case!("breaker_closed", "ours_sync_2t", Sync, cases::ours_guarded::breaker_shared, contended),
+    case!("breaker_closed", "recloser_sync", Sync, cases::breaker::recloser_sync),
+    case!("breaker_closed", "recloser_async", Async, cases::breaker::recloser_async),
+    case!("breaker_closed", "failsafe_sync", Sync, cases::breaker::failsafe_sync),
+    case!("breaker_closed", "seatbelt_async", Async, cases::breaker::seatbelt_async),
+    case!("breaker_closed", "tower_resilience_async", Async, cases::breaker::tower_resilience_async),
+    case!("breaker_closed", "recloser_sync_2t", Sync, cases::breaker::recloser_shared, contended),
+    case!("breaker_closed", "failsafe_sync_2t", Sync, cases::breaker::failsafe_shared, contended),
+    // Rate limiter with permits to spare.
+    case!("rate_limiter_pass", "ours_sync", Sync, cases::ours_guarded::rate_limiter_sync),
+    case!("rate_limiter_pass", "ours_sync_2t", Sync, cases::ours_guarded::rate_limiter_shared, contended),
+    case!("rate_limiter_pass", "governor_sync", Sync, cases::limits::governor_sync),
+    case!("rate_limiter_pass", "tower_resilience_async", Async, cases::limits::tower_resilience_rate_limiter),
+    case!("rate_limiter_pass", "governor_sync_2t", Sync, cases::limits::governor_shared, contended),
+    // Bulkhead with room to spare.
+    case!("bulkhead_pass", "ours_sync", Sync, cases::ours_guarded::bulkhead_sync),
+    case!("bulkhead_pass", "ours_async", Async, cases::ours_guarded::bulkhead_async),
+    case!("bulkhead_pass", "ours_sync_2t", Sync, cases::ours_guarded::bulkhead_shared, contended),
+    case!("bulkhead_pass", "tokio_semaphore_sync", Sync, cases::limits::tokio_semaphore_sync),
+    case!("bulkhead_pass", "tower_concurrency_limit_async", Async, cases::limits::tower_concurrency_limit),
+    case!("bulkhead_pass", "tower_resilience_async", Async, cases::limits::tower_resilience_bulkhead),
+    case!("bulkhead_pass", "tokio_semaphore_sync_2t", Sync, cases::limits::tokio_semaphore_shared, contended),
+    // Timeout that does not fire.
+    case!("timeout_pass", "direct_async", Async, cases::baseline::direct_async),
+    case!("timeout_pass", "ours_async", Async, cases::ours_guarded::timeout_async),
+    case!("timeout_pass", "tokio_timeout_async", Async, cases::timeout::tokio_timeout),
+    case!("timeout_pass", "tower_timeout_async", Async, cases::timeout::tower_timeout),
+    case!("timeout_pass", "tower_resilience_async", Async, cases::timeout::tower_resilience_time_limiter),
+    // Retry + breaker + rate limiter + bulkhead, all passing.
+    case!("full_stack", "ours_sync", Sync, cases::ours_guarded::full_sync),
+    case!("full_stack", "ours_async", Async, cases::ours_guarded::full_async),
+    case!("full_stack", "ours_no_breaker_sync", Sync, cases::ours_guarded::stack_sync),
+    case!("full_stack", "ours_no_breaker_async", Async, cases::ours_guarded::stack_async),
+    case!("full_stack", "tower_resilience_no_breaker_async", Async, cases::stack::tower_resilience_no_breaker_async),
+    case!("full_stack", "tower_resilience_async", Async, cases::stack::tower_resilience_async),
+];
+
+/// The cases of one criterion group, in table order.
+pub fn group(name: &str) -> impl Iterator<Item = &'static Case> + '_ {
+    CASES.iter().filter(move |case| case.group == name)
+}
+
+/// Finds a case by `group/name`.
+pub fn find(id: &str) -> Option<&'static Case> {
+    CASES.iter().find(|case| case.id() == id)
+}
