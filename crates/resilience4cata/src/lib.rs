@@ -9,6 +9,7 @@ pub mod circuit_breaker;
 pub mod clock;
 mod error;
 mod events;
+pub mod pipeline;
 pub mod rate_limiter;
 mod registry;
 mod rejection;
@@ -18,6 +19,7 @@ pub mod timeout;
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::Event;
+pub use pipeline::{Pipeline, PipelineBuilder};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
 pub use registry::{Registry, RegistryBuilder, RegistrySnapshot};
@@ -30,8 +32,8 @@ pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backoff, Budget, GiveUpReason, Jitter, Registry, RegistryBuilder, RegistryError, Rejection, ResilienceError,
-        RetryEvent, RetrySnapshot, Verdict, resilient,
+        Backoff, Budget, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder, RegistryError,
+        Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
     };
 }
 

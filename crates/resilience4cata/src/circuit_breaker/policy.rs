@@ -92,6 +92,45 @@ impl CircuitBreakerPolicy {
     }
 }
 
+impl CircuitBreakerPolicy {
+    /// [`acquire`](Self::acquire) for a future that cannot borrow the policy (the pipeline's tower
+    /// adapter): the permit holds its own reference to the breaker, at the cost of one reference
+    /// count up and down per call. Same decision, same recording, same release on drop.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
+    pub(crate) fn acquire_owned(&self) -> Result<OwnedPermit, Rejection> {
+        let permit = ManuallyDrop::new(self.acquire()?);
+        Ok(OwnedPermit { state: Arc::clone(&self.state), ticket: permit.ticket })
+    }
+}
+
+/// A [`Permit`] that owns its breaker; see [`CircuitBreakerPolicy::acquire_owned`].
+#[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
+pub(crate) struct OwnedPermit {
+    state: Arc<CircuitBreakerState>,
+    ticket: Ticket,
+}
+
+#[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
+impl OwnedPermit {
+    /// Records the call's outcome; the drop that follows releases nothing (an unguarded ticket).
+    pub(crate) fn record(mut self, outcome: Outcome) {
+        let ticket = std::mem::replace(&mut self.ticket, Ticket::UNGUARDED);
+        self.state.record(ticket, outcome);
+    }
+}
+
+impl Drop for OwnedPermit {
+    fn drop(&mut self) {
+        self.state.release(self.ticket);
+    }
+}
+
+impl fmt::Debug for OwnedPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedPermit").field("instance", &self.state.instance).finish_non_exhaustive()
+    }
+}
+
 /// An admitted call. Record its outcome with [`record`](Permit::record); a permit dropped
 /// unrecorded (a panic, a dropped future) records nothing and gives a half-open probe slot back.
 #[must_use = "a permit records the call's outcome; dropping it records nothing"]

@@ -195,7 +195,7 @@ impl RetryPolicy {
     #[inline(never)]
     fn retry_after_slow(&self, call: &mut RetryCall, failure: Failure) -> bool {
         match self.decide(call, failure) {
-            Some(wait) => self.waited(call, self.state.timer.sleep(wait)),
+            Some(wait) => self.wait_blocking(call, wait),
             None => false,
         }
     }
@@ -207,9 +207,35 @@ impl RetryPolicy {
             return true;
         }
         match self.decide(call, failure) {
-            Some(wait) => self.waited(call, self.state.timer.sleep_async(wait).await),
+            Some(wait) => self.wait_async(call, wait).await,
             None => false,
         }
+    }
+
+    /// The resolved configuration (the pipeline's tower adapter reads `max_attempts`).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
+    pub(crate) fn config(&self) -> &RetryConfig {
+        &self.state.config
+    }
+
+    /// The first half of [`retry_after`](Self::retry_after): counts the attempt, decides and
+    /// publishes; `Some(wait)` means "wait this long, then try again".
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
+    pub(crate) fn next_wait(&self, call: &mut RetryCall, failure: Failure) -> Option<Duration> {
+        if self.quick(call, failure) {
+            return Some(Duration::ZERO);
+        }
+        self.decide(call, failure)
+    }
+
+    /// The second half, blocking the thread (a zero wait returns at once): whether to try again.
+    pub(crate) fn wait_blocking(&self, call: &RetryCall, wait: Duration) -> bool {
+        self.waited(call, self.state.timer.sleep(wait))
+    }
+
+    /// The second half, in a future that owns nothing borrowed from the caller's stack.
+    pub(crate) async fn wait_async(&self, call: &RetryCall, wait: Duration) -> bool {
+        self.waited(call, self.state.timer.sleep_async(wait).await)
     }
 
     /// The zero-wait retry without a decision to make (see `quick_below`): what `decide` and a

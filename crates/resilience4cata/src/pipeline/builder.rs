@@ -1,0 +1,388 @@
+//! [`PipelineBuilder`]: which policies a pipeline has, and how each one's configuration is layered.
+//!
+//! The builder is untyped (it does not know `T` or `E`), so it only collects, for each policy, the
+//! named configuration and the overrides the caller asked for. [`build`](PipelineBuilder::build)
+//! resolves them all at once through the same registry calls the generated code makes, so the
+//! pipeline's instances are the generated code's instances: same ids, same layering, same errors.
+//! Its type-state ([`Kind`]) records whether a policy that can refuse calls, or a timeout, was
+//! added, so `build` asks for `E: ResilienceError` exactly when the generated code would.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::Pipeline;
+use super::execute::find_rejection;
+use super::guards::Guards;
+use super::kind::{AsyncOnly, Kind, Plain, Rejecting};
+use super::rules::FindRejection;
+use crate::bulkhead::BulkheadConfigBuilder;
+use crate::bulkhead::policy::BulkheadPolicy;
+use crate::circuit_breaker::CircuitBreakerConfigBuilder;
+use crate::circuit_breaker::policy::CircuitBreakerPolicy;
+use crate::error::RegistryError;
+use crate::rate_limiter::RateLimiterConfigBuilder;
+use crate::rate_limiter::policy::RateLimiterPolicy;
+use crate::registry::{Layer, Registry};
+use crate::retry::RetryConfigBuilder;
+use crate::retry::policy::RetryPolicy;
+use crate::timeout::TimeoutConfigBuilder;
+use crate::timeout::policy::TimeoutPolicy;
+use crate::{Rejection, ResilienceError};
+
+/// What the caller asked of one policy: a named configuration and overrides on top of it.
+#[derive(Clone, Debug, Default)]
+struct Wanted<B> {
+    config: Option<String>,
+    overrides: B,
+}
+
+impl<B: Layer> Wanted<B> {
+    /// The policy with its defaults, keeping whatever was asked before.
+    fn add(slot: &mut Option<Self>) -> &mut Self {
+        slot.get_or_insert_with(Wanted::default)
+    }
+
+    fn config(slot: &mut Option<Self>, name: String) {
+        Self::add(slot).config = Some(name);
+    }
+
+    /// Chains `f` onto the overrides already set: a key set twice keeps the later value.
+    fn with(slot: &mut Option<Self>, f: impl FnOnce(B) -> B) {
+        let wanted = Self::add(slot);
+        wanted.overrides = f(std::mem::take(&mut wanted.overrides));
+    }
+
+    /// Resolves through `build(config, overrides)`, the generated code's registry call.
+    fn resolve<P>(
+        slot: Option<Self>,
+        build: impl FnOnce(Option<&str>, B) -> Result<P, RegistryError>,
+    ) -> Result<Option<P>, RegistryError> {
+        slot.map(|wanted| build(wanted.config.as_deref(), wanted.overrides)).transpose()
+    }
+}
+
+/// How to put a refusal into `E` and find one in it: `E::from_rejection` and `E::rejection`,
+/// captured where `E: ResilienceError` is required.
+type Rejections<E> = (fn(Rejection) -> E, FindRejection<E>);
+
+/// Every policy asked for, one slot per policy kind.
+#[derive(Clone, Debug, Default)]
+struct Wants {
+    retry: Option<Wanted<RetryConfigBuilder>>,
+    circuit_breaker: Option<Wanted<CircuitBreakerConfigBuilder>>,
+    rate_limiter: Option<Wanted<RateLimiterConfigBuilder>>,
+    timeout: Option<Wanted<TimeoutConfigBuilder>>,
+    bulkhead: Option<Wanted<BulkheadConfigBuilder>>,
+}
+
+/// Chooses a pipeline's policies; [`build`](PipelineBuilder::build) resolves them.
+///
+/// Start it with [`Pipeline::builder`]. For each policy there are three methods, which compose:
+/// `.retry()` (registry defaults), `.retry_config("name")` (a named configuration of the registry)
+/// and `.retry_with(|r| …)` (overrides on top of both). They rank as a method's attributes do:
+/// built-in defaults < registry defaults < the named configuration < the `_with` overrides <
+/// `retry_instance(id, …)` on the registry. The order of the builder calls does not matter: the
+/// policies always nest in the order of the generated code (retry outermost, then circuit breaker,
+/// rate limiter, timeout, bulkhead).
+///
+/// `K` is the builder's type-state ([`Plain`], [`Rejecting`] or [`AsyncOnly`]): it decides what
+/// `build` asks of the error type and whether the pipeline can run blocking calls.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::{Pipeline, Registry};
+///
+/// let registry = Registry::builder().retry("patient", |r| r.max_attempts(5)).build()?;
+/// let prices = Pipeline::builder(&registry, "prices")
+///     .retry_config("patient")                                 // 5 attempts…
+///     .retry_with(|r| r.delay(Duration::from_millis(10)))       // …10 ms apart at first
+///     .build::<u32, std::io::Error>()?;
+/// assert_eq!(prices.execute(|| Ok(7))?, 7);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct PipelineBuilder<'r, K = Plain> {
+    registry: &'r Registry,
+    id: String,
+    wants: Wants,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K> fmt::Debug for PipelineBuilder<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PipelineBuilder").field("id", &self.id).field("wants", &self.wants).finish_non_exhaustive()
+    }
+}
+
+impl<'r> PipelineBuilder<'r, Plain> {
+    pub(super) fn new(registry: &'r Registry, id: String) -> Self {
+        PipelineBuilder { registry, id, wants: Wants::default(), kind: PhantomData }
+    }
+}
+
+/// The three builder methods of one policy: defaults, a named configuration, overrides.
+macro_rules! policy_methods {
+    (
+        $policy:ident, $config:ident, $with:ident, $builder:ty => $next:ty,
+        $what:literal,
+        [$example:literal, $config_example:literal, $with_example:literal]
+    ) => {
+        #[doc = concat!("Adds a ", $what, " with the registry's defaults (and the instance's overrides, if any).")]
+        ///
+        /// ```
+        #[doc = $example]
+        /// # Ok::<(), resilience4cata::RegistryError>(())
+        /// ```
+        pub fn $policy(mut self) -> PipelineBuilder<'r, $next> {
+            Wanted::add(&mut self.wants.$policy);
+            self.into_kind()
+        }
+
+        #[doc = concat!("Adds a ", $what, " configured by the registry's named configuration `name`. An unknown")]
+        /// name fails [`build`](PipelineBuilder::build) with `R4C-REG-004`.
+        ///
+        /// ```
+        #[doc = $config_example]
+        /// # Ok::<(), resilience4cata::RegistryError>(())
+        /// ```
+        pub fn $config(mut self, name: impl Into<String>) -> PipelineBuilder<'r, $next> {
+            Wanted::config(&mut self.wants.$policy, name.into());
+            self.into_kind()
+        }
+
+        #[doc = concat!("Adds a ", $what, " with overrides on top of the defaults and of the named configuration,")]
+        /// if one was chosen; they rank as a method's attributes do. Calling it twice chains the
+        /// closures.
+        ///
+        /// ```
+        #[doc = $with_example]
+        /// # Ok::<(), resilience4cata::RegistryError>(())
+        /// ```
+        pub fn $with(mut self, f: impl FnOnce($builder) -> $builder) -> PipelineBuilder<'r, $next> {
+            Wanted::with(&mut self.wants.$policy, f);
+            self.into_kind()
+        }
+    };
+}
+
+impl<'r, K: Kind> PipelineBuilder<'r, K> {
+    fn into_kind<K2>(self) -> PipelineBuilder<'r, K2> {
+        PipelineBuilder { registry: self.registry, id: self.id, wants: self.wants, kind: PhantomData }
+    }
+
+    policy_methods!(
+        retry, retry_config, retry_with, RetryConfigBuilder => K,
+        "retry",
+        [
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"inventory\").retry().build::<u32, String>()?;\n\
+             assert_eq!(registry.snapshot().retries()[0].config.max_attempts, 3);",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().retry(\"external\", |r| r.max_attempts(5)).build()?;\n\
+             Pipeline::builder(&registry, \"inventory\").retry_config(\"external\").build::<u32, String>()?;\n\
+             assert_eq!(registry.snapshot().retries()[0].config.max_attempts, 5);",
+            "use std::time::Duration;\n\
+             use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"inventory\")\n    \
+                 .retry_with(|r| r.max_attempts(3).delay(Duration::from_millis(100)))\n    \
+                 .build::<u32, String>()?;\n\
+             assert_eq!(registry.snapshot().retries()[0].config.delay, Duration::from_millis(100));"
+        ]
+    );
+
+    policy_methods!(
+        circuit_breaker, circuit_breaker_config, circuit_breaker_with, CircuitBreakerConfigBuilder => K::Rejecting,
+        "circuit breaker (then `build` needs `E: ResilienceError`)",
+        [
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"prices\").circuit_breaker().build::<u32, std::io::Error>()?;\n\
+             assert!(registry.circuit_breaker(\"prices\").is_some());",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().circuit_breaker(\"touchy\", |c| c.minimum_calls(5)).build()?;\n\
+             Pipeline::builder(&registry, \"prices\").circuit_breaker_config(\"touchy\").build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().circuit_breakers()[0].config.minimum_calls, 5);",
+            "use resilience4cata::circuit_breaker::State;\n\
+             use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             let prices = Pipeline::builder(&registry, \"prices\")\n    \
+                 .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2))\n    \
+                 .build::<u32, std::io::Error>()?;\n\
+             for _ in 0..2 {\n    \
+                 let _ = prices.execute(|| Err(std::io::Error::other(\"down\")));\n\
+             }\n\
+             assert_eq!(registry.circuit_breaker(\"prices\").unwrap().state(), State::Open);"
+        ]
+    );
+
+    policy_methods!(
+        rate_limiter, rate_limiter_config, rate_limiter_with, RateLimiterConfigBuilder => K::Rejecting,
+        "rate limiter (then `build` needs `E: ResilienceError`)",
+        [
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"quotes\").rate_limiter().build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().rate_limiters()[0].config.permits, 50);",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().rate_limiter(\"slow\", |l| l.permits(5)).build()?;\n\
+             Pipeline::builder(&registry, \"quotes\").rate_limiter_config(\"slow\").build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().rate_limiters()[0].config.permits, 5);",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             let quotes = Pipeline::builder(&registry, \"quotes\")\n    \
+                 .rate_limiter_with(|l| l.permits(1))\n    \
+                 .build::<u32, std::io::Error>()?;\n\
+             assert!(quotes.execute(|| Ok(1)).is_ok());\n\
+             assert!(quotes.execute(|| Ok(2)).is_err()); // RateLimitExceeded: one permit per second"
+        ]
+    );
+
+    policy_methods!(
+        timeout, timeout_config, timeout_with, TimeoutConfigBuilder => K::AsyncOnly,
+        "timeout on each attempt (then `build` needs `E: ResilienceError`, and the pipeline offers \
+         only `execute_async`)",
+        [
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"search\").timeout().build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().timeouts()[0].config.duration, std::time::Duration::from_secs(1));",
+            "use std::time::Duration;\n\
+             use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().timeout(\"quick\", |t| t.duration(Duration::from_millis(50))).build()?;\n\
+             Pipeline::builder(&registry, \"search\").timeout_config(\"quick\").build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().timeouts()[0].config.duration, Duration::from_millis(50));",
+            "use std::time::Duration;\n\
+             use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"search\")\n    \
+                 .timeout_with(|t| t.duration(Duration::from_millis(250)))\n    \
+                 .build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().timeouts()[0].config.duration, Duration::from_millis(250));"
+        ]
+    );
+
+    policy_methods!(
+        bulkhead, bulkhead_config, bulkhead_with, BulkheadConfigBuilder => K::Rejecting,
+        "bulkhead (then `build` needs `E: ResilienceError`)",
+        [
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"reports\").bulkhead().build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().bulkheads()[0].config.max_concurrent_calls, 25);",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().bulkhead(\"narrow\", |b| b.max_concurrent_calls(2)).build()?;\n\
+             Pipeline::builder(&registry, \"reports\").bulkhead_config(\"narrow\").build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().bulkheads()[0].config.max_concurrent_calls, 2);",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"reports\")\n    \
+                 .bulkhead_with(|b| b.max_concurrent_calls(4))\n    \
+                 .build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().bulkheads()[0].config.max_concurrent_calls, 4);"
+        ]
+    );
+
+    /// Resolves every policy once, in the generated code's order, under the pipeline's id.
+    /// `is_async`: the pipeline can only run async calls (it has a timeout). `rejections`: how to
+    /// put a refusal into `E` and find one in it, where `E: ResilienceError` is required.
+    fn resolve<T, E, M>(
+        self,
+        is_async: bool,
+        rejections: Option<Rejections<E>>,
+    ) -> Result<Pipeline<T, E, M>, RegistryError> {
+        let (registry, id, wants) = (self.registry, self.id.as_str(), self.wants);
+        let retry = Wanted::resolve(wants.retry, |config, attrs| {
+            RetryPolicy::build(registry, id, None, config, is_async, attrs)
+        })?;
+        let circuit_breaker = Wanted::resolve(wants.circuit_breaker, |config, attrs| {
+            CircuitBreakerPolicy::build(registry, id, None, config, &attrs)
+        })?;
+        let rate_limiter = Wanted::resolve(wants.rate_limiter, |config, attrs| {
+            RateLimiterPolicy::build(registry, id, None, config, is_async, attrs)
+        })?;
+        let timeout =
+            Wanted::resolve(wants.timeout, |config, attrs| TimeoutPolicy::build(registry, id, config, true, attrs))?;
+        let bulkhead = Wanted::resolve(wants.bulkhead, |config, attrs| {
+            BulkheadPolicy::build(registry, id, None, config, is_async, attrs)
+        })?;
+        let guarded = circuit_breaker.is_some() || rate_limiter.is_some() || timeout.is_some() || bulkhead.is_some();
+        let guards = rejections.filter(|_| guarded).map(|(wrap, find)| Guards {
+            circuit_breaker,
+            rate_limiter,
+            timeout,
+            bulkhead,
+            wrap,
+            find,
+            record_on: None,
+            ignore_on: None,
+        });
+        let async_waits = registry.inner().timer.can_sleep_async();
+        Ok(Pipeline::from_parts(Arc::from(id), retry, guards, async_waits))
+    }
+}
+
+impl PipelineBuilder<'_, Plain> {
+    /// Resolves every policy once, into the registry's shared instances under the pipeline's id.
+    ///
+    /// Fails as wrapping a trait does: `R4C-REG-004` for an unknown named configuration,
+    /// `R4C-REG-003` for an invalid resolved value, `R4C-REG-008` when the id is already used with
+    /// another configuration. A retry-only pipeline accepts any error type `E` (see
+    /// `Pipeline::detect_rejections` for what that means for nested refusals).
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let err = Pipeline::builder(&registry, "inventory").retry_config("nope").build::<u32, String>().unwrap_err();
+    /// assert_eq!(err.code(), "R4C-REG-004");
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn build<T, E>(self) -> Result<Pipeline<T, E>, RegistryError> {
+        self.resolve(false, None)
+    }
+}
+
+impl PipelineBuilder<'_, Rejecting> {
+    /// Resolves every policy once, as [`PipelineBuilder::<Plain>::build`](PipelineBuilder::build)
+    /// does; the pipeline has a policy that can refuse calls, so `E` must implement
+    /// [`ResilienceError`] (its refusals travel in `E`, and a nested open breaker's refusal is found
+    /// and never retried).
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let quotes = Pipeline::builder(&registry, "quotes").retry().bulkhead().build::<u32, std::io::Error>()?;
+    /// assert_eq!(quotes.execute(|| Ok(3))?, 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E>, RegistryError> {
+        Ok(self.resolve(false, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
+    }
+}
+
+impl PipelineBuilder<'_, AsyncOnly> {
+    /// Resolves every policy once; with a timeout, the pipeline runs only async calls
+    /// ([`Pipeline::execute_async`]), and `E` must implement [`ResilienceError`]. Fails with
+    /// `R4C-REG-010` when the registry's clock cannot wait in a future.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let search = Pipeline::builder(&registry, "search")
+    ///     .timeout_with(|t| t.duration(Duration::from_millis(200)))
+    ///     .build::<u32, std::io::Error>()?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// assert_eq!(search.execute_async(|| async { Ok(4) }).await.unwrap(), 4);
+    /// # });
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E, AsyncOnly>, RegistryError> {
+        Ok(self.resolve(true, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
+    }
+}

@@ -1,0 +1,435 @@
+//! [`Pipeline`]: the generated retry loop written once, generically, over the same policy objects.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::PipelineBuilder;
+use super::guards::Guards;
+use super::kind::{Blocking, SyncOrAsync};
+use super::rules::{Decide, Rules};
+use crate::registry::Registry;
+use crate::retry::Verdict;
+use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
+use crate::{Rejection, ResilienceError};
+
+/// Policies applied to calls that cannot be annotated: the programmatic twin of `#[resilient]`.
+///
+/// A pipeline drives the same runtime objects as the generated code, in the same order, under the
+/// pipeline's id: a pipeline built with id `"inventory"` shares its instances with every method
+/// whose policy has `name = "inventory"`, publishes the same events and appears in the same
+/// snapshots. It is `Clone` (a few reference counts), `Send` and `Sync` for every `T` and `E`: build
+/// it once and use it from any number of threads and tasks.
+///
+/// `M` is [`SyncOrAsync`] (the default: [`execute`](Self::execute) and
+/// [`execute_async`](Self::execute_async)) or, for a pipeline with a timeout,
+/// [`AsyncOnly`](super::AsyncOnly) (`execute_async` only).
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::{Pipeline, Registry};
+///
+/// let registry = Registry::builder().build()?;
+/// let stock = Pipeline::builder(&registry, "inventory")
+///     .retry_with(|r| r.max_attempts(3).delay(Duration::ZERO))
+///     .build::<u32, String>()?;
+///
+/// let mut calls = 0;
+/// let units = stock.execute(|| {
+///     calls += 1;
+///     if calls < 3 { Err("inventory down".to_owned()) } else { Ok(7) }
+/// });
+/// assert_eq!((units, calls), (Ok(7), 3));
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+pub struct Pipeline<T, E, M = SyncOrAsync> {
+    id: Arc<str>,
+    retry: Option<RetryPolicy>,
+    /// The policies inside the retry; present only where `E: ResilienceError` was required.
+    guards: Option<Guards<E>>,
+    /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
+    async_waits: bool,
+    rules: Rules<T, E>,
+    mode: PhantomData<fn() -> M>,
+}
+
+impl<T, E, M> Clone for Pipeline<T, E, M> {
+    fn clone(&self) -> Self {
+        Pipeline {
+            id: Arc::clone(&self.id),
+            retry: self.retry.clone(),
+            guards: self.guards.clone(),
+            async_waits: self.async_waits,
+            rules: self.rules.clone(),
+            mode: PhantomData,
+        }
+    }
+}
+
+impl<T, E, M> fmt::Debug for Pipeline<T, E, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("id", &self.id)
+            .field("retry", &self.retry.as_ref().map(RetryPolicy::instance))
+            .field("guards", &self.guards)
+            .field("rules", &self.rules)
+            .finish()
+    }
+}
+
+impl Pipeline<(), ()> {
+    /// Starts a pipeline whose policies take `id` as their instance id.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let pipeline = Pipeline::builder(&registry, "inventory").retry().build::<u32, String>()?;
+    /// assert_eq!(pipeline.id(), "inventory");
+    /// assert_eq!(&*registry.snapshot().retries()[0].instance, "inventory");
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn builder(registry: &Registry, id: impl Into<String>) -> PipelineBuilder<'_> {
+        PipelineBuilder::new(registry, id.into())
+    }
+}
+
+impl<T, E, M> Pipeline<T, E, M> {
+    pub(super) fn from_parts(
+        id: Arc<str>,
+        retry: Option<RetryPolicy>,
+        guards: Option<Guards<E>>,
+        async_waits: bool,
+    ) -> Self {
+        Pipeline { id, retry, guards, async_waits, rules: Rules::default(), mode: PhantomData }
+    }
+
+    /// The pipeline's id: the instance id of each of its policies.
+    ///
+    /// ```
+    /// # use resilience4cata::{Pipeline, Registry};
+    /// # let registry = Registry::builder().build()?;
+    /// let pipeline = Pipeline::builder(&registry, "prices").build::<u32, String>()?;
+    /// assert_eq!(pipeline.id(), "prices");
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Retries only the errors `f` accepts (default: every `Err`), like `retry_on = <pattern>`.
+    /// Replaces a [`classifier`](Self::classifier), which cannot be combined with it.
+    ///
+    /// ```
+    /// use std::io::{Error, ErrorKind};
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let files = Pipeline::builder(&registry, "files")
+    ///     .retry()
+    ///     .build::<Vec<u8>, Error>()?
+    ///     .retry_on(|e| e.kind() == ErrorKind::TimedOut);
+    /// let mut calls = 0;
+    /// let _ = files.execute(|| { calls += 1; Err(Error::from(ErrorKind::NotFound)) });
+    /// assert_eq!(calls, 1); // not retryable
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn retry_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        self.rules.decide = match self.rules.decide {
+            Decide::Patterns { abort_on, .. } => Decide::Patterns { retry_on: Some(Arc::new(f)), abort_on },
+            Decide::Classifier { .. } => Decide::Patterns { retry_on: Some(Arc::new(f)), abort_on: None },
+        };
+        self
+    }
+
+    /// Never retries the errors `f` accepts (default: none), like `abort_on = <pattern>`; it wins
+    /// over [`retry_on`](Self::retry_on). Replaces a [`classifier`](Self::classifier).
+    ///
+    /// ```
+    /// use std::io::{Error, ErrorKind};
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let files = Pipeline::builder(&registry, "files")
+    ///     .retry()
+    ///     .build::<Vec<u8>, Error>()?
+    ///     .abort_on(|e| e.kind() == ErrorKind::NotFound);
+    /// let mut calls = 0;
+    /// let _ = files.execute(|| { calls += 1; Err(Error::from(ErrorKind::NotFound)) });
+    /// assert_eq!(calls, 1);
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn abort_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        self.rules.decide = match self.rules.decide {
+            Decide::Patterns { retry_on, .. } => Decide::Patterns { retry_on, abort_on: Some(Arc::new(f)) },
+            Decide::Classifier { .. } => Decide::Patterns { retry_on: None, abort_on: Some(Arc::new(f)) },
+        };
+        self
+    }
+
+    /// Records as a breaker failure only the errors `f` accepts (default: every `Err`), like the
+    /// breaker's `record_on = <pattern>`; any other `Err` counts as a success. Refusals carried in
+    /// `E` are judged first, as in generated code: a local refusal (rate limiter, bulkhead) is not
+    /// recorded, a timeout or a nested open breaker is a failure. Only a pipeline with a circuit
+    /// breaker records anything; elsewhere this has no effect.
+    ///
+    /// ```
+    /// use resilience4cata::circuit_breaker::State;
+    /// use resilience4cata::{Pipeline, Registry};
+    /// use std::io::{Error, ErrorKind};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let prices = Pipeline::builder(&registry, "prices")
+    ///     .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2))
+    ///     .build::<u32, Error>()?
+    ///     .record_on(|e| e.kind() == ErrorKind::TimedOut);
+    /// for _ in 0..2 {
+    ///     let _ = prices.execute(|| Err(Error::from(ErrorKind::NotFound))); // not a breaker failure
+    /// }
+    /// assert_eq!(registry.circuit_breaker("prices").unwrap().state(), State::Closed);
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn record_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        if let Some(guards) = &mut self.guards {
+            guards.record_on = Some(Arc::new(f));
+        }
+        self
+    }
+
+    /// Leaves the errors `f` accepts out of the breaker's window (default: none), like the
+    /// breaker's `ignore_on = <pattern>`; it wins over [`record_on`](Self::record_on), and an
+    /// ignored half-open probe gives its permit back. Only a pipeline with a circuit breaker
+    /// records anything; elsewhere this has no effect.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    /// use std::io::{Error, ErrorKind};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let prices = Pipeline::builder(&registry, "prices")
+    ///     .circuit_breaker()
+    ///     .build::<u32, Error>()?
+    ///     .ignore_on(|e| e.kind() == ErrorKind::InvalidInput);
+    /// let _ = prices.execute(|| Err(Error::from(ErrorKind::InvalidInput)));
+    /// assert_eq!(registry.circuit_breaker("prices").unwrap().snapshot().buffered_calls, 0);
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn ignore_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        if let Some(guards) = &mut self.guards {
+            guards.ignore_on = Some(Arc::new(f));
+        }
+        self
+    }
+
+    /// Lets `f` decide on every attempt's result, `Ok` and `Err` alike, like `classifier = path`.
+    /// A classifier and `retry_on`/`abort_on` cannot be combined (the attributes reject the pair at
+    /// compile time): the later call replaces the other kind. An open breaker's refusal is never
+    /// retried, whatever the classifier says (when the pipeline can see it, see
+    /// [`detect_rejections`](Self::detect_rejections)).
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry, Verdict};
+    ///
+    /// let registry = Registry::builder().retry_defaults(|r| r.delay(std::time::Duration::ZERO)).build()?;
+    /// let poll = Pipeline::builder(&registry, "poll")
+    ///     .retry()
+    ///     .build::<u32, String>()?
+    ///     .classifier(|r| match r { Ok(0) => Verdict::Retry, Ok(_) => Verdict::Success, Err(_) => Verdict::Fail });
+    /// let mut n = 0;
+    /// assert_eq!(poll.execute(|| { n += 1; Ok(n - 1) }), Ok(1)); // the first `Ok(0)` was retried
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn classifier(mut self, f: impl Fn(&Result<T, E>) -> Verdict + Send + Sync + 'static) -> Self {
+        let on_exhausted = match self.rules.decide {
+            Decide::Classifier { on_exhausted, .. } => on_exhausted,
+            Decide::Patterns { .. } => None,
+        };
+        self.rules.decide = Decide::Classifier { classify: Arc::new(f), on_exhausted };
+        self
+    }
+
+    /// Maps an `Ok` the [`classifier`](Self::classifier) still rejects when the retry gives up,
+    /// like `on_exhausted_result = path`. Call it after `classifier`: without a classifier no `Ok`
+    /// is ever rejected, so it has nothing to map and is not kept (the attributes reject it at
+    /// compile time).
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry, Verdict};
+    ///
+    /// let registry = Registry::builder().retry_defaults(|r| r.delay(std::time::Duration::ZERO)).build()?;
+    /// let poll = Pipeline::builder(&registry, "poll")
+    ///     .retry()
+    ///     .build::<u32, String>()?
+    ///     .classifier(|r| if matches!(r, Ok(0)) { Verdict::Retry } else { Verdict::Success })
+    ///     .on_exhausted_result(|_| Err("still empty".to_owned()));
+    /// assert_eq!(poll.execute(|| Ok(0)), Err("still empty".to_owned()));
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn on_exhausted_result(mut self, f: impl Fn(T) -> Result<T, E> + Send + Sync + 'static) -> Self {
+        if let Decide::Classifier { on_exhausted, .. } = &mut self.rules.decide {
+            *on_exhausted = Some(Arc::new(f));
+        }
+        self
+    }
+
+    /// Makes the retry find an open breaker's refusal ([`Rejection::CallNotPermitted`]) inside `E`
+    /// and never retry it, also when it comes from a nested wrapper or pipeline.
+    ///
+    /// A pipeline cannot see `E`'s impls the way generated code sees a concrete type, so it finds
+    /// nested refusals only where `E: ResilienceError` is required: in every pipeline with a policy
+    /// that can refuse calls (circuit breaker, rate limiter, bulkhead, timeout: `build` requires the
+    /// trait there and turns this on), in every tower
+    /// layer (`Pipeline::layer`, feature `tower`, requires it too), and in a retry-only pipeline after this
+    /// call. A retry-only pipeline without it retries every `Err` its rules accept.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let outer = Pipeline::builder(&registry, "outer").retry().build::<u32, std::io::Error>()?.detect_rejections();
+    /// let mut calls = 0;
+    /// let _ = outer.execute(|| {
+    ///     calls += 1;
+    ///     Err(std::io::Error::from_rejection(Rejection::CallNotPermitted { instance: "inner".into() }))
+    /// });
+    /// assert_eq!(calls, 1);
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn detect_rejections(mut self) -> Self
+    where
+        E: ResilienceError,
+    {
+        self.rules.find_rejection = Some(find_rejection::<E>);
+        self
+    }
+
+    /// Runs `f` through the pipeline: `f` is called once per attempt, on the caller's thread, and
+    /// every wait (between attempts, for a rate limiter permit or a bulkhead slot) blocks this thread
+    /// on the registry's clock. On giving up, the last outcome is returned unchanged. The success
+    /// path allocates nothing and reads no clock. Not offered by a pipeline with a timeout
+    /// (`M = AsyncOnly`, a `[R4C-SIG-020]` compile error): a blocking call cannot be cancelled.
+    ///
+    /// ```
+    /// # use resilience4cata::{Pipeline, Registry};
+    /// # let registry = Registry::builder().build()?;
+    /// let pipeline = Pipeline::builder(&registry, "inventory").retry().build::<u32, String>()?;
+    /// assert_eq!(pipeline.execute(|| Ok(7)), Ok(7));
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    #[inline]
+    pub fn execute<F>(&self, mut f: F) -> Result<T, E>
+    where
+        F: FnMut() -> Result<T, E>,
+        M: Blocking,
+    {
+        let Some(retry) = &self.retry else {
+            return self.attempt(f);
+        };
+        let mut call = retry.start();
+        loop {
+            let outcome = match self.attempt(&mut f) {
+                // The generated `Ok(v) => break Ok(v)`: only the value moves, not the whole `Result`.
+                Ok(value) if self.rules.accepts_every_ok() => return Ok(value),
+                outcome => outcome,
+            };
+            let Some(failure) = self.rules.judge(&outcome) else {
+                return outcome;
+            };
+            if !retry.retry_after(&mut call, failure) {
+                return self.rules.give_back(outcome);
+            }
+        }
+    }
+
+    /// One blocking attempt through the policies inside the retry (§6), innermost the caller's call.
+    #[inline(always)]
+    fn attempt(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        match &self.guards {
+            None => f(),
+            Some(guards) => guards.run(f),
+        }
+    }
+
+    /// Runs the futures `f` makes through the pipeline: `f` is called once per attempt, and the
+    /// first attempt starts when the returned future is first polled. Waits between attempts block
+    /// no thread. Dropping the returned future cancels the attempt or wait in progress, and no
+    /// further attempt starts. Nothing is boxed; the success path allocates nothing.
+    ///
+    /// Should the registry run on the system clock without the `tokio` feature, its clock cannot
+    /// wait inside a future: the waits (between attempts, for a permit or a slot) then block the
+    /// polling thread. A wrapped async method reports `R4C-REG-010` instead; a pipeline cannot know
+    /// at build whether it will be used synchronously, except with a timeout, whose `build` reports
+    /// it.
+    ///
+    /// ```
+    /// # use resilience4cata::{Pipeline, Registry};
+    /// # let registry = Registry::builder().build()?;
+    /// let pipeline = Pipeline::builder(&registry, "inventory").retry().build::<u32, String>()?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// assert_eq!(pipeline.execute_async(|| async { Ok(7) }).await, Ok(7));
+    /// # });
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub async fn execute_async<F, Fut>(&self, mut f: F) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let Some(retry) = &self.retry else {
+            return self.attempt_async(f).await;
+        };
+        let mut call = retry.start();
+        loop {
+            let outcome = match self.attempt_async(&mut f).await {
+                Ok(value) if self.rules.accepts_every_ok() => return Ok(value),
+                outcome => outcome,
+            };
+            let Some(failure) = self.rules.judge(&outcome) else {
+                return outcome;
+            };
+            if !self.retry_after_async(retry, &mut call, failure).await {
+                return self.rules.give_back(outcome);
+            }
+        }
+    }
+
+    /// One async attempt through the policies inside the retry (§6), innermost the caller's call.
+    pub(super) async fn attempt_async<Fut: Future<Output = Result<T, E>>>(
+        &self,
+        f: impl FnOnce() -> Fut,
+    ) -> Result<T, E> {
+        match &self.guards {
+            None => f().await,
+            Some(guards) => guards.run_async(f, self.async_waits).await,
+        }
+    }
+
+    async fn retry_after_async(&self, retry: &RetryPolicy, call: &mut RetryCall, failure: Failure) -> bool {
+        if self.async_waits { retry.retry_after_async(call, failure).await } else { retry.retry_after(call, failure) }
+    }
+
+    #[cfg(feature = "tower")]
+    pub(super) fn retry_policy(&self) -> Option<&RetryPolicy> {
+        self.retry.as_ref()
+    }
+
+    #[cfg(feature = "tower")]
+    pub(super) fn rules(&self) -> &Rules<T, E> {
+        &self.rules
+    }
+
+    #[cfg(feature = "tower")]
+    pub(super) fn waits_async(&self) -> bool {
+        self.async_waits
+    }
+
+    #[cfg(feature = "tower")]
+    pub(super) fn guards(&self) -> Option<&Guards<E>> {
+        self.guards.as_ref()
+    }
+}
+
+pub(super) fn find_rejection<E: ResilienceError>(e: &E) -> Option<&Rejection> {
+    e.rejection()
+}

@@ -1,0 +1,183 @@
+//! The policies inside the retry, around each attempt, in the generated code's order (SPEC §6):
+//! circuit breaker → rate limiter → timeout → bulkhead → the caller's call. Each one is the
+//! generated layer written once for every `E`: ask the policy object, turn its refusal into `E`
+//! with `E::from_rejection`, call inward, and (breaker) record the classified outcome.
+
+use std::fmt;
+use std::future::Future;
+
+use super::rules::{FindRejection, Predicate};
+use crate::Rejection;
+use crate::bulkhead::policy::BulkheadPolicy;
+use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome};
+use crate::rate_limiter::policy::RateLimiterPolicy;
+use crate::timeout::policy::TimeoutPolicy;
+
+/// The inner policies of a pipeline that has at least one, and how to put their refusals into `E`
+/// (captured by `build`, where `E: ResilienceError` is required).
+pub(super) struct Guards<E> {
+    pub(super) circuit_breaker: Option<CircuitBreakerPolicy>,
+    pub(super) rate_limiter: Option<RateLimiterPolicy>,
+    pub(super) timeout: Option<TimeoutPolicy>,
+    pub(super) bulkhead: Option<BulkheadPolicy>,
+    pub(super) wrap: fn(Rejection) -> E,
+    pub(super) find: FindRejection<E>,
+    /// The breaker's `record_on` (default: every `Err`) and `ignore_on` (default: none).
+    pub(super) record_on: Option<Predicate<E>>,
+    pub(super) ignore_on: Option<Predicate<E>>,
+}
+
+impl<E> Clone for Guards<E> {
+    fn clone(&self) -> Self {
+        Guards {
+            circuit_breaker: self.circuit_breaker.clone(),
+            rate_limiter: self.rate_limiter.clone(),
+            timeout: self.timeout.clone(),
+            bulkhead: self.bulkhead.clone(),
+            wrap: self.wrap,
+            find: self.find,
+            record_on: self.record_on.clone(),
+            ignore_on: self.ignore_on.clone(),
+        }
+    }
+}
+
+impl<E> fmt::Debug for Guards<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Guards")
+            .field("circuit_breaker", &self.circuit_breaker.as_ref().map(CircuitBreakerPolicy::instance))
+            .field("rate_limiter", &self.rate_limiter.as_ref().map(RateLimiterPolicy::instance))
+            .field("timeout", &self.timeout.as_ref().map(TimeoutPolicy::instance))
+            .field("bulkhead", &self.bulkhead.as_ref().map(BulkheadPolicy::instance))
+            .field("record_on", &self.record_on.is_some())
+            .field("ignore_on", &self.ignore_on.is_some())
+            .finish()
+    }
+}
+
+impl<E> Guards<E> {
+    /// The breaker, when it is the only inner policy: the tower adapter then runs each attempt
+    /// unboxed, with an owned permit, as [`run_async`](Self::run_async) would.
+    #[cfg(feature = "tower")]
+    pub(super) fn only_breaker(&self) -> Option<&CircuitBreakerPolicy> {
+        let limits = self.rate_limiter.is_some() || self.timeout.is_some() || self.bulkhead.is_some();
+        self.circuit_breaker.as_ref().filter(|_| !limits)
+    }
+
+    /// A refusal as `E`.
+    #[cfg(feature = "tower")]
+    pub(super) fn refuse(&self, rejection: Rejection) -> E {
+        (self.wrap)(rejection)
+    }
+
+    /// One blocking attempt: the breaker's permit, then a rate limiter permit (the thread may wait
+    /// up to the limiter's `max_wait`), then a bulkhead slot held while `attempt` runs; the breaker
+    /// records the outcome. A timeout is never here: it makes a pipeline async-only.
+    #[inline]
+    pub(super) fn run<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let Some(breaker) = &self.circuit_breaker else {
+            return self.limited(attempt);
+        };
+        let permit = breaker.acquire().map_err(self.wrap)?;
+        // Taken apart and rebuilt, as the generated layer's `match` does: only the value moves.
+        match self.limited(attempt) {
+            Ok(value) => {
+                permit.record(Outcome::Success);
+                Ok(value)
+            }
+            Err(e) => {
+                permit.record(self.classify_err(&e));
+                Err(e)
+            }
+        }
+    }
+
+    #[inline]
+    fn limited<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        if let Some(limiter) = &self.rate_limiter {
+            limiter.acquire().map_err(self.wrap)?;
+        }
+        let Some(bulkhead) = &self.bulkhead else {
+            return attempt();
+        };
+        let slot = bulkhead.acquire().map_err(self.wrap)?;
+        let outcome = attempt();
+        drop(slot);
+        outcome
+    }
+
+    /// The generated breaker layer's classification: `Ok` is a success; an `Err` is judged by its
+    /// rejection first (a local refusal is not recorded, a timeout or a nested open breaker is a
+    /// failure), then `ignore_on` (not recorded), then `record_on` (a failure); else a success.
+    #[cfg(feature = "tower")]
+    pub(super) fn classify<T>(&self, outcome: &Result<T, E>) -> Outcome {
+        match outcome {
+            Ok(_) => Outcome::Success,
+            Err(e) => self.classify_err(e),
+        }
+    }
+
+    fn classify_err(&self, e: &E) -> Outcome {
+        Outcome::of_error(
+            (self.find)(e),
+            || self.ignore_on.as_ref().is_some_and(|ignored| ignored(e)),
+            || self.record_on.as_ref().is_none_or(|recorded| recorded(e)),
+        )
+    }
+
+    /// One async attempt: the breaker's permit, a rate limiter permit, then the timeout around the
+    /// bulkhead slot and the call; the breaker records the outcome (a dropped future records
+    /// nothing, as in generated code). Waits block no thread, unless the registry's clock cannot
+    /// wait in a future (`waits_async` false, see `Pipeline::execute_async`), in which case they
+    /// block as in [`run`](Self::run).
+    pub(super) async fn run_async<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let Some(breaker) = &self.circuit_breaker else {
+            return self.limited_async(attempt, waits_async).await;
+        };
+        let permit = breaker.acquire().map_err(self.wrap)?;
+        match self.limited_async(attempt, waits_async).await {
+            Ok(value) => {
+                permit.record(Outcome::Success);
+                Ok(value)
+            }
+            Err(e) => {
+                permit.record(self.classify_err(&e));
+                Err(e)
+            }
+        }
+    }
+
+    async fn limited_async<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        if let Some(limiter) = &self.rate_limiter {
+            let permit = if waits_async { limiter.acquire_async().await } else { limiter.acquire() };
+            permit.map_err(self.wrap)?;
+        }
+        match &self.timeout {
+            None => self.bulkheaded(attempt, waits_async).await,
+            Some(timeout) => match timeout.run(self.bulkheaded(attempt, waits_async)).await {
+                Ok(outcome) => outcome,
+                Err(rejection) => Err((self.wrap)(rejection)),
+            },
+        }
+    }
+
+    async fn bulkheaded<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let Some(bulkhead) = &self.bulkhead else {
+            return attempt().await;
+        };
+        let slot = if waits_async { bulkhead.acquire_async().await } else { bulkhead.acquire() };
+        let slot = slot.map_err(self.wrap)?;
+        let outcome = attempt().await;
+        drop(slot);
+        outcome
+    }
+}

@@ -1,0 +1,69 @@
+//! Type-states: what a pipeline's policies ask of its error type and of its callers, known at
+//! compile time so that a mistake is a type error, not a surprise at run time.
+//!
+//! A [`PipelineBuilder`](super::PipelineBuilder) starts [`Plain`] (retry only: any `E`); adding a
+//! policy that can refuse calls (circuit breaker, rate limiter, bulkhead) makes it [`Rejecting`]
+//! (`build` then needs `E: ResilienceError`); adding a timeout makes it [`AsyncOnly`] (rejecting,
+//! and the pipeline it builds offers only `execute_async`, because a blocking call cannot be
+//! cancelled). A [`Pipeline`](super::Pipeline)'s third parameter is [`SyncOrAsync`] (the default)
+//! or [`AsyncOnly`].
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The type-state of a [`PipelineBuilder`](super::PipelineBuilder): [`Plain`], [`Rejecting`] or
+/// [`AsyncOnly`]. Sealed.
+pub trait Kind: sealed::Sealed {
+    /// The state after adding a policy that can refuse calls.
+    type Rejecting: Kind;
+    /// The state after adding a policy that only async calls can have (a timeout).
+    type AsyncOnly: Kind;
+}
+
+/// A builder whose policies never refuse a call (retry only): any error type, sync and async.
+#[derive(Debug)]
+pub enum Plain {}
+
+/// A builder with a policy that can refuse calls: `build` needs `E: ResilienceError`.
+#[derive(Debug)]
+pub enum Rejecting {}
+
+/// A builder with a timeout (which also refuses calls), and the mode of the pipeline it builds:
+/// `execute_async` only.
+#[derive(Debug)]
+pub enum AsyncOnly {}
+
+/// The mode of a pipeline without a timeout: both `execute` and `execute_async`.
+#[derive(Debug)]
+pub enum SyncOrAsync {}
+
+/// The modes whose pipelines run blocking calls (`execute`): [`SyncOrAsync`] only. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "[R4C-SIG-020] this pipeline has a timeout, so it offers only `execute_async`: a blocking call cannot be cancelled",
+    label = "`execute` needs a pipeline without a timeout",
+    note = "call `execute_async(|| async {{ … }})` instead, or remove the pipeline's timeout and bound the blocking call itself"
+)]
+pub trait Blocking: sealed::Sealed {}
+
+impl Blocking for SyncOrAsync {}
+
+impl sealed::Sealed for SyncOrAsync {}
+impl sealed::Sealed for Plain {}
+impl sealed::Sealed for Rejecting {}
+impl sealed::Sealed for AsyncOnly {}
+
+impl Kind for Plain {
+    type Rejecting = Rejecting;
+    type AsyncOnly = AsyncOnly;
+}
+
+impl Kind for Rejecting {
+    type Rejecting = Rejecting;
+    type AsyncOnly = AsyncOnly;
+}
+
+impl Kind for AsyncOnly {
+    type Rejecting = AsyncOnly;
+    type AsyncOnly = AsyncOnly;
+}

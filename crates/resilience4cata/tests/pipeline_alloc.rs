@@ -1,0 +1,215 @@
+//! Allocation counts of a pipeline's call paths, on the calling thread only: a successful call
+//! allocates nothing, and neither does a retry with a zero wait or a budget refusal when nobody
+//! listens (sync, async and, with feature `tower`, through the layer).
+//!
+//! The counting allocator is the one place `unsafe` is allowed (a `GlobalAlloc` impl needs it).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::{Pipeline, Registry};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator unchanged; only counts, in a const-initialised
+// thread-local that itself never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed through unchanged.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations made by this thread while running `f`.
+fn allocations(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+/// Polls a future that must finish without waiting (manual clock, zero waits).
+fn now<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the future waited"),
+    }
+}
+
+fn registry(clock: &ManualClock) -> Registry {
+    testing::registry(clock).retry_defaults(|r| r.delay(Duration::ZERO)).build().unwrap()
+}
+
+fn pipeline(registry: &Registry, id: &str) -> Pipeline<u64, std::io::Error> {
+    Pipeline::builder(registry, id).retry().build().unwrap()
+}
+
+#[test]
+fn the_counter_sees_this_threads_allocations() {
+    assert_eq!(allocations(|| drop(std::hint::black_box(Box::new(1u8)))), 1);
+}
+
+#[test]
+fn a_successful_call_allocates_nothing() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline = pipeline(&registry, "ok");
+    pipeline.execute(|| Ok(1)).unwrap();
+    assert_eq!(
+        allocations(|| {
+            for i in 0..1000 {
+                assert_eq!(pipeline.execute(|| Ok(i)).unwrap(), i);
+            }
+        }),
+        0
+    );
+    assert_eq!(
+        allocations(|| {
+            for i in 0..1000 {
+                assert_eq!(now(pipeline.execute_async(|| async move { Ok(i) })).unwrap(), i);
+            }
+        }),
+        0
+    );
+}
+
+#[test]
+fn a_zero_wait_retry_without_listeners_allocates_nothing() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline = pipeline(&registry, "once");
+    let fail_once = || {
+        let mut first = true;
+        move || if std::mem::take(&mut first) { Err(std::io::ErrorKind::Other.into()) } else { Ok(2) }
+    };
+    pipeline.execute(fail_once()).unwrap();
+    assert_eq!(allocations(|| assert_eq!(pipeline.execute(fail_once()).unwrap(), 2)), 0);
+    let mut first = true;
+    let async_once = allocations(|| {
+        let result = now(pipeline.execute_async(|| {
+            let fail = std::mem::take(&mut first);
+            async move { if fail { Err(std::io::ErrorKind::Other.into()) } else { Ok(3) } }
+        }));
+        assert_eq!(result.unwrap(), 3);
+    });
+    assert_eq!(async_once, 0);
+}
+
+#[test]
+fn a_budget_refusal_allocates_nothing() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline: Pipeline<u64, std::io::Error> = Pipeline::builder(&registry, "budget")
+        .retry_with(|r| r.budget_percent(1.0).budget_min_retries_per_second(0))
+        .build()
+        .unwrap();
+    let _ = pipeline.execute(|| Err(std::io::ErrorKind::Other.into()));
+    let error = std::io::Error::from(std::io::ErrorKind::Other);
+    let mut calls = 0;
+    let refused = allocations(|| {
+        let _ = pipeline.execute(|| {
+            calls += 1;
+            Err(std::io::Error::from(error.kind()))
+        });
+    });
+    assert_eq!(calls, 1, "the budget refused the retry");
+    assert_eq!(refused, 0);
+}
+
+/// Retry, circuit breaker, rate limiter and bulkhead: a successful call through all four
+/// allocates nothing.
+#[test]
+fn a_successful_call_through_the_inner_policies_allocates_nothing() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline: Pipeline<u64, std::io::Error> = Pipeline::builder(&registry, "guarded")
+        .retry()
+        .circuit_breaker()
+        .rate_limiter_with(|l| l.permits(1_000_000))
+        .bulkhead()
+        .build()
+        .unwrap();
+    pipeline.execute(|| Ok(1)).unwrap();
+    now(pipeline.execute_async(|| async { Ok(1) })).unwrap();
+    let sync = allocations(|| {
+        for i in 0..1000 {
+            assert_eq!(pipeline.execute(|| Ok(i)).unwrap(), i);
+        }
+    });
+    let asynchronous = allocations(|| {
+        for i in 0..1000 {
+            assert_eq!(now(pipeline.execute_async(|| async move { Ok(i) })).unwrap(), i);
+        }
+    });
+    assert_eq!((sync, asynchronous), (0, 0));
+}
+
+#[cfg(feature = "tower")]
+#[test]
+fn the_tower_layer_allocates_nothing_on_success_or_a_zero_wait_retry() {
+    use tower::{Layer, Service};
+
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let mut calls = 0u32;
+    let inner = tower::service_fn(move |n: u64| {
+        calls += 1;
+        let fail = calls % 2 == 1 && n == 0;
+        async move { if fail { Err(std::io::Error::from(std::io::ErrorKind::Other)) } else { Ok(n) } }
+    });
+    let mut service = pipeline(&registry, "tower").layer().layer(inner);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut call = |n: u64| {
+        assert!(service.poll_ready(&mut cx).is_ready());
+        now(service.call(n)).unwrap()
+    };
+    call(1);
+    assert_eq!(allocations(|| assert_eq!(call(5), 5)), 0, "success");
+    assert_eq!(allocations(|| assert_eq!(call(0), 0)), 0, "fails once, zero wait, succeeds");
+}
+
+#[cfg(feature = "tower")]
+#[test]
+fn the_tower_layer_with_a_breaker_allocates_nothing_on_success() {
+    use tower::{Layer, Service};
+
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline: Pipeline<u64, std::io::Error> =
+        Pipeline::builder(&registry, "tower-breaker").retry().circuit_breaker().build().unwrap();
+    let inner = tower::service_fn(|n: u64| async move { Ok::<_, std::io::Error>(n) });
+    let mut service = pipeline.layer().layer(inner);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut call = |n: u64| {
+        assert!(service.poll_ready(&mut cx).is_ready());
+        now(service.call(n)).unwrap()
+    };
+    call(1);
+    assert_eq!(allocations(|| assert_eq!(call(5), 5)), 0);
+    let snapshot = registry.circuit_breaker("tower-breaker").unwrap().snapshot();
+    assert_eq!(snapshot.buffered_calls, 2, "both calls were recorded");
+}

@@ -1,0 +1,335 @@
+//! The pipeline's tower layer (feature `tower`), driven with `tower::ServiceExt::oneshot` on the
+//! manual clock: the same timelines and events as `execute`, request clones counted, readiness
+//! passed through, nested refusals never retried, cancellation by drop.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use resilience4cata::retry::Jitter;
+use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::{GiveUpReason, Pipeline, Registry, Rejection, ResilienceError, RetryEvent};
+use tower::{Layer, Service, ServiceExt, service_fn};
+
+type Error = std::io::Error;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn block_on<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+}
+
+fn registry(clock: &ManualClock) -> (Registry, Arc<Mutex<Vec<RetryEvent>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    let registry = testing::registry(clock)
+        .retry_defaults(|r| r.jitter(Jitter::None))
+        .listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone()))
+        .build()
+        .unwrap();
+    (registry, events)
+}
+
+fn pipeline(registry: &Registry, max_attempts: u32) -> Pipeline<u32, Error> {
+    Pipeline::builder(registry, "inventory")
+        .retry_with(|r| r.max_attempts(max_attempts).delay(ms(100)))
+        .build()
+        .unwrap()
+}
+
+/// A request that counts its clones.
+#[derive(Debug)]
+struct Sku {
+    clones: Arc<AtomicU32>,
+}
+
+impl Clone for Sku {
+    fn clone(&self) -> Self {
+        self.clones.fetch_add(1, Ordering::SeqCst);
+        Sku { clones: Arc::clone(&self.clones) }
+    }
+}
+
+fn sku() -> (Sku, Arc<AtomicU32>) {
+    let clones = Arc::new(AtomicU32::new(0));
+    (Sku { clones: Arc::clone(&clones) }, clones)
+}
+
+/// A backend that fails its first `failures` calls, then answers 7.
+fn backend(
+    failures: u32,
+) -> (impl Service<Sku, Response = u32, Error = Error, Future: Send> + Clone + Send + 'static, Arc<AtomicU32>) {
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&calls);
+    let service = service_fn(move |_: Sku| {
+        let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+        async move { if n <= failures { Err(Error::other("inventory down")) } else { Ok(7) } }
+    });
+    (service, calls)
+}
+
+#[test]
+fn oneshot_retries_with_the_seed_timeline_and_clones_once_per_extra_attempt() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let (service, calls) = backend(2);
+    let service = pipeline(&registry, 3).layer().layer(service);
+    let (request, clones) = sku();
+    assert_eq!(block_on(service.oneshot(request)).unwrap(), 7);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(clock.elapsed(), ms(300));
+    assert_eq!(clones.load(Ordering::SeqCst), 2, "attempts 1 and 2 get clones, the last takes the original");
+    assert_eq!(
+        *events.lock().unwrap(),
+        [
+            RetryEvent::Retrying { instance: "inventory".into(), attempt: 1, delay: ms(100) },
+            RetryEvent::Retrying { instance: "inventory".into(), attempt: 2, delay: ms(200) },
+        ]
+    );
+}
+
+#[test]
+fn gives_up_after_max_attempts_with_the_last_error() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let (service, calls) = backend(u32::MAX);
+    let service = pipeline(&registry, 3).layer().layer(service);
+    let (request, clones) = sku();
+    let err = block_on(service.oneshot(request)).unwrap_err();
+    assert_eq!(err.to_string(), "inventory down");
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(clones.load(Ordering::SeqCst), 2);
+    let last = events.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        last,
+        RetryEvent::GaveUp { instance: "inventory".into(), attempts: 3, reason: GiveUpReason::MaxAttempts }
+    );
+}
+
+#[test]
+fn no_clone_when_only_one_attempt_is_possible() {
+    let clock = ManualClock::new();
+    let (registry, _) = registry(&clock);
+    let single = pipeline(&registry, 1);
+    let disabled = Pipeline::builder(&registry, "off").retry_with(|r| r.enabled(false)).build().unwrap();
+    let bare = Pipeline::builder(&registry, "bare").build().unwrap();
+    for pipeline in [single, disabled, bare] {
+        let (service, calls) = backend(1);
+        let (request, clones) = sku();
+        assert!(block_on(pipeline.layer().layer(service).oneshot(request)).is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(clones.load(Ordering::SeqCst), 0, "{pipeline:?}");
+    }
+}
+
+#[test]
+fn a_first_attempt_success_clones_the_request_once_at_most() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let (service, _) = backend(0);
+    let (request, clones) = sku();
+    assert_eq!(block_on(pipeline(&registry, 3).layer().layer(service).oneshot(request)).unwrap(), 7);
+    assert_eq!(clones.load(Ordering::SeqCst), 1);
+    assert!(events.lock().unwrap().is_empty());
+}
+
+/// A nested open breaker's refusal is found (the layer requires `E: ResilienceError`) and never
+/// retried.
+#[test]
+fn a_nested_open_breaker_is_not_retried() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&calls);
+    let inner = service_fn(move |_: u32| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        async { Err::<u32, _>(Error::from_rejection(Rejection::CallNotPermitted { instance: "db".into() })) }
+    });
+    let err = block_on(pipeline(&registry, 5).layer().layer(inner).oneshot(1)).unwrap_err();
+    assert!(err.rejection().is_some_and(Rejection::is_call_not_permitted));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        *events.lock().unwrap(),
+        [RetryEvent::GaveUp { instance: "inventory".into(), attempts: 1, reason: GiveUpReason::NotRetryable }]
+    );
+}
+
+/// A service that is ready only once `open` is set, counting readiness checks.
+#[derive(Clone)]
+struct Gate {
+    open: Arc<AtomicBool>,
+    polls: Arc<AtomicU32>,
+    calls: Arc<AtomicU32>,
+}
+
+impl Service<u32> for Gate {
+    type Response = u32;
+    type Error = Error;
+    type Future = std::future::Ready<Result<u32, Error>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        self.polls.fetch_add(1, Ordering::SeqCst);
+        if self.open.load(Ordering::SeqCst) { Poll::Ready(Ok(())) } else { Poll::Pending }
+    }
+
+    fn call(&mut self, n: u32) -> Self::Future {
+        let attempt = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        std::future::ready(if attempt == 1 { Err(Error::other("first fails")) } else { Ok(n) })
+    }
+}
+
+#[test]
+fn poll_ready_is_the_inner_services_and_each_retry_waits_for_readiness() {
+    let clock = ManualClock::new();
+    let (registry, _) = registry(&clock);
+    let gate = Gate { open: Arc::new(AtomicBool::new(false)), polls: Arc::default(), calls: Arc::default() };
+    let mut service = pipeline(&registry, 3).layer().layer(gate.clone());
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(service.poll_ready(&mut cx).is_pending());
+    gate.open.store(true, Ordering::SeqCst);
+    assert!(matches!(service.poll_ready(&mut cx), Poll::Ready(Ok(()))));
+    let polls_before = gate.polls.load(Ordering::SeqCst);
+    assert_eq!(block_on(service.call(5)).unwrap(), 5);
+    assert_eq!(gate.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(gate.polls.load(Ordering::SeqCst), polls_before + 1, "the retry polled its service ready once");
+}
+
+/// A readiness error before a retry is that attempt's outcome, judged like any other.
+#[test]
+fn a_readiness_error_is_an_attempt_outcome() {
+    #[derive(Clone)]
+    struct Flaky {
+        polls: Arc<AtomicU32>,
+    }
+    impl Service<u32> for Flaky {
+        type Response = u32;
+        type Error = Error;
+        type Future = std::future::Ready<Result<u32, Error>>;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Error>> {
+            let n = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
+            Poll::Ready(if n == 2 { Err(Error::other("not ready")) } else { Ok(()) })
+        }
+        fn call(&mut self, n: u32) -> Self::Future {
+            std::future::ready(if self.polls.load(Ordering::SeqCst) == 1 { Err(Error::other("boom")) } else { Ok(n) })
+        }
+    }
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let service = pipeline(&registry, 3).layer().layer(Flaky { polls: Arc::default() });
+    assert_eq!(block_on(service.oneshot(9)).unwrap(), 9);
+    let retried: Vec<u32> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| if let RetryEvent::Retrying { attempt, .. } = e { Some(*attempt) } else { None })
+        .collect();
+    assert_eq!(retried, [1, 2], "the failed call, then the failed readiness check");
+}
+
+#[test]
+fn dropping_the_response_future_during_the_wait_cancels_the_call() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let (service, calls) = backend(u32::MAX);
+    let mut service = pipeline(&registry, 3).layer().layer(service);
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(service.poll_ready(&mut cx).is_ready());
+    {
+        let mut future = pin!(service.call(sku().0));
+        assert!(future.as_mut().poll(&mut cx).is_pending());
+    }
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(events.lock().unwrap().len(), 1, "Retrying, and nothing after the drop");
+}
+
+/// The layer's instance is the pipeline's: one snapshot entry, one budget.
+#[test]
+fn the_layer_shares_the_pipelines_instance() {
+    let clock = ManualClock::new();
+    let (registry, _) = registry(&clock);
+    let pipeline: Pipeline<u32, Error> =
+        Pipeline::builder(&registry, "catalog").retry_with(|r| r.budget_percent(20.0)).build().unwrap();
+    let (service, _) = backend(0);
+    block_on(pipeline.layer().layer(service).oneshot(sku().0)).unwrap();
+    pipeline.execute(|| Ok(1)).unwrap();
+    let snapshot = registry.snapshot();
+    assert_eq!(snapshot.retries().len(), 1);
+    assert_eq!(snapshot.retries()[0].budget.unwrap().calls, 2);
+}
+
+fn assert_send<F: Future + Send + 'static>(f: F) -> F {
+    f
+}
+
+/// The response future is `Send` when the service and request are, so it can be spawned.
+#[test]
+fn the_response_future_is_send() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let registry = Registry::builder().retry_defaults(|r| r.delay(ms(1))).build().unwrap();
+    let (service, calls) = backend(1);
+    let service = pipeline(&registry, 3).layer().layer(service);
+    let task = runtime.spawn(assert_send(service.oneshot(sku().0)));
+    assert_eq!(runtime.block_on(task).unwrap().unwrap(), 7);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+/// Through a rate limiter and a timeout: a refused attempt never reaches the service, a hanging
+/// one is cut at its deadline and retried with a ready clone of the service.
+#[test]
+fn inner_policies_run_around_each_attempt_of_the_service() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let pipeline = Pipeline::builder(&registry, "quotes")
+        .retry_with(|r| r.max_attempts(3).delay(ms(100)))
+        .timeout_with(|t| t.duration(ms(250)))
+        .rate_limiter_with(|l| l.permits(2).period(Duration::from_secs(10)))
+        .build::<u32, Error>()
+        .unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&calls);
+    let service = service_fn(move |n: u32| {
+        let call = seen.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            if call == 1 {
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, Error>(n)
+        }
+    });
+    let service = pipeline.layer().layer(service);
+    assert_eq!(block_on(service.clone().oneshot(5)).unwrap(), 5, "the hanging first attempt was timed out");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(clock.elapsed(), ms(350));
+    let err = block_on(service.oneshot(6)).unwrap_err();
+    assert!(matches!(err.rejection(), Some(Rejection::RateLimitExceeded { .. })), "{err:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "refused attempts never reached the service");
+    let gave_up = events.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        gave_up,
+        RetryEvent::GaveUp { instance: "quotes".into(), attempts: 3, reason: GiveUpReason::MaxAttempts }
+    );
+}
+
+/// A bulkhead through the layer holds its slot only while the service's future runs.
+#[test]
+fn a_bulkhead_slot_is_held_while_the_service_runs() {
+    let clock = ManualClock::new();
+    let (registry, _) = registry(&clock);
+    let pipeline = Pipeline::builder(&registry, "jobs")
+        .bulkhead_with(|b| b.max_concurrent_calls(1))
+        .build::<u32, Error>()
+        .unwrap();
+    let registry_in = registry.clone();
+    let service = service_fn(move |n: u32| {
+        let in_flight = registry_in.bulkhead("jobs").unwrap().snapshot().in_flight;
+        async move { Ok::<_, Error>(n + in_flight) }
+    });
+    assert_eq!(block_on(pipeline.layer().layer(service).oneshot(1)).unwrap(), 2, "one slot in use inside");
+    assert_eq!(registry.bulkhead("jobs").unwrap().snapshot().in_flight, 0);
+}
