@@ -251,6 +251,7 @@ pub static CASES: &[Case] = &[
     case!("rate_limiter_pass", "ours_sync", Sync, cases::ours_guarded::rate_limiter_sync),
     case!("rate_limiter_pass", "ours_sync_2t", Sync, cases::ours_guarded::rate_limiter_shared, contended),
     case!("rate_limiter_pass", "governor_sync", Sync, cases::limits::governor_sync),
+    case!("rate_limiter_pass", "tower_rate_limit_async", Async, cases::limits::tower_rate_limit),
     case!("rate_limiter_pass", "tower_resilience_async", Async, cases::limits::tower_resilience_rate_limiter),
     case!("rate_limiter_pass", "governor_sync_2t", Sync, cases::limits::governor_shared, contended),
     // Bulkhead with room to spare.

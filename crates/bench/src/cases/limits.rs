@@ -70,6 +70,15 @@ pub fn tokio_semaphore_shared() -> impl Fn() + Sync {
     }
 }
 
+/// tower's `RateLimit` (a fixed window re-armed with a tokio sleep), with a rate that never runs out.
+pub fn tower_rate_limit() -> impl FnMut() {
+    let rate = tower::limit::rate::Rate::new(u64::MAX, Duration::from_secs(1));
+    let mut service = tower::limit::RateLimit::new(tower::service_fn(|x: u64| ready(work(x))), rate);
+    move || {
+        consume(exec::call_tower(&mut service, opaque(1)));
+    }
+}
+
 /// tower's `ConcurrencyLimit` around a `service_fn`: `poll_ready` takes the permit, the response
 /// future releases it.
 pub fn tower_concurrency_limit() -> impl FnMut() {
