@@ -17,7 +17,11 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     let p = private();
     let field = ctx.field();
     let retry_after = if ctx.is_async() {
-        quote!(__r4c_retry.retry_after_async(&mut __r4c_call, __r4c_failure).await)
+        // The zero-wait quick path first, so the common retry builds no future.
+        quote!(
+            (__r4c_retry.retry_now(&mut __r4c_call, __r4c_failure)
+                || __r4c_retry.retry_after_async(&mut __r4c_call, __r4c_failure).await)
+        )
     } else {
         quote!(__r4c_retry.retry_after(&mut __r4c_call, __r4c_failure))
     };

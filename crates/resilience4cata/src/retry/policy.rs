@@ -200,6 +200,15 @@ impl RetryPolicy {
         }
     }
 
+    /// The zero-wait retry that needs no decision (no listener, no `max_duration`, no budget, not
+    /// the last attempt): counts the attempt and says "go again" without building a future. The
+    /// generated async loop asks this before [`retry_after_async`](Self::retry_after_async); `false`
+    /// changes nothing.
+    #[inline]
+    pub fn retry_now(&self, call: &mut RetryCall, failure: Failure) -> bool {
+        self.quick(call, failure)
+    }
+
     /// The async form of [`retry_after`](Self::retry_after): waits without blocking a thread;
     /// dropping the future cancels the wait and no further attempt starts.
     pub async fn retry_after_async(&self, call: &mut RetryCall, failure: Failure) -> bool {
