@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::policy::{BulkheadPolicy, BulkheadState};
-use super::{BulkheadConfigBuilder, BulkheadSnapshot};
+use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadSnapshot};
 use crate::error::RegistryError;
 use crate::registry::{Registry, RegistryBuilder, RegistrySnapshot, edit};
 
@@ -72,11 +72,11 @@ impl BulkheadPolicy {
     ) -> Result<Self, RegistryError> {
         let inner = registry.inner();
         let id = name.unwrap_or(id);
-        let resolved = inner.bulkhead.configs.resolve(id, config, &attrs)?;
-        if is_async && resolved.enabled && !resolved.max_wait.is_zero() {
-            inner.require_async_clock(id, "this async method may wait for a bulkhead slot")?;
-        }
-        let state = inner.bulkhead.instances.get_or_create("bulkhead", id, resolved, |instance, config| {
+        let check = |c: &BulkheadConfig| match is_async && c.enabled && !c.max_wait.is_zero() {
+            true => inner.require_async_clock(id, "this async method may wait for a bulkhead slot"),
+            false => Ok(()),
+        };
+        let state = inner.bulkhead.instance(id, config, &attrs, check, |instance, config| {
             BulkheadState::new(instance, config, Arc::clone(&inner.timer), &inner.listeners.bulkhead)
         })?;
         Ok(BulkheadPolicy::new(state))

@@ -23,12 +23,16 @@ impl CircuitBreakerPolicy {
     ) -> Result<Self, RegistryError> {
         let inner = registry.inner();
         let id = name.unwrap_or(id);
-        let resolved = inner.circuit_breaker.configs.resolve(id, config, attrs)?;
-        let state =
-            inner.circuit_breaker.instances.get_or_create("circuit_breaker", id, resolved, |instance, config| {
+        let state = inner.circuit_breaker.instance(
+            id,
+            config,
+            attrs,
+            |_| Ok(()),
+            |instance, config| {
                 let events = Publisher::new(&inner.listeners.circuit_breaker, &instance);
                 CircuitBreakerState::new(instance, config, Arc::clone(&inner.timer), events)
-            })?;
+            },
+        )?;
         Ok(CircuitBreakerPolicy::new(state))
     }
 }

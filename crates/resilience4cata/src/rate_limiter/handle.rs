@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::policy::{RateLimiterPolicy, RateLimiterState};
-use super::{RateLimiterConfigBuilder, RateLimiterSnapshot};
+use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterSnapshot};
 use crate::error::RegistryError;
 use crate::registry::{Registry, RegistryBuilder, RegistrySnapshot, edit};
 
@@ -76,11 +76,11 @@ impl RateLimiterPolicy {
     ) -> Result<Self, RegistryError> {
         let inner = registry.inner();
         let id = name.unwrap_or(id);
-        let resolved = inner.rate_limiter.configs.resolve(id, config, &attrs)?;
-        if is_async && resolved.enabled && !resolved.max_wait.is_zero() {
-            inner.require_async_clock(id, "this async method may wait for a rate limiter permit")?;
-        }
-        let state = inner.rate_limiter.instances.get_or_create("rate_limiter", id, resolved, |instance, config| {
+        let check = |c: &RateLimiterConfig| match is_async && c.enabled && !c.max_wait.is_zero() {
+            true => inner.require_async_clock(id, "this async method may wait for a rate limiter permit"),
+            false => Ok(()),
+        };
+        let state = inner.rate_limiter.instance(id, config, &attrs, check, |instance, config| {
             RateLimiterState::new(instance, config, Arc::clone(&inner.timer), &inner.listeners.rate_limiter)
         })?;
         Ok(RateLimiterPolicy::new(state))

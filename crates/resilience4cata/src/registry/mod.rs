@@ -54,6 +54,22 @@ impl<B: Layer, S> Kind<B, S> {
     fn new(configs: Configs<B>) -> Self {
         Kind { configs, instances: Instances::default() }
     }
+
+    /// The one way a policy instance comes to be: resolve `id`'s layers over `attrs`
+    /// (`R4C-REG-004`, `R4C-REG-003`), let the policy `check` the resolved config, then find the
+    /// shared state or `make` it (`R4C-REG-008` if the id resolves differently elsewhere).
+    pub(crate) fn instance(
+        &self,
+        id: &str,
+        config: Option<&str>,
+        attrs: &B,
+        check: impl FnOnce(&B::Config) -> Result<(), RegistryError>,
+        make: impl FnOnce(Arc<str>, B::Config) -> S,
+    ) -> Result<Arc<S>, RegistryError> {
+        let resolved = self.configs.resolve(id, config, attrs)?;
+        check(&resolved)?;
+        self.instances.get_or_create(B::POLICY, id, resolved, make)
+    }
 }
 
 pub(crate) struct Inner {

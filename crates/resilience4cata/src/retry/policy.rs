@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::budget::RetryBudget;
 use super::{Backoff, GiveUpReason, Jitter, RetryConfig, RetryConfigBuilder, RetryEvent, RetrySnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
-use crate::error::{RegistryError, codes};
+use crate::error::RegistryError;
 use crate::events::Publisher;
 use crate::registry::Registry;
 
@@ -121,11 +121,11 @@ impl RetryPolicy {
     ) -> Result<Self, RegistryError> {
         let inner = registry.inner();
         let id = name.unwrap_or(id);
-        let resolved = inner.retry.configs.resolve(id, config, &attrs)?;
-        if is_async && !inner.timer.can_sleep_async() {
-            return Err(no_async_clock(id));
-        }
-        let state = inner.retry.instances.get_or_create("retry", id, resolved, |instance, config| {
+        let check = |_: &RetryConfig| match is_async {
+            true => inner.require_async_clock(id, "this async method waits between attempts"),
+            false => Ok(()),
+        };
+        let state = inner.retry.instance(id, config, &attrs, check, |instance, config| {
             let seed = inner.seed ^ fnv1a(&instance);
             RetryState {
                 budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
@@ -316,15 +316,6 @@ impl RetryPolicy {
             _ => Ok(()),
         }
     }
-}
-
-fn no_async_clock(id: &str) -> RegistryError {
-    RegistryError::new(
-        codes::NO_ASYNC_CLOCK,
-        Some(id),
-        "this async method waits between attempts, but the registry's clock cannot sleep in a future: \
-         enable the `tokio` feature or build the registry on a clock that can",
-    )
 }
 
 /// A stable hash of the instance id, so each instance's jitter stream differs but is reproducible.

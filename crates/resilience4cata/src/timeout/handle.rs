@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::policy::{TimeoutPolicy, TimeoutState};
-use super::{TimeoutConfigBuilder, TimeoutSnapshot};
+use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutSnapshot};
 use crate::error::{RegistryError, codes};
 use crate::registry::{Registry, RegistryBuilder, RegistrySnapshot, edit};
 
@@ -81,11 +81,11 @@ impl TimeoutPolicy {
                 "a timeout needs an async method: a blocking call cannot be cancelled",
             ));
         }
-        let resolved = inner.timeout.configs.resolve(id, config, &attrs)?;
-        if resolved.enabled {
-            inner.require_async_clock(id, "this async method runs under a timeout")?;
-        }
-        let state = inner.timeout.instances.get_or_create("timeout", id, resolved, |instance, config| {
+        let check = |c: &TimeoutConfig| match c.enabled {
+            true => inner.require_async_clock(id, "this async method runs under a timeout"),
+            false => Ok(()),
+        };
+        let state = inner.timeout.instance(id, config, &attrs, check, |instance, config| {
             TimeoutState::new(instance, config, Arc::clone(&inner.timer), &inner.listeners.timeout)
         })?;
         Ok(TimeoutPolicy::new(state))
