@@ -193,12 +193,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "anyhow")]
     fn anyhow_round_trip() {
-        #[cfg(feature = "anyhow")]
-        {
-            let e = anyhow::Error::from_rejection(cnp());
-            assert_eq!(e.rejection(), Some(&cnp()));
-        }
+        let e = anyhow::Error::from_rejection(cnp());
+        assert_eq!(e.rejection(), Some(&cnp()));
     }
 
     #[test]
