@@ -1,0 +1,4 @@
+//! Examples of resilience4cata that need more than the runtime: an HTTP stack, a chart library or
+//! the admin crate. The example programs live in the workspace's `examples/` folder and are declared
+//! in this package's `Cargo.toml`; this library is empty.
+#![forbid(unsafe_code)]
