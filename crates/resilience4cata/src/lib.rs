@@ -14,6 +14,8 @@ pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;
+#[cfg(feature = "serde")]
+mod serde_millis;
 pub mod timeout;
 
 pub use clock::Clock;

@@ -41,6 +41,7 @@ use crate::events::Publisher;
 /// assert!(State::Closed.permits_calls());
 /// assert!(!State::ForcedOpen.permits_calls());
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
     /// Calls pass and are recorded; the breaker opens when a rate reaches its threshold.

@@ -143,6 +143,7 @@ impl fmt::Debug for Registry {
 }
 
 /// Every policy instance of a registry at one moment (`Registry::snapshot`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, PartialEq, Default)]
 #[non_exhaustive]
 pub struct RegistrySnapshot {
