@@ -1,7 +1,15 @@
-//! Typed event listeners: registered on the registry builder, called synchronously, free when absent.
+//! Events: typed listeners registered on the registry builder (called synchronously, free when
+//! absent), and [`Subscription`]s that attach to a built registry ([`Registry::subscribe`]).
+//!
+//! [`Registry::subscribe`]: crate::Registry::subscribe
+
+mod subscription;
 
 use std::fmt;
 use std::sync::Arc;
+
+pub(crate) use subscription::Hub;
+pub use subscription::Subscription;
 
 use crate::bulkhead::BulkheadEvent;
 use crate::circuit_breaker::CircuitBreakerEvent;
@@ -10,13 +18,14 @@ use crate::retry::RetryEvent;
 use crate::timeout::TimeoutEvent;
 
 /// A registered listener of events of type `E`.
-#[allow(unreachable_pub)] // named by the sealed `Event` machinery only
-pub type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
+pub(crate) type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
 
-/// The listeners of every event type, as registered on the builder.
-#[derive(Clone, Default)]
+/// The listeners of every event type, as registered on the builder, and the subscribers that
+/// attach after build.
+#[derive(Default)]
 #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
 pub struct Listeners {
+    pub(crate) hub: Arc<Hub>,
     pub(crate) retry: Vec<Listener<RetryEvent>>,
     pub(crate) rate_limiter: Vec<Listener<RateLimiterEvent>>,
     pub(crate) timeout: Vec<Listener<TimeoutEvent>>,
@@ -43,6 +52,11 @@ pub(crate) mod sealed {
     pub trait Sealed: Sized {
         fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>>;
 
+        fn listeners_in(listeners: &Listeners) -> &[Listener<Self>];
+
+        /// The event as a subscriber receives it.
+        fn into_any(self) -> super::AnyEvent;
+
         /// The metric handles one instance records this event type into (feature `metrics`),
         /// registered once when the instance is built so recording never allocates.
         #[cfg(feature = "metrics")]
@@ -63,10 +77,18 @@ pub trait Event: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {}
 /// Makes an event enum listenable, its listeners kept in `Listeners::$field`.
 /// With feature `metrics`, the type names its metric handles and how an event records into them.
 macro_rules! event_type {
-    ($ty:ty => $field:ident, metrics: $metrics:ty, register: $register:path, record: $record:path) => {
+    ($ty:ty => $field:ident / $variant:ident, metrics: $metrics:ty, register: $register:path, record: $record:path) => {
         impl $crate::events::sealed::Sealed for $ty {
             fn listeners_of(listeners: &mut $crate::events::Listeners) -> &mut Vec<$crate::events::Listener<Self>> {
                 &mut listeners.$field
+            }
+
+            fn listeners_in(listeners: &$crate::events::Listeners) -> &[$crate::events::Listener<Self>] {
+                &listeners.$field
+            }
+
+            fn into_any(self) -> $crate::events::AnyEvent {
+                $crate::events::AnyEvent::$variant(self)
             }
 
             #[cfg(feature = "metrics")]
@@ -86,34 +108,100 @@ macro_rules! event_type {
     };
 }
 
-event_type!(RetryEvent => retry, metrics: crate::retry::metrics::RetryMetrics,
+event_type!(RetryEvent => retry / Retry, metrics: crate::retry::metrics::RetryMetrics,
     register: crate::retry::metrics::RetryMetrics::register, record: crate::retry::metrics::RetryMetrics::record);
-event_type!(RateLimiterEvent => rate_limiter, metrics: crate::rate_limiter::metrics::RateLimiterMetrics,
+event_type!(RateLimiterEvent => rate_limiter / RateLimiter, metrics: crate::rate_limiter::metrics::RateLimiterMetrics,
     register: crate::rate_limiter::metrics::RateLimiterMetrics::register,
     record: crate::rate_limiter::metrics::RateLimiterMetrics::record);
-event_type!(TimeoutEvent => timeout, metrics: crate::timeout::metrics::TimeoutMetrics,
+event_type!(TimeoutEvent => timeout / Timeout, metrics: crate::timeout::metrics::TimeoutMetrics,
     register: crate::timeout::metrics::TimeoutMetrics::register, record: crate::timeout::metrics::TimeoutMetrics::record);
-event_type!(BulkheadEvent => bulkhead, metrics: crate::bulkhead::metrics::BulkheadMetrics,
+event_type!(BulkheadEvent => bulkhead / Bulkhead, metrics: crate::bulkhead::metrics::BulkheadMetrics,
     register: crate::bulkhead::metrics::BulkheadMetrics::register,
     record: crate::bulkhead::metrics::BulkheadMetrics::record);
-event_type!(CircuitBreakerEvent => circuit_breaker, metrics: crate::circuit_breaker::metrics::CircuitBreakerMetrics,
+event_type!(CircuitBreakerEvent => circuit_breaker / CircuitBreaker, metrics: crate::circuit_breaker::metrics::CircuitBreakerMetrics,
     register: crate::circuit_breaker::metrics::CircuitBreakerMetrics::register,
     record: crate::circuit_breaker::metrics::CircuitBreakerMetrics::record);
+
+/// Every event a registry publishes, as a [`Subscription`] delivers it: one variant per policy.
+///
+/// ```
+/// use std::sync::Arc;
+/// use resilience4cata::events::AnyEvent;
+/// use resilience4cata::{GiveUpReason, RetryEvent};
+///
+/// let event = AnyEvent::Retry(RetryEvent::GaveUp {
+///     instance: Arc::from("shop::Api::get"),
+///     attempts: 3,
+///     reason: GiveUpReason::MaxAttempts,
+/// });
+/// assert_eq!((event.policy(), event.instance()), ("retry", "shop::Api::get"));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum AnyEvent {
+    /// A retry's event.
+    Retry(RetryEvent),
+    /// A circuit breaker's event.
+    CircuitBreaker(CircuitBreakerEvent),
+    /// A rate limiter's event.
+    RateLimiter(RateLimiterEvent),
+    /// A bulkhead's event.
+    Bulkhead(BulkheadEvent),
+    /// A timeout's event.
+    Timeout(TimeoutEvent),
+}
+
+impl AnyEvent {
+    /// The instance id of the policy that published the event.
+    pub fn instance(&self) -> &str {
+        match self {
+            AnyEvent::Retry(e) => e.instance(),
+            AnyEvent::CircuitBreaker(e) => e.instance(),
+            AnyEvent::RateLimiter(e) => e.instance(),
+            AnyEvent::Bulkhead(e) => e.instance(),
+            AnyEvent::Timeout(e) => e.instance(),
+        }
+    }
+
+    /// The policy's attribute name: `"retry"`, `"circuit_breaker"`, `"rate_limiter"`, …
+    pub fn policy(&self) -> &'static str {
+        match self {
+            AnyEvent::Retry(_) => "retry",
+            AnyEvent::CircuitBreaker(_) => "circuit_breaker",
+            AnyEvent::RateLimiter(_) => "rate_limiter",
+            AnyEvent::Bulkhead(_) => "bulkhead",
+            AnyEvent::Timeout(_) => "timeout",
+        }
+    }
+}
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E: Event> {
     listeners: Box<[Listener<E>]>,
+    hub: Arc<Hub>,
     #[cfg(feature = "metrics")]
     metrics: <E as sealed::Sealed>::Metrics,
 }
 
 impl<E: Event> Publisher<E> {
-    /// The publisher of one instance: its listeners, and (feature `metrics`) its metric handles.
-    pub(crate) fn new(listeners: &[Listener<E>], instance: &std::sync::Arc<str>) -> Self {
+    /// The publisher of one instance: its listeners, the registry's subscribers, and (feature
+    /// `metrics`) its metric handles.
+    pub(crate) fn new(listeners: &Listeners, instance: &Arc<str>) -> Self {
+        Self::with(<E as sealed::Sealed>::listeners_in(listeners), Arc::clone(&listeners.hub), instance)
+    }
+
+    /// A publisher outside any registry, for unit tests of one state machine.
+    #[cfg(test)]
+    pub(crate) fn detached(listeners: &[Listener<E>], instance: &Arc<str>) -> Self {
+        Self::with(listeners, Arc::default(), instance)
+    }
+
+    fn with(listeners: &[Listener<E>], hub: Arc<Hub>, instance: &Arc<str>) -> Self {
         #[cfg(not(feature = "metrics"))]
         let _ = instance;
         Publisher {
             listeners: listeners.into(),
+            hub,
             #[cfg(feature = "metrics")]
             metrics: <E as sealed::Sealed>::register_metrics(instance),
         }
@@ -123,7 +211,20 @@ impl<E: Event> Publisher<E> {
     /// `metrics` features always listen.
     #[inline]
     pub(crate) fn is_active(&self) -> bool {
+        self.always_active() || self.hub.has_subscribers()
+    }
+
+    /// Whether someone listens for the instance's whole life (a listener registered on the
+    /// builder, `tracing`, `metrics`), as opposed to a subscriber that may come and go.
+    #[inline]
+    pub(crate) fn always_active(&self) -> bool {
         !self.listeners.is_empty() || cfg!(feature = "tracing") || cfg!(feature = "metrics")
+    }
+
+    /// Whether a [`Subscription`] is alive (one relaxed load).
+    #[inline]
+    pub(crate) fn has_subscribers(&self) -> bool {
+        self.hub.has_subscribers()
     }
 
     /// Builds the event only when someone listens, then hands it to every listener in order.
@@ -142,6 +243,9 @@ impl<E: Event> Publisher<E> {
         sealed::Sealed::record(&event, &self.metrics);
         for listener in self.listeners.iter() {
             listener(&event);
+        }
+        if self.hub.has_subscribers() {
+            self.hub.publish(&sealed::Sealed::into_any(event));
         }
     }
 }
@@ -187,7 +291,7 @@ mod tracing_tests {
     fn every_event_is_a_tracing_event() {
         let seen = Arc::new(AtomicUsize::new(0));
         let instance: Arc<str> = Arc::from("m::A::f");
-        let publisher = Publisher::<RetryEvent>::new(&[], &instance);
+        let publisher = Publisher::<RetryEvent>::detached(&[], &instance);
         tracing::subscriber::with_default(Count(Arc::clone(&seen)), || {
             publisher.emit(|| RetryEvent::GaveUp {
                 instance: Arc::clone(&instance),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::policy::{BulkheadPolicy, BulkheadState};
 use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadSnapshot};
 use crate::error::RegistryError;
+use crate::events::Publisher;
 use crate::registry::{Registry, RegistryBuilder, RegistrySnapshot, edit};
 
 impl RegistryBuilder {
@@ -77,7 +78,8 @@ impl BulkheadPolicy {
             false => Ok(()),
         };
         let state = inner.bulkhead.instance(id, config, &attrs, check, |instance, config| {
-            BulkheadState::new(instance, config, Arc::clone(&inner.timer), &inner.listeners.bulkhead)
+            let events = Publisher::new(&inner.listeners, &instance);
+            BulkheadState::new(instance, config, Arc::clone(&inner.timer), events)
         })?;
         Ok(BulkheadPolicy::new(state))
     }

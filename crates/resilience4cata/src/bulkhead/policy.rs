@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::state::{Queued, Slots, Wake, Withdrawn};
 use super::{BulkheadConfig, BulkheadEvent, BulkheadSnapshot};
 use crate::clock::{Timer, nanos};
-use crate::events::{Listener, Publisher};
+use crate::events::Publisher;
 use crate::rejection::Rejection;
 
 /// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
@@ -30,9 +30,8 @@ impl BulkheadState {
         instance: Arc<str>,
         config: BulkheadConfig,
         timer: Arc<Timer>,
-        listeners: &[Listener<BulkheadEvent>],
+        events: Publisher<BulkheadEvent>,
     ) -> Self {
-        let events = Publisher::new(listeners, &instance);
         BulkheadState { slots: Slots::new(config.max_concurrent_calls), instance, config, timer, events }
     }
 
@@ -217,6 +216,7 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
+    use crate::events::Listener;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -230,7 +230,12 @@ mod tests {
         listeners: &[Listener<BulkheadEvent>],
     ) -> BulkheadPolicy {
         let timer = Arc::new(Clock::from(clock).into_timer());
-        BulkheadPolicy::new(Arc::new(BulkheadState::new("bh".into(), config, timer, listeners)))
+        BulkheadPolicy::new(Arc::new(BulkheadState::new(
+            "bh".into(),
+            config,
+            timer,
+            Publisher::detached(listeners, &"bh".into()),
+        )))
     }
 
     fn block_on<F: Future>(f: F) -> F::Output {

@@ -29,7 +29,7 @@ impl CircuitBreakerPolicy {
             attrs,
             |_| Ok(()),
             |instance, config| {
-                let events = Publisher::new(&inner.listeners.circuit_breaker, &instance);
+                let events = Publisher::new(&inner.listeners, &instance);
                 CircuitBreakerState::new(instance, config, Arc::clone(&inner.timer), events)
             },
         )?;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::policy::{RateLimiterPolicy, RateLimiterState};
 use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterSnapshot};
 use crate::error::RegistryError;
+use crate::events::Publisher;
 use crate::registry::{Registry, RegistryBuilder, RegistrySnapshot, edit};
 
 impl RegistryBuilder {
@@ -81,7 +82,8 @@ impl RateLimiterPolicy {
             false => Ok(()),
         };
         let state = inner.rate_limiter.instance(id, config, &attrs, check, |instance, config| {
-            RateLimiterState::new(instance, config, Arc::clone(&inner.timer), &inner.listeners.rate_limiter)
+            let events = Publisher::new(&inner.listeners, &instance);
+            RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events)
         })?;
         Ok(RateLimiterPolicy::new(state))
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::state::{AtomicGcra, Decision};
 use super::{RateLimiterConfig, RateLimiterEvent, RateLimiterSnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
-use crate::events::{Listener, Publisher};
+use crate::events::Publisher;
 use crate::rejection::Rejection;
 
 /// A rate limiter instance's shared state: one per instance id.
@@ -26,10 +26,9 @@ impl RateLimiterState {
         instance: Arc<str>,
         config: RateLimiterConfig,
         timer: Arc<Timer>,
-        listeners: &[Listener<RateLimiterEvent>],
+        events: Publisher<RateLimiterEvent>,
     ) -> Self {
         timer.keep_coarse_fresh();
-        let events = Publisher::new(listeners, &instance);
         RateLimiterState {
             gcra: AtomicGcra::new(&config),
             max_wait: nanos(config.max_wait),
@@ -158,6 +157,7 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
+    use crate::events::Listener;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -171,7 +171,12 @@ mod tests {
         listeners: &[Listener<RateLimiterEvent>],
     ) -> RateLimiterPolicy {
         let timer = Arc::new(Clock::from(clock).into_timer());
-        RateLimiterPolicy::new(Arc::new(RateLimiterState::new("rl".into(), config, timer, listeners)))
+        RateLimiterPolicy::new(Arc::new(RateLimiterState::new(
+            "rl".into(),
+            config,
+            timer,
+            Publisher::detached(listeners, &"rl".into()),
+        )))
     }
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {

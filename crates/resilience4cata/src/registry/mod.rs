@@ -122,6 +122,33 @@ impl Registry {
         }
     }
 
+    /// Attaches a subscriber to this built registry: a bounded, lossy stream of every event any of
+    /// its policies publishes from now on. Each subscriber buffers up to `capacity` events (at
+    /// least one); when it falls behind, the oldest are dropped and counted in
+    /// [`Subscription::lost`]. Publishers never wait for a subscriber, and while none is attached
+    /// publishing costs one relaxed atomic load more than it would without this method.
+    ///
+    /// ```
+    /// use resilience4cata::events::AnyEvent;
+    /// use resilience4cata::{Pipeline, Registry, RetryEvent};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let mut events = registry.subscribe(64);
+    /// let pipeline = Pipeline::builder(&registry, "fetch").retry_with(|r| r.max_attempts(1)).build::<(), &str>()?;
+    /// let _ = pipeline.execute(|| Err("down"));
+    /// match events.try_recv() {
+    ///     Some(AnyEvent::Retry(RetryEvent::GaveUp { attempts, .. })) => assert_eq!(attempts, 1),
+    ///     other => panic!("unexpected {other:?}"),
+    /// }
+    /// drop(events); // unsubscribes
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    ///
+    /// [`Subscription::lost`]: crate::events::Subscription::lost
+    pub fn subscribe(&self, capacity: usize) -> crate::events::Subscription {
+        self.inner.listeners.hub.subscribe(capacity)
+    }
+
     /// Interrupts every pending wait between retry attempts, and every later one (sticky): those
     /// calls give up with `GiveUpReason::Interrupted` and return their last failure. Waits for a
     /// rate limiter permit or a bulkhead slot end the same way, with the policy's refusal; a

@@ -129,7 +129,7 @@ impl RetryPolicy {
             let seed = inner.seed ^ fnv1a(&instance);
             RetryState {
                 budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
-                events: Publisher::new(&inner.listeners.retry, &instance),
+                events: Publisher::new(&inner.listeners, &instance),
                 instance,
                 config,
                 timer: Arc::clone(&inner.timer),
@@ -142,7 +142,7 @@ impl RetryPolicy {
             && c.delay.is_zero()
             && c.max_duration.is_none()
             && state.budget.is_none()
-            && !state.events.is_active();
+            && !state.events.always_active();
         let quick_below = if quick { c.max_attempts } else { 0 };
         Ok(RetryPolicy { state, counts_start, quick_below })
     }
@@ -252,8 +252,10 @@ impl RetryPolicy {
     /// Giving up, a shut-down registry and everything else take the full path.
     #[inline]
     fn quick(&self, call: &mut RetryCall, failure: Failure) -> bool {
-        let go =
-            failure == Failure::Retryable && call.attempts + 1 < self.quick_below && !self.state.timer.is_shut_down();
+        let go = failure == Failure::Retryable
+            && call.attempts + 1 < self.quick_below
+            && !self.state.timer.is_shut_down()
+            && !self.state.events.has_subscribers();
         call.attempts += u32::from(go);
         go
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::policy::{TimeoutPolicy, TimeoutState};
 use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutSnapshot};
 use crate::error::{RegistryError, codes};
+use crate::events::Publisher;
 use crate::registry::{Registry, RegistryBuilder, RegistrySnapshot, edit};
 
 impl RegistryBuilder {
@@ -86,7 +87,8 @@ impl TimeoutPolicy {
             false => Ok(()),
         };
         let state = inner.timeout.instance(id, config, &attrs, check, |instance, config| {
-            TimeoutState::new(instance, config, Arc::clone(&inner.timer), &inner.listeners.timeout)
+            let events = Publisher::new(&inner.listeners, &instance);
+            TimeoutState::new(instance, config, Arc::clone(&inner.timer), events)
         })?;
         Ok(TimeoutPolicy::new(state))
     }

@@ -9,7 +9,7 @@ use std::task::Poll;
 use super::state::{Race, against_the_clock, first_poll};
 use super::{TimeoutConfig, TimeoutEvent, TimeoutSnapshot};
 use crate::clock::{Timer, nanos};
-use crate::events::{Listener, Publisher};
+use crate::events::Publisher;
 use crate::rejection::Rejection;
 
 /// A timeout instance's shared state: one per (derived) instance id.
@@ -29,10 +29,9 @@ impl TimeoutState {
         instance: Arc<str>,
         config: TimeoutConfig,
         timer: Arc<Timer>,
-        listeners: &[Listener<TimeoutEvent>],
+        events: Publisher<TimeoutEvent>,
     ) -> Self {
         timer.keep_coarse_fresh();
-        let events = Publisher::new(listeners, &instance);
         TimeoutState { duration: nanos(config.duration), instance, config, timer, events, timed_out: AtomicU64::new(0) }
     }
 
@@ -102,13 +101,19 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
+    use crate::events::Listener;
 
     const MS: Duration = Duration::from_millis(1);
 
     fn timeout(clock: &ManualClock, duration: Duration, listeners: &[Listener<TimeoutEvent>]) -> TimeoutPolicy {
         let timer = Arc::new(Clock::from(clock).into_timer());
         let config = TimeoutConfig { duration, ..Default::default() };
-        TimeoutPolicy::new(Arc::new(TimeoutState::new("m::Api::get".into(), config, timer, listeners)))
+        TimeoutPolicy::new(Arc::new(TimeoutState::new(
+            "m::Api::get".into(),
+            config,
+            timer,
+            Publisher::detached(listeners, &"m::Api::get".into()),
+        )))
     }
 
     fn block_on<F: Future>(f: F) -> F::Output {
@@ -200,7 +205,12 @@ mod tests {
         let clock = ManualClock::new();
         let timer = Arc::new(Clock::from(&clock).into_timer());
         let config = TimeoutConfig { enabled: false, duration: MS };
-        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new("x".into(), config, timer, &[])));
+        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new(
+            "x".into(),
+            config,
+            timer,
+            Publisher::detached(&[], &"x".into()),
+        )));
         assert_eq!(block_on(t.run(sleeper(&t, 5 * MS))), Ok(5 * MS));
     }
 
@@ -216,7 +226,12 @@ mod tests {
     fn system_clock_timer_fires_and_a_ready_attempt_skips_it() {
         let timer = Arc::new(Clock::system().into_timer());
         let config = TimeoutConfig { duration: 5 * MS, ..Default::default() };
-        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new("sys".into(), config, timer, &[])));
+        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new(
+            "sys".into(),
+            config,
+            timer,
+            Publisher::detached(&[], &"sys".into()),
+        )));
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
         assert_eq!(rt.block_on(t.run(async { 1 })), Ok(1));
         assert!(rt.block_on(t.run(std::future::pending::<()>())).is_err());
