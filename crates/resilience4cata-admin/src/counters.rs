@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use resilience4cata::RetryEvent;
+use resilience4cata::events::AnyEvent;
 use serde::Serialize;
 
 /// One retry instance's counts since the admin started.
@@ -25,6 +26,13 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
+    /// Counts `event` if it is one the admin keeps counts of.
+    pub(crate) fn record(&mut self, event: &AnyEvent) {
+        if let AnyEvent::Retry(e) = event {
+            self.record_retry(e);
+        }
+    }
+
     pub(crate) fn record_retry(&mut self, event: &RetryEvent) {
         let counts = self.retries.entry(event.instance().to_owned()).or_default();
         match event {

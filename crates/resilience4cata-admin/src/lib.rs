@@ -41,6 +41,7 @@
 mod auth;
 mod control;
 mod counters;
+mod events;
 mod metrics;
 mod options;
 mod page;
@@ -64,10 +65,12 @@ use state::AdminState;
 /// [`serve`]). Call it inside a Tokio runtime: it starts the task that counts events.
 pub fn router(registry: Registry, options: AdminOptions) -> Router {
     let state = Arc::new(AdminState::new(registry, options));
+    let _ = state.stop_counting.set(events::start_counting(&state));
     let mut reads = Router::new()
         .route("/", get(page::page))
         .route("/snapshot", get(snapshot::snapshot))
         .route("/counters", get(counters_route))
+        .route("/events", get(events::events))
         .route("/metrics", get(metrics::metrics));
     if state.options.protect_reads {
         reads = reads.route_layer(from_fn_with_state(Arc::clone(&state), auth::require_token));

@@ -13,11 +13,13 @@ pub(crate) struct AdminState {
     pub(crate) options: AdminOptions,
     pub(crate) exporter: Exporter,
     pub(crate) counts: SharedCounts,
+    /// Dropped with the state: stops the counting task.
+    pub(crate) stop_counting: std::sync::OnceLock<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl AdminState {
     pub(crate) fn new(registry: Registry, options: AdminOptions) -> Self {
-        AdminState { registry, options, exporter: Exporter::new(), counts: SharedCounts::default() }
+        AdminState { registry, options, exporter: Exporter::new(), counts: SharedCounts::default(), stop_counting: Default::default() }
     }
 
     /// The counts so far.
