@@ -15,7 +15,7 @@ pub(crate) async fn page() -> impl IntoResponse {
             // instance id could reach none.
             (
                 header::CONTENT_SECURITY_POLICY,
-                "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+                "default-src 'self'; img-src 'self' data:; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
             ),
         ],
         DASHBOARD,

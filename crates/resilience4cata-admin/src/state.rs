@@ -19,7 +19,13 @@ pub(crate) struct AdminState {
 
 impl AdminState {
     pub(crate) fn new(registry: Registry, options: AdminOptions) -> Self {
-        AdminState { registry, options, exporter: Exporter::new(), counts: SharedCounts::default(), stop_counting: Default::default() }
+        AdminState {
+            registry,
+            options,
+            exporter: Exporter::new(),
+            counts: SharedCounts::default(),
+            stop_counting: Default::default(),
+        }
     }
 
     /// The counts so far.
