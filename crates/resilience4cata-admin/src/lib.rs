@@ -62,7 +62,22 @@ pub use server::{AdminServer, DEFAULT_ADDR, serve};
 use state::AdminState;
 
 /// The admin routes for `registry`, to mount in the application's own axum server (or serve with
-/// [`serve`]). Call it inside a Tokio runtime: it starts the task that counts events.
+/// [`serve`]). Call it inside a Tokio runtime: it starts the task that counts events (stopped when
+/// the router is dropped).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use resilience4cata::Registry;
+/// use resilience4cata_admin::{AdminOptions, router};
+///
+/// let registry = Registry::builder().build().expect("valid configuration");
+/// let app = axum::Router::new()
+///     .route("/health", axum::routing::get(|| async { "ok" }))
+///     .nest("/admin", router(registry, AdminOptions::new().token("from-a-secret-store")));
+/// # let _ = app;
+/// # }
+/// ```
 pub fn router(registry: Registry, options: AdminOptions) -> Router {
     let state = Arc::new(AdminState::new(registry, options));
     let _ = state.stop_counting.set(events::start_counting(&state));

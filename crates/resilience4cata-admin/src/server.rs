@@ -19,15 +19,19 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:9464";
 /// Use [`DEFAULT_ADDR`] (loopback) unless the endpoint must be reachable from elsewhere; port 0
 /// picks a free port ([`AdminServer::local_addr`] tells which).
 ///
-/// ```no_run
-/// # async fn run() -> std::io::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> std::io::Result<()> {
 /// use resilience4cata::Registry;
-/// use resilience4cata_admin::{AdminOptions, DEFAULT_ADDR, serve};
+/// use resilience4cata_admin::{AdminOptions, serve};
 ///
 /// let registry = Registry::builder().build().expect("valid configuration");
-/// let admin = serve(DEFAULT_ADDR, registry, AdminOptions::new()).await?;
+/// // In an application: `serve(DEFAULT_ADDR, …)` and then `admin.wait().await`.
+/// let admin = serve("127.0.0.1:0", registry, AdminOptions::new()).await?;
+/// assert!(admin.local_addr().ip().is_loopback());
 /// println!("dashboard: {}", admin.url());
-/// admin.wait().await
+/// admin.shutdown();
+/// # Ok(())
 /// # }
 /// ```
 pub async fn serve(addr: impl ToSocketAddrs, registry: Registry, options: AdminOptions) -> io::Result<AdminServer> {

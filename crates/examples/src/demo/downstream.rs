@@ -48,7 +48,7 @@ impl Downstream {
 async fn price(State(service): State<Arc<Downstream>>, Path(sku): Path<String>) -> Result<String, StatusCode> {
     let think_ms = match service.phase() {
         Phase::Healthy | Phase::Recovered => 15 + fastrand::u64(0..20),
-        Phase::Slow => 300 + fastrand::u64(0..900),
+        Phase::Slow => 200 + fastrand::u64(0..900),
         Phase::Failing => return Err(StatusCode::SERVICE_UNAVAILABLE),
     };
     tokio::time::sleep(Duration::from_secs_f64(think_ms as f64 / 1000.0 * service.time_scale)).await;

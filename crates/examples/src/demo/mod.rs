@@ -10,8 +10,8 @@ mod client;
 mod downstream;
 
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
@@ -28,7 +28,7 @@ pub use downstream::Downstream;
 pub enum Phase {
     /// Answers in about 25 ms.
     Healthy,
-    /// Answers in 0.3 to 1.2 s: some attempts time out and are retried.
+    /// Answers in 0.2 to 1.1 s: some attempts time out and are retried.
     Slow,
     /// Answers 503 at once: the breaker opens and refuses calls without sending them.
     Failing,
@@ -44,7 +44,7 @@ impl Phase {
     pub fn describe(self) -> &'static str {
         match self {
             Phase::Healthy => "healthy: answers in ~25 ms, every call succeeds at the first attempt",
-            Phase::Slow => "slow: answers take 0.3-1.2 s; attempts past 1 s time out and are retried within the budget",
+            Phase::Slow => "slow: answers take 0.2-1.1 s; attempts past 1 s time out and are retried within the budget",
             Phase::Failing => {
                 "failing: every answer is a 503; the breaker opens and refuses calls without sending them"
             }
@@ -187,9 +187,17 @@ impl Drop for Demo {
 /// trait's attributes.
 fn registry(scale: f64, narrate: Narrator) -> Result<Registry, resilience4cata::RegistryError> {
     let ms = |n: f64| Duration::from_secs_f64(n * scale / 1000.0);
-    let mut builder = Registry::builder().listen(move |e: &CircuitBreakerEvent| {
-        if let CircuitBreakerEvent::StateTransition { from, to, .. } = e {
-            narrate(format!("   breaker: {from:?} -> {to:?}"));
+    let built = Arc::new(OnceLock::<Registry>::new());
+    let mut builder = Registry::builder().listen({
+        let built = Arc::clone(&built);
+        move |e: &CircuitBreakerEvent| {
+            if let CircuitBreakerEvent::StateTransition { from, to, .. } = e {
+                let rate = built
+                    .get()
+                    .and_then(|r: &Registry| r.circuit_breaker(PRICE_ID))
+                    .map(|b| b.snapshot().not_permitted_calls);
+                narrate(format!("   breaker: {from:?} -> {to:?} ({} calls refused so far)", refused.unwrap_or(0)));
+            }
         }
     });
     if scale != 1.0 {
@@ -198,7 +206,9 @@ fn registry(scale: f64, narrate: Narrator) -> Result<Registry, resilience4cata::
             .circuit_breaker_instance(PRICE_ID, |c| c.wait_in_open(ms(5000.0)).slow_call_duration(ms(500.0)))
             .timeout_instance(PRICE_ID, |t| t.duration(ms(1000.0)));
     }
-    builder.build()
+    let registry = builder.build()?;
+    let _ = built.set(registry.clone());
+    Ok(registry)
 }
 
 /// One caller: a call every 100 ms (scaled), forever.
