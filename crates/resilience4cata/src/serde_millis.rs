@@ -9,11 +9,10 @@ use serde::Serializer;
 
 /// Writes `d` as milliseconds: an integer when exact, a float otherwise.
 pub(crate) fn duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    let nanos = d.as_nanos();
-    if nanos % 1_000_000 == 0 && u64::try_from(nanos / 1_000_000).is_ok() {
-        s.serialize_u64((nanos / 1_000_000) as u64)
-    } else {
-        s.serialize_f64(d.as_secs_f64() * 1_000.0)
+    let whole_ms = d.subsec_nanos().is_multiple_of(1_000_000);
+    match u64::try_from(d.as_millis()) {
+        Ok(ms) if whole_ms => s.serialize_u64(ms),
+        _ => s.serialize_f64(d.as_secs_f64() * 1_000.0),
     }
 }
 

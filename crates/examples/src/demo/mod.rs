@@ -192,7 +192,7 @@ fn registry(scale: f64, narrate: Narrator) -> Result<Registry, resilience4cata::
         let built = Arc::clone(&built);
         move |e: &CircuitBreakerEvent| {
             if let CircuitBreakerEvent::StateTransition { from, to, .. } = e {
-                let rate = built
+                let refused = built
                     .get()
                     .and_then(|r: &Registry| r.circuit_breaker(PRICE_ID))
                     .map(|b| b.snapshot().not_permitted_calls);
