@@ -11,39 +11,10 @@ use std::sync::Arc;
 pub(crate) use subscription::Hub;
 pub use subscription::Subscription;
 
-use crate::bulkhead::BulkheadEvent;
-use crate::circuit_breaker::CircuitBreakerEvent;
-use crate::rate_limiter::RateLimiterEvent;
-use crate::retry::RetryEvent;
-use crate::timeout::TimeoutEvent;
+use crate::registry::{PolicyKind, for_each_policy};
 
 /// A registered listener of events of type `E`.
 pub(crate) type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
-
-/// The listeners of every event type, as registered on the builder, and the subscribers that
-/// attach after build.
-#[derive(Default)]
-#[allow(unreachable_pub)] // named by the sealed `Event` machinery only
-pub struct Listeners {
-    pub(crate) hub: Arc<Hub>,
-    pub(crate) retry: Vec<Listener<RetryEvent>>,
-    pub(crate) rate_limiter: Vec<Listener<RateLimiterEvent>>,
-    pub(crate) timeout: Vec<Listener<TimeoutEvent>>,
-    pub(crate) bulkhead: Vec<Listener<BulkheadEvent>>,
-    pub(crate) circuit_breaker: Vec<Listener<CircuitBreakerEvent>>,
-}
-
-impl fmt::Debug for Listeners {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Listeners")
-            .field("retry", &self.retry.len())
-            .field("rate_limiter", &self.rate_limiter.len())
-            .field("timeout", &self.timeout.len())
-            .field("bulkhead", &self.bulkhead.len())
-            .field("circuit_breaker", &self.circuit_breaker.len())
-            .finish()
-    }
-}
 
 pub(crate) mod sealed {
     use super::{Listener, Listeners};
@@ -56,17 +27,6 @@ pub(crate) mod sealed {
 
         /// The event as a subscriber receives it.
         fn into_any(self) -> super::AnyEvent;
-
-        /// The metric handles one instance records this event type into (feature `metrics`),
-        /// registered once when the instance is built so recording never allocates.
-        #[cfg(feature = "metrics")]
-        type Metrics: Send + Sync;
-
-        #[cfg(feature = "metrics")]
-        fn register_metrics(instance: &std::sync::Arc<str>) -> Self::Metrics;
-
-        #[cfg(feature = "metrics")]
-        fn record(&self, metrics: &Self::Metrics);
     }
 }
 
@@ -74,116 +34,107 @@ pub(crate) mod sealed {
 /// [`CircuitBreakerEvent`], and the event enum of each other policy.
 pub trait Event: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {}
 
-/// Makes an event enum listenable, its listeners kept in `Listeners::$field`.
-/// With feature `metrics`, the type names its metric handles and how an event records into them.
-macro_rules! event_type {
-    ($ty:ty => $field:ident / $variant:ident, metrics: $metrics:ty, register: $register:path, record: $record:path) => {
-        impl $crate::events::sealed::Sealed for $ty {
-            fn listeners_of(listeners: &mut $crate::events::Listeners) -> &mut Vec<$crate::events::Listener<Self>> {
-                &mut listeners.$field
-            }
+/// Per policy of the list: its listeners' field, its `Event` impl, its `AnyEvent` variant.
+macro_rules! event_parts {
+    ($({ $module:ident: $policy:ident($($types:tt)*), $event:ident => $variant:ident, $human:literal, $($rest:tt)* })*) => {
+        $(use crate::$module::$event;)*
 
-            fn listeners_in(listeners: &$crate::events::Listeners) -> &[$crate::events::Listener<Self>] {
-                &listeners.$field
-            }
+        /// The listeners of every event type, as registered on the builder, and the subscribers
+        /// that attach after build.
+        #[derive(Default)]
+        #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
+        pub struct Listeners {
+            pub(crate) hub: Arc<Hub>,
+            $(pub(crate) $module: Vec<Listener<$event>>,)*
+        }
 
-            fn into_any(self) -> $crate::events::AnyEvent {
-                $crate::events::AnyEvent::$variant(self)
-            }
-
-            #[cfg(feature = "metrics")]
-            type Metrics = $metrics;
-
-            #[cfg(feature = "metrics")]
-            fn register_metrics(instance: &std::sync::Arc<str>) -> Self::Metrics {
-                $register(instance)
-            }
-
-            #[cfg(feature = "metrics")]
-            fn record(&self, metrics: &Self::Metrics) {
-                $record(self, metrics)
+        impl fmt::Debug for Listeners {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct("Listeners")$(.field(stringify!($module), &self.$module.len()))*.finish()
             }
         }
-        impl $crate::events::Event for $ty {}
+
+        $(
+            impl sealed::Sealed for $event {
+                fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
+                    &mut listeners.$module
+                }
+
+                fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
+                    &listeners.$module
+                }
+
+                fn into_any(self) -> AnyEvent {
+                    AnyEvent::$variant(self)
+                }
+
+            }
+
+            impl Published for $event {
+                type Policy = crate::$module::policy::$policy;
+            }
+
+            impl Event for $event {}
+        )*
+
+        /// Every event a registry publishes, as a [`Subscription`] delivers it: one variant per
+        /// policy.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use resilience4cata::events::AnyEvent;
+        /// use resilience4cata::{GiveUpReason, RetryEvent};
+        ///
+        /// let event = AnyEvent::Retry(RetryEvent::GaveUp {
+        ///     instance: Arc::from("shop::Api::get"),
+        ///     attempts: 3,
+        ///     reason: GiveUpReason::MaxAttempts,
+        /// });
+        /// assert_eq!((event.policy(), event.instance()), ("retry", "shop::Api::get"));
+        /// ```
+        #[derive(Clone, Debug, PartialEq)]
+        #[non_exhaustive]
+        pub enum AnyEvent {
+            $(
+                #[doc = concat!("A ", $human, "'s event.")]
+                $variant($event),
+            )*
+        }
+
+        impl AnyEvent {
+            /// The instance id of the policy that published the event.
+            pub fn instance(&self) -> &str {
+                match self {
+                    $(AnyEvent::$variant(e) => e.instance(),)*
+                }
+            }
+
+            /// The policy's attribute name: `"retry"`, `"circuit_breaker"`, `"rate_limiter"`, …
+            pub fn policy(&self) -> &'static str {
+                match self {
+                    $(AnyEvent::$variant(_) => <crate::$module::policy::$policy as PolicyKind>::NAME,)*
+                }
+            }
+        }
     };
 }
 
-event_type!(RetryEvent => retry / Retry, metrics: crate::retry::metrics::RetryMetrics,
-    register: crate::retry::metrics::RetryMetrics::register, record: crate::retry::metrics::RetryMetrics::record);
-event_type!(RateLimiterEvent => rate_limiter / RateLimiter, metrics: crate::rate_limiter::metrics::RateLimiterMetrics,
-    register: crate::rate_limiter::metrics::RateLimiterMetrics::register,
-    record: crate::rate_limiter::metrics::RateLimiterMetrics::record);
-event_type!(TimeoutEvent => timeout / Timeout, metrics: crate::timeout::metrics::TimeoutMetrics,
-    register: crate::timeout::metrics::TimeoutMetrics::register, record: crate::timeout::metrics::TimeoutMetrics::record);
-event_type!(BulkheadEvent => bulkhead / Bulkhead, metrics: crate::bulkhead::metrics::BulkheadMetrics,
-    register: crate::bulkhead::metrics::BulkheadMetrics::register,
-    record: crate::bulkhead::metrics::BulkheadMetrics::record);
-event_type!(CircuitBreakerEvent => circuit_breaker / CircuitBreaker, metrics: crate::circuit_breaker::metrics::CircuitBreakerMetrics,
-    register: crate::circuit_breaker::metrics::CircuitBreakerMetrics::register,
-    record: crate::circuit_breaker::metrics::CircuitBreakerMetrics::record);
+for_each_policy!(event_parts);
 
-/// Every event a registry publishes, as a [`Subscription`] delivers it: one variant per policy.
-///
-/// ```
-/// use std::sync::Arc;
-/// use resilience4cata::events::AnyEvent;
-/// use resilience4cata::{GiveUpReason, RetryEvent};
-///
-/// let event = AnyEvent::Retry(RetryEvent::GaveUp {
-///     instance: Arc::from("shop::Api::get"),
-///     attempts: 3,
-///     reason: GiveUpReason::MaxAttempts,
-/// });
-/// assert_eq!((event.policy(), event.instance()), ("retry", "shop::Api::get"));
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum AnyEvent {
-    /// A retry's event.
-    Retry(RetryEvent),
-    /// A circuit breaker's event.
-    CircuitBreaker(CircuitBreakerEvent),
-    /// A rate limiter's event.
-    RateLimiter(RateLimiterEvent),
-    /// A bulkhead's event.
-    Bulkhead(BulkheadEvent),
-    /// A timeout's event.
-    Timeout(TimeoutEvent),
-}
-
-impl AnyEvent {
-    /// The instance id of the policy that published the event.
-    pub fn instance(&self) -> &str {
-        match self {
-            AnyEvent::Retry(e) => e.instance(),
-            AnyEvent::CircuitBreaker(e) => e.instance(),
-            AnyEvent::RateLimiter(e) => e.instance(),
-            AnyEvent::Bulkhead(e) => e.instance(),
-            AnyEvent::Timeout(e) => e.instance(),
-        }
-    }
-
-    /// The policy's attribute name: `"retry"`, `"circuit_breaker"`, `"rate_limiter"`, …
-    pub fn policy(&self) -> &'static str {
-        match self {
-            AnyEvent::Retry(_) => "retry",
-            AnyEvent::CircuitBreaker(_) => "circuit_breaker",
-            AnyEvent::RateLimiter(_) => "rate_limiter",
-            AnyEvent::Bulkhead(_) => "bulkhead",
-            AnyEvent::Timeout(_) => "timeout",
-        }
-    }
+/// An event type of a policy of the list: which policy publishes it (for its metric handles).
+pub(crate) trait Published: Event {
+    type Policy: PolicyKind<Event = Self>;
 }
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
-pub(crate) struct Publisher<E: Event> {
+pub(crate) struct Publisher<E: Published> {
     listeners: Box<[Listener<E>]>,
     hub: Arc<Hub>,
     #[cfg(feature = "metrics")]
-    metrics: <E as sealed::Sealed>::Metrics,
+    metrics: <E::Policy as PolicyKind>::Metrics,
 }
 
-impl<E: Event> Publisher<E> {
+impl<E: Published> Publisher<E> {
     /// The publisher of one instance: its listeners, the registry's subscribers, and (feature
     /// `metrics`) its metric handles.
     pub(crate) fn new(listeners: &Listeners, instance: &Arc<str>) -> Self {
@@ -203,7 +154,7 @@ impl<E: Event> Publisher<E> {
             listeners: listeners.into(),
             hub,
             #[cfg(feature = "metrics")]
-            metrics: <E as sealed::Sealed>::register_metrics(instance),
+            metrics: <E::Policy as PolicyKind>::register_metrics(instance),
         }
     }
 
@@ -240,7 +191,7 @@ impl<E: Event> Publisher<E> {
         #[cfg(feature = "tracing")]
         tracing::event!(target: "resilience4cata", tracing::Level::DEBUG, event = ?event);
         #[cfg(feature = "metrics")]
-        sealed::Sealed::record(&event, &self.metrics);
+        <E::Policy as PolicyKind>::record_metrics(&event, &self.metrics);
         for listener in self.listeners.iter() {
             listener(&event);
         }
@@ -250,7 +201,7 @@ impl<E: Event> Publisher<E> {
     }
 }
 
-impl<E: Event> fmt::Debug for Publisher<E> {
+impl<E: Published> fmt::Debug for Publisher<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Publisher").field("listeners", &self.listeners.len()).finish()
     }

@@ -7,9 +7,11 @@ use std::task::Poll;
 use std::time::Duration;
 
 use super::state::{Queued, Slots, Wake, Withdrawn};
-use super::{BulkheadConfig, BulkheadEvent, BulkheadSnapshot};
+use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapshot};
 use crate::clock::{Timer, nanos};
+use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
 /// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
@@ -205,6 +207,49 @@ impl BulkheadPolicy {
             return Err(state.refuse());
         }
         state.wait_async().await
+    }
+}
+
+impl PolicyKind for BulkheadPolicy {
+    type Builder = BulkheadConfigBuilder;
+    type State = BulkheadState;
+    type Event = BulkheadEvent;
+    type Snapshot = BulkheadSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::BulkheadMetrics;
+
+    fn check(inner: &Inner, id: &str, is_async: bool, c: &BulkheadConfig) -> Result<(), RegistryError> {
+        match is_async && c.enabled && !c.max_wait.is_zero() {
+            true => inner.require_async_clock(id, "this async method may wait for a bulkhead slot"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: BulkheadConfig,
+        events: Publisher<BulkheadEvent>,
+    ) -> BulkheadState {
+        BulkheadState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<BulkheadState>) -> Self {
+        BulkheadPolicy::new(state)
+    }
+
+    fn snapshot(state: &BulkheadState) -> BulkheadSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::BulkheadMetrics::register(instance)
+    }
+
+    #[cfg(feature = "metrics")]
+    fn record_metrics(event: &BulkheadEvent, metrics: &Self::Metrics) {
+        super::metrics::BulkheadMetrics::record(event, metrics)
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::policy::{CircuitBreakerPolicy, Outcome};
+use super::state::CircuitBreakerState;
 use super::*;
 use crate::Rejection;
 use crate::clock::{Clock, ManualClock};

@@ -4,9 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::state::{AtomicGcra, Decision};
-use super::{RateLimiterConfig, RateLimiterEvent, RateLimiterSnapshot};
+use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterEvent, RateLimiterSnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
+use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
 /// A rate limiter instance's shared state: one per instance id.
@@ -145,6 +147,49 @@ impl RateLimiterPolicy {
     #[inline]
     pub async fn acquire_async(&self) -> Result<(), Rejection> {
         if self.state.pass() { Ok(()) } else { self.state.acquire_slow_async().await }
+    }
+}
+
+impl PolicyKind for RateLimiterPolicy {
+    type Builder = RateLimiterConfigBuilder;
+    type State = RateLimiterState;
+    type Event = RateLimiterEvent;
+    type Snapshot = RateLimiterSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::RateLimiterMetrics;
+
+    fn check(inner: &Inner, id: &str, is_async: bool, c: &RateLimiterConfig) -> Result<(), RegistryError> {
+        match is_async && c.enabled && !c.max_wait.is_zero() {
+            true => inner.require_async_clock(id, "this async method may wait for a rate limiter permit"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: RateLimiterConfig,
+        events: Publisher<RateLimiterEvent>,
+    ) -> RateLimiterState {
+        RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<RateLimiterState>) -> Self {
+        RateLimiterPolicy::new(state)
+    }
+
+    fn snapshot(state: &RateLimiterState) -> RateLimiterSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::RateLimiterMetrics::register(instance)
+    }
+
+    #[cfg(feature = "metrics")]
+    fn record_metrics(event: &RateLimiterEvent, metrics: &Self::Metrics) {
+        super::metrics::RateLimiterMetrics::record(event, metrics)
     }
 }
 

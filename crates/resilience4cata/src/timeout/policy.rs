@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 
 use super::state::{Race, against_the_clock, first_poll};
-use super::{TimeoutConfig, TimeoutEvent, TimeoutSnapshot};
+use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
 use crate::clock::{Timer, nanos};
+use crate::error::{RegistryError, codes};
 use crate::events::Publisher;
+use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
 /// A timeout instance's shared state: one per (derived) instance id.
@@ -90,6 +92,61 @@ impl TimeoutPolicy {
             Race::Finished(output) => Ok(output),
             Race::TimedOut => Err(state.fired()),
         }
+    }
+}
+
+impl PolicyKind for TimeoutPolicy {
+    type Builder = TimeoutConfigBuilder;
+    type State = TimeoutState;
+    type Event = TimeoutEvent;
+    type Snapshot = TimeoutSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::TimeoutMetrics;
+
+    /// A blocking call cannot be cancelled: `R4C-REG-001` before anything is resolved.
+    fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
+        match is_async {
+            true => Ok(()),
+            false => Err(RegistryError::new(
+                codes::INVALID_COMBINATION,
+                Some(id),
+                "a timeout needs an async method: a blocking call cannot be cancelled",
+            )),
+        }
+    }
+
+    fn check(inner: &Inner, id: &str, _: bool, c: &TimeoutConfig) -> Result<(), RegistryError> {
+        match c.enabled {
+            true => inner.require_async_clock(id, "this async method runs under a timeout"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: TimeoutConfig,
+        events: Publisher<TimeoutEvent>,
+    ) -> TimeoutState {
+        TimeoutState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<TimeoutState>) -> Self {
+        TimeoutPolicy::new(state)
+    }
+
+    fn snapshot(state: &TimeoutState) -> TimeoutSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::TimeoutMetrics::register(instance)
+    }
+
+    #[cfg(feature = "metrics")]
+    fn record_metrics(event: &TimeoutEvent, metrics: &Self::Metrics) {
+        super::metrics::TimeoutMetrics::record(event, metrics)
     }
 }
 
