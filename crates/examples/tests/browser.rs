@@ -39,6 +39,7 @@ async fn the_breaker_card_follows_the_demo_script() {
     if !chromium_available() {
         return;
     }
+    let _one_browser = BROWSER.lock().await;
     let narrate: Narrator = Arc::new(|line| println!("{line}"));
     let options = DemoOptions { time_scale: time_scale(), admin_addr: "127.0.0.1:0".into(), ..DemoOptions::default() };
     let demo = Arc::new(Demo::start(options, Arc::clone(&narrate)).await.unwrap());
@@ -119,4 +120,66 @@ fn wait_for(browser: &mut cdp::Browser, done: impl Fn(&str) -> bool) {
 /// Under cargo's scratch directory for integration tests: tests never write into the source tree.
 fn screenshot_path() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard-failing.png")
+}
+
+/// One browser at a time: the script test's timing should not compete with another Chromium.
+static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const CONNECTION: &str = "document.getElementById('conn').textContent";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_reconnects_when_the_server_restarts() {
+    if !chromium_available() {
+        return;
+    }
+    let _one_browser = BROWSER.lock().await;
+    let registry = resilience4cata::Registry::builder().build().unwrap();
+    let _calls = resilience4cata::Pipeline::builder(&registry, "restart::Api::get")
+        .circuit_breaker()
+        .build::<u32, std::io::Error>()
+        .unwrap();
+    let admin = resilience4cata_admin::serve("127.0.0.1:0", registry.clone(), Default::default()).await.unwrap();
+    let (addr, url) = (admin.local_addr(), admin.url());
+    let mut browser = tokio::task::spawn_blocking(move || {
+        let mut browser = cdp::Browser::launch();
+        browser.navigate(&url);
+        wait_for(&mut browser, |state| state == "Closed");
+        poll(&mut browser, CONNECTION, |c| c == "live");
+        browser
+    })
+    .await
+    .unwrap();
+
+    admin.shutdown();
+    browser = tokio::task::spawn_blocking(move || {
+        poll(&mut browser, CONNECTION, |c| c != "live");
+        browser
+    })
+    .await
+    .unwrap();
+
+    let _admin = resilience4cata_admin::serve(addr, registry, Default::default()).await.unwrap();
+    let browser = tokio::task::spawn_blocking(move || {
+        poll(&mut browser, CONNECTION, |c| c == "live");
+        wait_for(&mut browser, |state| state == "Closed");
+        browser
+    })
+    .await
+    .unwrap();
+    // While the server was down, the browser may only have complained about refused connections.
+    let other: Vec<_> = browser.errors.iter().filter(|e| !e.contains("ERR_CONNECTION_REFUSED")).collect();
+    assert_eq!(other, Vec::<&String>::new());
+}
+
+/// Polls `expression` until its text satisfies `done` (up to 30 s).
+fn poll(browser: &mut cdp::Browser, expression: &str, done: impl Fn(&str) -> bool) {
+    let mut last = String::new();
+    for _ in 0..300 {
+        last = browser.eval(expression).as_str().unwrap_or_default().to_owned();
+        if done(&last) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{expression} stayed {last:?}");
 }
