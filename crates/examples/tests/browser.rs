@@ -63,7 +63,7 @@ async fn the_breaker_card_follows_the_demo_script() {
         }
     });
     let screenshot = screenshot_path();
-    let (seen, browser) = tokio::task::spawn_blocking({
+    let (seen, mut browser) = tokio::task::spawn_blocking({
         let (demo, screenshot) = (Arc::clone(&demo), screenshot.clone());
         move || {
             let seen = watch(&mut browser, &demo, &finished, &screenshot);
@@ -80,10 +80,29 @@ async fn the_breaker_card_follows_the_demo_script() {
     let closed = seen[open..].iter().any(|(phase, state)| *phase == Phase::Recovered && state == "Closed");
     assert!(closed, "the breaker card never showed Closed after recovery");
     assert_eq!(seen.last().map(|(_, s)| s.as_str()), Some("Closed"));
+    let dark = tokio::task::spawn_blocking(move || {
+        let dark = dark_mode(&mut browser);
+        (dark, browser)
+    });
+    let (dark, browser) = dark.await.unwrap();
+    assert!(dark.exists());
     assert_eq!(browser.errors, Vec::<String>::new(), "the page logged errors");
     let png = std::fs::read(&screenshot).expect("a screenshot of the failing phase");
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     println!("screenshot: {}", screenshot.display());
+}
+
+/// Switches the page to dark, checks its background follows, and saves a screenshot.
+fn dark_mode(browser: &mut cdp::Browser) -> PathBuf {
+    const BACKGROUND: &str = "getComputedStyle(document.body).backgroundColor";
+    browser.color_scheme("light");
+    let light = browser.eval(BACKGROUND);
+    browser.color_scheme("dark");
+    let dark = browser.eval(BACKGROUND);
+    assert_ne!(light, dark, "the page has a dark palette");
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard-dark.png");
+    browser.screenshot(&path);
+    path
 }
 
 /// Polls the breaker card until the script ends; returns each (phase, state) change seen.

@@ -89,6 +89,12 @@ impl Browser {
         result["result"]["value"].clone()
     }
 
+    /// Makes the page see `prefers-color-scheme: <scheme>` (`"light"` or `"dark"`).
+    pub fn color_scheme(&mut self, scheme: &str) {
+        let features = json!([{ "name": "prefers-color-scheme", "value": scheme }]);
+        self.call("Emulation.setEmulatedMedia", json!({ "features": features }));
+    }
+
     /// Saves a PNG of the page.
     pub fn screenshot(&mut self, path: &Path) {
         let shot = self.call("Page.captureScreenshot", json!({ "format": "png" }));
