@@ -94,8 +94,8 @@ async fn the_page_is_self_contained_and_never_holds_the_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_parse_as_prometheus_text() {
     let (registry, calls, _clock) = registry();
+    // The counting subscription exists once `serve` returns: every later event is counted.
     let server = start(&registry, AdminOptions::new()).await;
-    wait_for_counting().await;
     for _ in 0..2 {
         fail(&calls); // two retried calls: four failed attempts open the breaker
     }
@@ -129,11 +129,6 @@ async fn metrics_parse_as_prometheus_text() {
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
     let retries = scrape.samples.iter().find(|s| s.metric == "r4c_retry_retries_total").unwrap();
     assert_eq!(retries.value, prometheus_parse::Value::Counter(2.0));
-}
-
-/// The counting task subscribes when the router is built; give it a moment to be polled once.
-async fn wait_for_counting() {
-    tokio::task::yield_now().await;
 }
 
 async fn value_of(server: &AdminServer, path: &str, keys: &[&str]) -> Option<u64> {
