@@ -20,6 +20,7 @@ fn time_scale() -> f64 {
     std::env::var("R4C_DEMO_TIME_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(0.2)
 }
 
+const RETRIES_SHOWN: &str = "document.querySelector('article[data-policy=\"retry\"] .fig .v')?.textContent ?? ''";
 const BREAKER_STATE: &str = "document.querySelector('article[data-policy=\"circuit_breaker\"]')?.dataset.state ?? ''";
 
 fn chromium_available() -> bool {
@@ -81,6 +82,8 @@ async fn the_breaker_card_follows_the_demo_script() {
     assert!(closed, "the breaker card never showed Closed after recovery");
     assert_eq!(seen.last().map(|(_, s)| s.as_str()), Some("Closed"));
     let dark = tokio::task::spawn_blocking(move || {
+        // The retry card shows what the admin counted from events: the failing phase retried.
+        poll(&mut browser, RETRIES_SHOWN, |n| n.parse::<u64>().is_ok_and(|n| n > 0));
         let dark = dark_mode(&mut browser);
         (dark, browser)
     });
