@@ -10,7 +10,7 @@ use super::state::{Queued, Slots, Wake, Withdrawn};
 use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapshot};
 use crate::clock::{Timer, nanos};
 use crate::error::RegistryError;
-use crate::events::Publisher;
+use crate::events::{Publisher, publish};
 use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
@@ -50,13 +50,13 @@ impl BulkheadState {
 
     #[inline]
     fn permit(&self) -> BulkheadPermit<'_> {
-        self.events.emit(|| BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
         BulkheadPermit { state: Some(self) }
     }
 
     #[cold]
     fn refuse(&self) -> Rejection {
-        self.events.emit(|| BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
         Rejection::BulkheadFull { instance: Arc::clone(&self.instance) }
     }
 
@@ -153,7 +153,9 @@ impl Drop for BulkheadPermit<'_> {
     fn drop(&mut self) {
         if let Some(state) = self.state {
             state.slots.release();
-            state.events.emit(|| BulkheadEvent::Finished { instance: Arc::clone(&state.instance) });
+            publish!(state.events, |m| m.finished(), || BulkheadEvent::Finished {
+                instance: Arc::clone(&state.instance)
+            });
         }
     }
 }
@@ -245,11 +247,6 @@ impl PolicyKind for BulkheadPolicy {
     #[cfg(feature = "metrics")]
     fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
         super::metrics::BulkheadMetrics::register(instance)
-    }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &BulkheadEvent, metrics: &Self::Metrics) {
-        super::metrics::BulkheadMetrics::record(event, metrics)
     }
 }
 

@@ -202,9 +202,4 @@ impl PolicyKind for CircuitBreakerPolicy {
     fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
         super::metrics::CircuitBreakerMetrics::register(instance)
     }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &CircuitBreakerEvent, metrics: &Self::Metrics) {
-        super::metrics::CircuitBreakerMetrics::record(event, metrics)
-    }
 }

@@ -31,7 +31,7 @@ use super::window::{FAILED, SLOW, Tally, Window};
 use super::{CircuitBreakerConfig, CircuitBreakerEvent, CircuitBreakerSnapshot, WindowType};
 use crate::Rejection;
 use crate::clock::{Timer, nanos};
-use crate::events::Publisher;
+use crate::events::{Publisher, publish};
 
 /// The state of a circuit breaker.
 ///
@@ -232,7 +232,9 @@ impl CircuitBreakerState {
     #[cold]
     fn refuse(&self) -> Rejection {
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
-        self.events.emit(|| CircuitBreakerEvent::CallNotPermitted { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.not_permitted(), || CircuitBreakerEvent::CallNotPermitted {
+            instance: Arc::clone(&self.instance)
+        });
         Rejection::CallNotPermitted { instance: Arc::clone(&self.instance) }
     }
 
@@ -328,6 +330,8 @@ impl CircuitBreakerState {
 
     #[inline(always)]
     fn recorded(&self, bits: u8) {
+        #[cfg(feature = "metrics")]
+        self.events.metrics().recorded(bits & FAILED != 0, bits & SLOW != 0);
         if self.events.is_active() {
             self.publish_recorded(bits);
         }
@@ -347,7 +351,9 @@ impl CircuitBreakerState {
     }
 
     fn ignored(&self) {
-        self.events.emit(|| CircuitBreakerEvent::Ignored { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.ignored(), || CircuitBreakerEvent::Ignored {
+            instance: Arc::clone(&self.instance)
+        });
     }
 
     #[cold]
@@ -400,7 +406,7 @@ impl CircuitBreakerState {
 
     fn transitioned(&self, from: u64, to: u64) {
         if from != to {
-            self.events.emit(|| CircuitBreakerEvent::StateTransition {
+            publish!(self.events, |m| m.transition(state_of(to)), || CircuitBreakerEvent::StateTransition {
                 instance: Arc::clone(&self.instance),
                 from: state_of(from),
                 to: state_of(to),

@@ -7,7 +7,7 @@ use super::state::{AtomicGcra, Decision};
 use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterEvent, RateLimiterSnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::error::RegistryError;
-use crate::events::Publisher;
+use crate::events::{Publisher, publish};
 use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
@@ -95,7 +95,10 @@ impl RateLimiterState {
 
     #[inline]
     fn permitted(&self, waited: Duration) {
-        self.events.emit(|| RateLimiterEvent::Permitted { instance: Arc::clone(&self.instance), waited });
+        publish!(self.events, |m| m.permitted(), || RateLimiterEvent::Permitted {
+            instance: Arc::clone(&self.instance),
+            waited
+        });
     }
 
     /// After the wait for a reserved permit: `Ok` unless shutdown cut it short (the reserved permit
@@ -113,7 +116,10 @@ impl RateLimiterState {
     #[cold]
     fn refuse(&self, retry_after: u64) -> Rejection {
         let retry_after = Duration::from_nanos(retry_after);
-        self.events.emit(|| RateLimiterEvent::Rejected { instance: Arc::clone(&self.instance), retry_after });
+        publish!(self.events, |m| m.rejected(), || RateLimiterEvent::Rejected {
+            instance: Arc::clone(&self.instance),
+            retry_after
+        });
         Rejection::RateLimitExceeded { instance: Arc::clone(&self.instance), retry_after }
     }
 }
@@ -185,11 +191,6 @@ impl PolicyKind for RateLimiterPolicy {
     #[cfg(feature = "metrics")]
     fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
         super::metrics::RateLimiterMetrics::register(instance)
-    }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &RateLimiterEvent, metrics: &Self::Metrics) {
-        super::metrics::RateLimiterMetrics::record(event, metrics)
     }
 }
 

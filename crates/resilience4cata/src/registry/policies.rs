@@ -69,10 +69,6 @@ pub(crate) trait PolicyKind: Sized + 'static {
     /// Registers the instance's metric handles (feature `metrics`).
     #[cfg(feature = "metrics")]
     fn register_metrics(instance: &Arc<str>) -> Self::Metrics;
-
-    /// Records one event into the instance's handles (feature `metrics`).
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &Self::Event, metrics: &Self::Metrics);
 }
 
 /// Where the registry keeps a policy kind: implemented for every policy of the list by

@@ -8,7 +8,7 @@ use super::budget::RetryBudget;
 use super::{Backoff, GiveUpReason, Jitter, RetryConfig, RetryConfigBuilder, RetryEvent, RetrySnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::error::RegistryError;
-use crate::events::Publisher;
+use crate::events::{Publisher, publish};
 use crate::registry::{Inner, PolicyKind};
 
 /// What the generated code learnt about a failed attempt before asking the retry.
@@ -90,7 +90,7 @@ impl RetryState {
     }
 
     fn gave_up(&self, call: &RetryCall, reason: GiveUpReason) {
-        self.events.emit(|| RetryEvent::GaveUp {
+        publish!(self.events, |m| m.gave_up(reason), || RetryEvent::GaveUp {
             instance: Arc::clone(&self.instance),
             attempts: call.attempts,
             reason,
@@ -106,7 +106,9 @@ pub struct RetryPolicy {
     counts_start: bool,
     /// `max_attempts` when a retry can be granted without consulting anything but the attempt
     /// count: enabled, zero delay (so zero wait, whatever the backoff and jitter), no
-    /// `max_duration`, no budget, nobody listening. Else 0, which no attempt count is below.
+    /// `max_duration`, no budget, no listener on the builder. Else 0, which no attempt count is
+    /// below. Whether a subscriber or a tracing subscriber wants events is checked on each retry
+    /// (`Publisher::is_watched`); metric handles are updated on the quick path itself.
     quick_below: u32,
 }
 
@@ -143,7 +145,7 @@ impl PolicyKind for RetryPolicy {
             && c.delay.is_zero()
             && c.max_duration.is_none()
             && state.budget.is_none()
-            && !state.events.always_active();
+            && !state.events.has_listeners();
         let quick_below = if quick { c.max_attempts } else { 0 };
         RetryPolicy { state, counts_start, quick_below }
     }
@@ -155,11 +157,6 @@ impl PolicyKind for RetryPolicy {
     #[cfg(feature = "metrics")]
     fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
         super::metrics::RetryMetrics::register(instance)
-    }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &RetryEvent, metrics: &Self::Metrics) {
-        super::metrics::RetryMetrics::record(event, metrics)
     }
 }
 
@@ -272,8 +269,12 @@ impl RetryPolicy {
         let go = failure == Failure::Retryable
             && call.attempts + 1 < self.quick_below
             && !self.state.timer.is_shut_down()
-            && !self.state.events.has_subscribers();
+            && !self.state.events.is_watched();
         call.attempts += u32::from(go);
+        #[cfg(feature = "metrics")]
+        if go {
+            self.state.events.metrics().retrying();
+        }
         go
     }
 
@@ -310,7 +311,7 @@ impl RetryPolicy {
             state.gave_up(call, reason);
             return None;
         }
-        state.events.emit(|| RetryEvent::Retrying {
+        publish!(state.events, |m| m.retrying(), || RetryEvent::Retrying {
             instance: Arc::clone(&state.instance),
             attempt: call.attempts,
             delay: wait,
@@ -462,9 +463,8 @@ mod tests {
         let quiet = Registry::builder().clock(&clock).build().unwrap();
         let attrs = || RetryConfigBuilder::new().max_attempts(4).delay(Duration::ZERO);
         let policy = RetryPolicy::build(&quiet, "m::A::zero", None, None, false, attrs()).unwrap();
-        // The `tracing` and `metrics` features always listen, which turns the quick path off.
-        let listening = cfg!(any(feature = "tracing", feature = "metrics"));
-        assert_eq!(policy.quick_below, if listening { 0 } else { 4 });
+        // Neither feature `tracing` (no subscriber installed) nor `metrics` turns the quick path off.
+        assert_eq!(policy.quick_below, 4);
         assert_eq!(run(&policy, |_| Some(Failure::Retryable)), (4, false));
         assert_eq!(run(&policy, |n| (n < 3).then_some(Failure::Retryable)), (2, true));
         assert_eq!(run(&policy, |_| Some(Failure::NotRetryable)), (1, false));

@@ -10,7 +10,7 @@ use super::state::{Race, against_the_clock, first_poll};
 use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
 use crate::clock::{Timer, nanos};
 use crate::error::{RegistryError, codes};
-use crate::events::Publisher;
+use crate::events::{Publisher, publish};
 use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
@@ -49,7 +49,10 @@ impl TimeoutState {
     fn fired(&self) -> Rejection {
         self.timed_out.fetch_add(1, Ordering::Relaxed);
         let timeout = self.config.duration;
-        self.events.emit(|| TimeoutEvent::TimedOut { instance: Arc::clone(&self.instance), timeout });
+        publish!(self.events, |m| m.timed_out(), || TimeoutEvent::TimedOut {
+            instance: Arc::clone(&self.instance),
+            timeout
+        });
         Rejection::CallTimeout { instance: Arc::clone(&self.instance), timeout }
     }
 }
@@ -142,11 +145,6 @@ impl PolicyKind for TimeoutPolicy {
     #[cfg(feature = "metrics")]
     fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
         super::metrics::TimeoutMetrics::register(instance)
-    }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &TimeoutEvent, metrics: &Self::Metrics) {
-        super::metrics::TimeoutMetrics::record(event, metrics)
     }
 }
 
