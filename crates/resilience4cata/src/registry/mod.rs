@@ -11,7 +11,7 @@ mod policies;
 use std::fmt;
 use std::sync::Arc;
 
-pub(crate) use layer::{Configs, Instances, Layer};
+pub(crate) use layer::{Configs, Instances, Layer, layered_builder};
 pub use policies::RegistrySnapshot;
 pub(crate) use policies::{PolicyConfigs, PolicyKind, Registered, Stores, for_each_policy, policy_handle};
 
