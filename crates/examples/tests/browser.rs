@@ -205,3 +205,63 @@ fn poll(browser: &mut cdp::Browser, expression: &str, done: impl Fn(&str) -> boo
     }
     panic!("{expression} stayed {last:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_drives_the_breaker_from_the_page() {
+    if !chromium_available() {
+        return;
+    }
+    let _one_browser = BROWSER.lock().await;
+    const TOKEN: &str = "typed-by-the-operator";
+    let registry = resilience4cata::Registry::builder().build().unwrap();
+    let _calls = resilience4cata::Pipeline::builder(&registry, "host-a/shop::Api::get")
+        .circuit_breaker()
+        .build::<u32, std::io::Error>()
+        .unwrap();
+    let options = resilience4cata_admin::AdminOptions::new().token(TOKEN);
+    let admin = resilience4cata_admin::serve("127.0.0.1:0", registry.clone(), options).await.unwrap();
+    let url = admin.url();
+    let breaker = registry.circuit_breaker("host-a/shop::Api::get").unwrap();
+    let click = |action: &str| {
+        format!(
+            "document.querySelector('article[data-policy=\"circuit_breaker\"] button[data-action=\"{action}\"]').click()"
+        )
+    };
+
+    let browser = tokio::task::spawn_blocking(move || {
+        let mut browser = cdp::Browser::launch();
+        browser.navigate(&url);
+        wait_for(&mut browser, |state| state == "Closed");
+        browser
+    })
+    .await
+    .unwrap();
+
+    let (force_open, reset) = (click("force-open"), click("reset"));
+    let browser = tokio::task::spawn_blocking(move || {
+        let mut browser = browser;
+        // Without the token typed in, nothing is sent.
+        browser.eval(&force_open);
+        poll(&mut browser, NOTE, |note| note.contains("token first"));
+        browser.eval(&format!("document.getElementById('token').value = '{TOKEN}'"));
+        browser.eval(&force_open);
+        wait_for(&mut browser, |state| state == "ForcedOpen");
+        browser
+    })
+    .await
+    .unwrap();
+    assert_eq!(breaker.state(), resilience4cata::circuit_breaker::State::ForcedOpen, "the page changed the breaker");
+
+    let browser = tokio::task::spawn_blocking(move || {
+        let mut browser = browser;
+        browser.eval(&reset);
+        wait_for(&mut browser, |state| state == "Closed");
+        browser
+    })
+    .await
+    .unwrap();
+    assert_eq!(breaker.state(), resilience4cata::circuit_breaker::State::Closed);
+    assert_eq!(browser.errors, Vec::<String>::new());
+}
+
+const NOTE: &str = "document.querySelector('article[data-policy=\"circuit_breaker\"] .note')?.textContent ?? ''";
