@@ -10,6 +10,7 @@ use crate::Rejection;
 
 /// How the breaker records one call's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Outcome {
     /// Counts as a success (an `Ok`, or an `Err` outside `record_on`).
     Success,

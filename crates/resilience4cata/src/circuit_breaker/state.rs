@@ -42,6 +42,7 @@ use crate::events::Publisher;
 /// assert!(!State::ForcedOpen.permits_calls());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum State {
     /// Calls pass and are recorded; the breaker opens when a rate reaches its threshold.
     Closed,

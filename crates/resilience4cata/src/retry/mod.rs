@@ -48,6 +48,7 @@ pub use snapshot::{Budget, RetrySnapshot};
 
 /// A classifier's decision on one attempt's `Result` (`classifier = path`, a `fn(&Result<T, E>) -> Verdict`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Verdict {
     /// Accept the result and return it.
     Success,
