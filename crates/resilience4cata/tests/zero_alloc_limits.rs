@@ -35,7 +35,7 @@ pub trait Api {
     #[bulkhead(max_concurrent_calls = 4)]
     fn guarded(&self, x: u32) -> Result<u32, Down>;
 
-    /// The whole sync stack of SPEC §12: retry + breaker + rate limiter + bulkhead.
+    /// The whole sync stack of docs/benchmarks.md ("full_stack"): retry + breaker + rate limiter + bulkhead.
     #[retry(max_attempts = 3, delay = "0")]
     #[circuit_breaker]
     #[rate_limiter(permits = 1000000, period = "1s")]

@@ -2,7 +2,7 @@
 //!
 //! Policy code never calls `Instant::now()`, `thread::sleep` or `tokio::time::sleep`; it asks the
 //! registry's [`Timer`], which offers
-//! - an exact reading ([`Timer::now`]), about 44 ns on the system clock (SPEC §10), used only off success paths;
+//! - an exact reading ([`Timer::now`]), a `clock_gettime` on the system clock, used only off success paths;
 //! - a *coarse* reading ([`Timer::coarse_now`]), one atomic load: the last exact reading, kept fresh by a
 //!   ticker thread on the system clock (started by the first policy that needs it) and exact under the
 //!   manual clock. A coarse reading is never ahead of real time, so a policy that decides on it errs

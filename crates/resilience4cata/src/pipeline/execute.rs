@@ -349,7 +349,7 @@ impl<T, E, M> Pipeline<T, E, M> {
         }
     }
 
-    /// One blocking attempt through the policies inside the retry (§6), innermost the caller's call.
+    /// One blocking attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
     #[inline(always)]
     fn attempt(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         match &self.guards {
@@ -401,7 +401,7 @@ impl<T, E, M> Pipeline<T, E, M> {
         }
     }
 
-    /// One async attempt through the policies inside the retry (§6), innermost the caller's call.
+    /// One async attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
     pub(super) async fn attempt_async<Fut: Future<Output = Result<T, E>>>(
         &self,
         f: impl FnOnce() -> Fut,
