@@ -1,10 +1,13 @@
-//! A global allocator that counts the allocations made by the calling thread.
+//! The workspace's one counting allocator: [`Counting`] forwards to the system allocator and bumps a
+//! thread-local counter.
 //!
-//! Every binary that links this crate (the criterion benches and the `cases` runner) allocates
-//! through [`Counting`], which forwards to the system allocator and bumps a thread-local counter.
-//! Counting only the calling thread keeps the number honest when a case spawns a contender thread
-//! or a runtime has background threads: a policy that moved work to another thread would still be
-//! caught by the time measurement, and the count says what the caller's own path costs.
+//! It counts only once installed: `crates/bench` installs it for every bench binary, and each
+//! zero-allocation test binary of the runtime installs it with
+//! `#[global_allocator] static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;`.
+//! Counting only the calling thread keeps the number honest when a case spawns a contender thread,
+//! a runtime has background threads or the test harness runs other tests in parallel: a policy that
+//! moved work to another thread would still be caught by the time measurement, and the count says
+//! what the caller's own path costs.
 //!
 //! The cost is one thread-local increment per allocation (about three instructions), paid by every
 //! case that allocates and by none that do not.
@@ -27,9 +30,9 @@ fn bump() {
     let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
 }
 
-// The one `unsafe` of the crate: a global allocator can only be written as an unsafe impl. Every
-// method forwards to `System` with the caller's own arguments, so the caller's obligations pass
-// through unchanged.
+// The one `unsafe` of the workspace's tests and benches: a global allocator can only be written as
+// an unsafe impl. Every method forwards to `System` with the caller's own arguments, so the
+// caller's obligations pass through unchanged.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     #[inline]
@@ -60,15 +63,34 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-/// Allocations made so far by the calling thread (since it started).
+/// Allocations made so far by the calling thread (since it started); always 0 where [`Counting`]
+/// is not the global allocator.
 ///
 /// ```
-/// let before = bench::alloc::allocations();
+/// #[global_allocator]
+/// static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
+///
+/// let before = testkit::alloc::allocations();
 /// let v = std::hint::black_box(vec![1u8; 16]);
-/// assert_eq!(bench::alloc::allocations() - before, 1);
+/// assert_eq!(testkit::alloc::allocations() - before, 1);
 /// drop(v);
 /// ```
 #[inline]
 pub fn allocations() -> u64 {
     ALLOCATIONS.with(Cell::get)
+}
+
+/// The calling thread's allocations while `f` runs.
+///
+/// ```
+/// #[global_allocator]
+/// static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
+///
+/// assert_eq!(testkit::alloc::allocations_during(|| drop(std::hint::black_box(Box::new(1u8)))), 1);
+/// assert_eq!(testkit::alloc::allocations_during(|| {}), 0);
+/// ```
+pub fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = allocations();
+    f();
+    allocations() - before
 }
