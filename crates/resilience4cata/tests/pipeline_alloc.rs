@@ -4,6 +4,7 @@
 //!
 //! The counting allocator is the workspace's one (`testkit::alloc::Counting`), installed here.
 
+#[cfg(feature = "tower")]
 use std::task::{Context, Waker};
 use std::time::Duration;
 

@@ -3,7 +3,9 @@
 //! pipeline and an annotated method, the order breaker → rate limiter whatever the builder order,
 //! outcome classification, async and tower.
 
+#[cfg(feature = "tower")]
 use std::future::Future;
+#[cfg(feature = "tower")]
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
