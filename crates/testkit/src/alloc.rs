@@ -9,8 +9,8 @@
 //! moved work to another thread would still be caught by the time measurement, and the count says
 //! what the caller's own path costs.
 //!
-//! The cost is one thread-local increment per allocation (about three instructions), paid by every
-//! case that allocates and by none that do not.
+//! The cost is one thread-local increment per allocation, paid by every case that allocates and by
+//! none that do not.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
