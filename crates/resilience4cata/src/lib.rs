@@ -9,6 +9,8 @@ pub mod circuit_breaker;
 pub mod clock;
 mod error;
 mod events;
+#[cfg(all(test, feature = "metrics"))]
+mod metrics_counters;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;

@@ -66,10 +66,11 @@ impl CircuitBreakerMetrics {
 
 #[cfg(test)]
 mod tests {
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    use metrics_util::debugging::DebuggingRecorder;
 
     use crate::__private::{CircuitBreakerConfigBuilder, Outcome, Site, circuit_breaker};
     use crate::clock::ManualClock;
+    use crate::metrics_counters::Counters;
     use crate::registry::Registry;
 
     #[test]
@@ -86,28 +87,8 @@ mod tests {
         policy.acquire().unwrap().record(Outcome::Failure); // 1 of 2: opens
         assert!(policy.acquire().is_err());
 
-        let counters: Vec<(String, Vec<String>, u64)> = snapshotter
-            .snapshot()
-            .into_vec()
-            .into_iter()
-            .filter_map(|(key, _, _, value)| match value {
-                DebugValue::Counter(n) if n > 0 => {
-                    let labels = key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
-                    Some((key.key().name().to_owned(), labels, n))
-                }
-                _ => None,
-            })
-            .collect();
-        let find = |name: &str, label: &str| {
-            counters
-                .iter()
-                .find(|(n, labels, _)| {
-                    n == name
-                        && labels.contains(&"instance=m::Api::get".to_owned())
-                        && labels.contains(&label.to_owned())
-                })
-                .map(|c| c.2)
-        };
+        let counters = Counters::of(&snapshotter);
+        let find = |name: &str, label: &str| counters.get(name, &["instance=m::Api::get", label]);
         let calls = "resilience4cata_circuit_breaker_calls_total";
         assert_eq!(find(calls, "outcome=success"), Some(1));
         assert_eq!(find(calls, "outcome=failure"), Some(1));
