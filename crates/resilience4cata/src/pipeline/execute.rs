@@ -135,6 +135,17 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1); // not retryable
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    ///
+    /// Like every consuming method of the pipeline and its builder, it is `#[must_use]`: the rule
+    /// is on the pipeline it returns, so dropping that one is an error under `deny(unused_must_use)`.
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// # use resilience4cata::{Pipeline, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let files = Pipeline::builder(&registry, "files").retry().build::<u32, std::io::Error>().unwrap();
+    /// files.retry_on(|_| true);
+    /// ```
     #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn retry_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         self.rules.decide = match self.rules.decide {
