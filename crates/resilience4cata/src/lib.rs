@@ -8,7 +8,7 @@ pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod clock;
 mod error;
-mod events;
+pub mod events;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_counters;
 pub mod pipeline;
