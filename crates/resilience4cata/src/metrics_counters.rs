@@ -1,7 +1,16 @@
 //! What the `metrics` unit tests read back: the counters a `DebuggingRecorder` saw, one place for
 //! every policy's metrics test.
 
-use metrics_util::debugging::{DebugValue, Snapshotter};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+
+/// Runs `build` with a fresh `DebuggingRecorder` as this thread's recorder, so the handles it
+/// registers count into that recorder from then on; returns what `build` returned and the
+/// recorder's snapshotter.
+pub(crate) fn recording<T>(build: impl FnOnce() -> T) -> (T, Snapshotter) {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    (metrics::with_local_recorder(&recorder, build), snapshotter)
+}
 
 /// Every counter above zero: its name, its labels as `key=value`, its value.
 pub(crate) struct Counters(Vec<(String, Vec<String>, u64)>);

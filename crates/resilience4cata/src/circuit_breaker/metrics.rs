@@ -73,19 +73,15 @@ impl CircuitBreakerMetrics {
 
 #[cfg(test)]
 mod tests {
-    use metrics_util::debugging::DebuggingRecorder;
-
     use crate::__private::{CircuitBreakerConfigBuilder, Outcome, Site, circuit_breaker};
     use crate::clock::ManualClock;
-    use crate::metrics_counters::Counters;
+    use crate::metrics_counters::{Counters, recording};
     use crate::registry::Registry;
 
     #[test]
     fn outcomes_refusals_and_transitions_are_counted_per_instance() {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
         let clock = ManualClock::new();
-        let policy = metrics::with_local_recorder(&recorder, || {
+        let (policy, snapshotter) = recording(|| {
             let registry = Registry::builder().clock(&clock).build().unwrap();
             let site = Site { id: "m::Api::get", name: None, config: None, is_async: false };
             circuit_breaker(&registry, site, CircuitBreakerConfigBuilder::new().window_size(2)).unwrap()

@@ -50,19 +50,15 @@ impl RetryMetrics {
 mod tests {
     use std::time::Duration;
 
-    use metrics_util::debugging::DebuggingRecorder;
-
     use crate::__private::{Failure, RetryConfigBuilder, RetryPolicy};
     use crate::clock::ManualClock;
-    use crate::metrics_counters::Counters;
+    use crate::metrics_counters::{Counters, recording};
     use crate::registry::{Registered, Registry};
 
     #[test]
     fn retries_and_give_ups_are_counted_per_instance_and_reason() {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
         let clock = ManualClock::new();
-        let policy = metrics::with_local_recorder(&recorder, || {
+        let (policy, snapshotter) = recording(|| {
             let registry = Registry::builder().clock(&clock).build().unwrap();
             let attrs = RetryConfigBuilder::new().max_attempts(3).delay(Duration::from_millis(10));
             RetryPolicy::build(&registry, "m::Api::get", None, None, false, attrs).unwrap()
