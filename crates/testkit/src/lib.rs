@@ -11,7 +11,9 @@
 //!   [`RetryAndBreaker`], the pair the seeds' breaker examples watch;
 //! - [`no_jitter`], the seeds' examples' registry: the manual clock and exact waits.
 //!
-//! `publish = false`: a dev-dependency of the workspace only.
+//! `publish = false`: a dev-dependency of the workspace only. The runtime's own unit tests may use
+//! only the helpers that name no `resilience4cata` type ([`block_on`], [`now`], [`poll_once`],
+//! [`ms`]): this crate links the runtime as a library, a second copy beside the one under test.
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
