@@ -43,6 +43,7 @@ macro_rules! event_parts {
         /// that attach after build.
         #[derive(Default)]
         #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
+        #[doc(hidden)]
         pub struct Listeners {
             pub(crate) hub: Arc<Hub>,
             $(pub(crate) $module: Vec<Listener<$event>>,)*
