@@ -1,6 +1,5 @@
 //! Feature `serde`: snapshots, configs and events serialize with their Rust field names, durations
 //! as milliseconds, enums as variant names and events tagged with `kind` (docs/admin.md).
-#![cfg(feature = "serde")]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,6 +9,7 @@ use crate::registry::layered_builder;
 /// How the breaker's window of recent outcomes is measured.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WindowType {
     /// The last `window_size` recorded calls.
     Count,

@@ -8,6 +8,7 @@ use crate::registry::Layer;
 /// How the base wait grows between attempts.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backoff {
     /// Every wait is `delay`.
     Fixed,
@@ -18,6 +19,7 @@ pub enum Backoff {
 /// How the base wait is randomised.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Jitter {
     /// Uniform in `[0, base]`.
     Full,
