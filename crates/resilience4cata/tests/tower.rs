@@ -280,13 +280,14 @@ fn the_response_future_is_send() {
 }
 
 /// Through a rate limiter and a timeout: a refused attempt never reaches the service, a hanging
-/// one is cut at its deadline and retried with a ready clone of the service.
+/// one is cut at its deadline and retried with a ready clone of the service; a refusal whose
+/// `retry_after` would outlast `max_duration` gives up at once (SPEC §7.1, "Delay from the failure").
 #[test]
 fn inner_policies_run_around_each_attempt_of_the_service() {
     let clock = ManualClock::new();
     let (registry, events) = registry(&clock);
     let pipeline = Pipeline::builder(&registry, "quotes")
-        .retry_with(|r| r.max_attempts(3).delay(ms(100)))
+        .retry_with(|r| r.max_attempts(3).delay(ms(100)).max_duration(ms(1_000)))
         .timeout_with(|t| t.duration(ms(250)))
         .rate_limiter_with(|l| l.permits(2).period(Duration::from_secs(10)))
         .build::<u32, Error>()
@@ -309,10 +310,11 @@ fn inner_policies_run_around_each_attempt_of_the_service() {
     let err = block_on(service.oneshot(6)).unwrap_err();
     assert!(matches!(err.rejection(), Some(Rejection::RateLimitExceeded { .. })), "{err:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 2, "refused attempts never reached the service");
+    assert_eq!(clock.elapsed(), ms(350), "the next permit is 4.65 s away, past max_duration: no wait");
     let gave_up = events.lock().unwrap().last().cloned().unwrap();
     assert_eq!(
         gave_up,
-        RetryEvent::GaveUp { instance: "quotes".into(), attempts: 3, reason: GiveUpReason::MaxAttempts }
+        RetryEvent::GaveUp { instance: "quotes".into(), attempts: 1, reason: GiveUpReason::MaxDuration }
     );
 }
 

@@ -288,7 +288,7 @@ fn next<T, E, M>(pipeline: &Pipeline<T, E, M>, call: &mut Option<RetryCall>, out
     let Some(failure) = pipeline.rules().judge(&outcome) else {
         return Next::Return(outcome);
     };
-    match retry.next_wait(call, failure) {
+    match pipeline.rules().next_wait(retry, call, failure, &outcome) {
         None => Next::Return(pipeline.rules().give_back(outcome)),
         Some(wait) if wait.is_zero() || !pipeline.waits_async() => {
             if retry.wait_blocking(call, wait) {
