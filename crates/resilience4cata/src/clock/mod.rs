@@ -1,9 +1,9 @@
 //! Time for every policy: one clock per registry, injected, never read behind its back.
 //!
 //! Policy code never calls `Instant::now()`, `thread::sleep` or `tokio::time::sleep`; it asks the
-//! registry's [`Timer`], which offers
-//! - an exact reading ([`Timer::now`]), about 44 ns on the system clock (SPEC §10), used only off success paths;
-//! - a *coarse* reading ([`Timer::coarse_now`]), one atomic load: the last exact reading, kept fresh by a
+//! registry's `Timer` (crate-private), which offers
+//! - an exact reading (`Timer::now`), about 44 ns on the system clock (SPEC §10), used only off success paths;
+//! - a *coarse* reading (`Timer::coarse_now`), one atomic load: the last exact reading, kept fresh by a
 //!   ticker thread on the system clock (started by the first policy that needs it) and exact under the
 //!   manual clock. A coarse reading is never ahead of real time, so a policy that decides on it errs
 //!   towards refusing; it re-reads the exact clock before it refuses;
@@ -25,7 +25,7 @@ use crossbeam_utils::CachePadded;
 pub use manual::ManualClock;
 
 /// The time source a registry is built on: the system clock (the default) or, in tests, a
-/// [`ManualClock`](crate::testing::ManualClock).
+/// [`ManualClock`].
 ///
 /// ```
 /// use resilience4cata::{Clock, Registry};
