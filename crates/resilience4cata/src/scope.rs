@@ -1,23 +1,6 @@
 //! Building a generated wrapper with a scope, and reading back the instance ids it uses.
 //!
-//! # When instances are shared
-//! A policy instance (a breaker's window, a limiter's permits, a bulkhead's slots, a retry budget)
-//! is found by its id in the registry. Ids are derived from where the policy is declared,
-//! `<module_path>::<Trait>::<method>`, so **two wrappers of one trait on one registry share every
-//! instance** — right for two handles on one backend, wrong for two backends: a dead host A would
-//! open the breaker host B uses. A *scope* gives a wrapper instances of its own: its derived ids
-//! become `<scope>/<derived id>`. An explicit `name = "…"` is never scoped: naming is how methods,
-//! wrappers and pipelines share an instance on purpose.
-//!
-//! | built with | derived id | `name = "prices"` |
-//! |---|---|---|
-//! | `ResilientApi::new(d, &registry)` | `shop::Api::get` | `prices` |
-//! | `ResilientApi::builder(d, &registry).scope("host-a").build()` | `host-a/shop::Api::get` | `prices` |
-//!
-//! Scoped ids are ids like any other: per-instance configuration (`circuit_breaker_instance(
-//! "host-a/shop::Api::get", …)`, or `[instances."host-a/shop::Api::get"]` in a file) and handles
-//! (`registry.circuit_breaker("host-a/shop::Api::get")`) use them as written. `wrapper.ids()`
-//! gives them without spelling them.
+//! (The rules are on [`WrapperBuilder`], where users read them.)
 
 use std::borrow::Cow;
 use std::fmt;
@@ -29,6 +12,25 @@ use crate::registry::Registry;
 /// Builds a generated `Resilient<Trait>` wrapper: `ResilientApi::builder(delegate, &registry)`,
 /// optionally [`scope`](Self::scope)d, then [`build`](Self::build). `ResilientApi::new(delegate,
 /// &registry)` is the same builder without a scope.
+///
+/// # When instances are shared
+/// A policy instance (a breaker's window, a limiter's permits, a bulkhead's slots, a retry budget)
+/// is found by its id in the registry. Ids are derived from where the policy is declared,
+/// `<module_path>::<Trait>::<method>`, so **two wrappers of one trait on one registry share every
+/// instance** — right for two handles on one backend, wrong for two backends: a dead host A would
+/// open the breaker host B uses. A *scope* gives a wrapper instances of its own: its derived ids
+/// become `<scope>/<derived id>`. An explicit `name = "…"` is never scoped: naming is how methods,
+/// wrappers and pipelines share an instance on purpose.
+///
+/// | built with | derived id | `name = "prices"` |
+/// |---|---|---|
+/// | `ResilientApi::new(d, &registry)` | `shop::Api::get` | `prices` |
+/// | `ResilientApi::builder(d, &registry).scope("host-a").build()` | `host-a/shop::Api::get` | `prices` |
+///
+/// Scoped ids are ids like any other: per-instance configuration (`circuit_breaker_instance(
+/// "host-a/shop::Api::get", …)`, or `[instances."host-a/shop::Api::get"]` in a file) and handles
+/// (`registry.circuit_breaker("host-a/shop::Api::get")`) use them as written. `wrapper.ids()`
+/// gives them without spelling them.
 ///
 /// ```
 /// use resilience4cata::{Registry, resilient};

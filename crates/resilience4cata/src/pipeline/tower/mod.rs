@@ -37,7 +37,25 @@ use crate::retry::policy::RetryPolicy;
 
 /// How a [`PipelineService`] copies a request for another attempt (feature `tower`), as tower's
 /// retry `Policy::clone_request`: `Some(copy)` lets the call go on, `None` makes the attempt that
-/// receives the original the call's last (the retry is not asked after it).
+/// receives the original the call's last (the retry is not asked after it). A closure given to
+/// [`PipelineLayer::clone_request`] is one; so is a type of your own:
+///
+/// ```
+/// use resilience4cata::pipeline::CloneRequest;
+///
+/// /// Copies uploads smaller than 1 MiB; bigger ones are sent once.
+/// #[derive(Clone)]
+/// struct SmallOnly;
+///
+/// impl CloneRequest<Vec<u8>> for SmallOnly {
+///     fn clone_request(&self, body: &Vec<u8>) -> Option<Vec<u8>> {
+///         (body.len() < 1 << 20).then(|| body.clone())
+///     }
+/// }
+///
+/// assert_eq!(SmallOnly.clone_request(&vec![1, 2]), Some(vec![1, 2]));
+/// assert_eq!(SmallOnly.clone_request(&vec![0; 2 << 20]), None);
+/// ```
 pub trait CloneRequest<Req> {
     /// A copy of `request` for another attempt, or `None` when it cannot be copied (a streaming
     /// body).
@@ -45,6 +63,11 @@ pub trait CloneRequest<Req> {
 }
 
 /// The default [`CloneRequest`]: `Req: Clone` (feature `tower`).
+///
+/// ```
+/// use resilience4cata::pipeline::{ByClone, CloneRequest};
+/// assert_eq!(ByClone.clone_request(&"GET /stock".to_owned()), Some("GET /stock".to_owned()));
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ByClone;
 
@@ -55,7 +78,8 @@ impl<Req: Clone> CloneRequest<Req> for ByClone {
     }
 }
 
-/// A [`CloneRequest`] from a closure, set with [`PipelineLayer::clone_request`] (feature `tower`).
+/// A [`CloneRequest`] from a closure, set with [`PipelineLayer::clone_request`] (feature `tower`),
+/// which shows it in use.
 #[derive(Clone, Copy)]
 pub struct CloneWith<F>(F);
 
