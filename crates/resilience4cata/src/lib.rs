@@ -16,9 +16,9 @@ pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;
+mod scope;
 #[cfg(feature = "serde")]
 mod serde_millis;
-mod scope;
 pub mod timeout;
 
 pub use clock::Clock;
