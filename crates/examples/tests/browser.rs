@@ -46,14 +46,7 @@ async fn the_breaker_card_follows_the_demo_script() {
     let demo = Arc::new(Demo::start(options, Arc::clone(&narrate)).await.unwrap());
     let url = demo.dashboard_url();
 
-    let mut browser = tokio::task::spawn_blocking(move || {
-        let mut browser = cdp::Browser::launch();
-        browser.navigate(&url);
-        wait_for(&mut browser, |state| state == "Closed");
-        browser
-    })
-    .await
-    .unwrap();
+    let mut browser = open_dashboard(url).await;
 
     let finished = Arc::new(AtomicBool::new(false));
     let script = tokio::spawn({
@@ -127,6 +120,18 @@ fn watch(browser: &mut cdp::Browser, demo: &Demo, finished: &AtomicBool, screens
     seen
 }
 
+/// Launches Chromium on the dashboard at `url` and waits for the first snapshot's breaker card.
+async fn open_dashboard(url: String) -> cdp::Browser {
+    tokio::task::spawn_blocking(move || {
+        let mut browser = cdp::Browser::launch();
+        browser.navigate(&url);
+        wait_for(&mut browser, |state| state == "Closed");
+        browser
+    })
+    .await
+    .unwrap()
+}
+
 /// Polls until the breaker card's state satisfies `done` (the first snapshot has arrived).
 fn wait_for(browser: &mut cdp::Browser, done: impl Fn(&str) -> bool) {
     for _ in 0..300 {
@@ -162,10 +167,8 @@ async fn the_page_reconnects_when_the_server_restarts() {
         .unwrap();
     let admin = resilience4cata_admin::serve("127.0.0.1:0", registry.clone(), Default::default()).await.unwrap();
     let (addr, url) = (admin.local_addr(), admin.url());
-    let mut browser = tokio::task::spawn_blocking(move || {
-        let mut browser = cdp::Browser::launch();
-        browser.navigate(&url);
-        wait_for(&mut browser, |state| state == "Closed");
+    let mut browser = open_dashboard(url).await;
+    browser = tokio::task::spawn_blocking(move || {
         poll(&mut browser, CONNECTION, |c| c == "live");
         browser
     })
@@ -228,14 +231,7 @@ async fn an_operator_drives_the_breaker_from_the_page() {
         )
     };
 
-    let browser = tokio::task::spawn_blocking(move || {
-        let mut browser = cdp::Browser::launch();
-        browser.navigate(&url);
-        wait_for(&mut browser, |state| state == "Closed");
-        browser
-    })
-    .await
-    .unwrap();
+    let browser = open_dashboard(url).await;
 
     let (force_open, reset) = (click("force-open"), click("reset"));
     let browser = tokio::task::spawn_blocking(move || {
