@@ -9,6 +9,7 @@ pub mod circuit_breaker;
 pub mod clock;
 mod error;
 mod events;
+pub mod fallback;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;
@@ -19,6 +20,7 @@ pub mod timeout;
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::Event;
+pub use fallback::FallbackContext;
 pub use pipeline::{Pipeline, PipelineBuilder};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
@@ -32,8 +34,8 @@ pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backoff, Budget, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder, RegistryError,
-        Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
+        Backoff, Budget, FallbackContext, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder,
+        RegistryError, Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
     };
 }
 
