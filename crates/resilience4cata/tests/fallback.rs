@@ -330,3 +330,40 @@ fn async_methods_fall_back_after_async_retries() {
         ]
     );
 }
+
+fn final_is_accepted(r: &Result<u32, PriceError>) -> resilience4cata::Verdict {
+    match r {
+        Err(PriceError::Stale) | Ok(_) => resilience4cata::Verdict::Success,
+        Err(_) => resilience4cata::Verdict::Retry,
+    }
+}
+
+#[resilient]
+pub trait Classified {
+    #[retry(max_attempts = 5, delay = "0", classifier = final_is_accepted)]
+    #[fallback(method = cached)]
+    fn price(&self, sku: &str) -> Result<u32, PriceError>;
+
+    fn cached(&self, sku: &str, ctx: FallbackContext<PriceError>) -> Result<u32, PriceError>;
+}
+
+impl Classified for Backend {
+    fn price(&self, _sku: &str) -> Result<u32, PriceError> {
+        // Unavailable once, then Stale, which the classifier accepts as it is.
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        if n == 0 { Err(PriceError::Unavailable) } else { Err(PriceError::Stale) }
+    }
+    fn cached(&self, sku: &str, ctx: FallbackContext<PriceError>) -> Result<u32, PriceError> {
+        self.record(sku, ctx)
+    }
+}
+
+#[test]
+fn an_err_the_classifier_accepts_reaches_it_with_that_attempt_counted() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let prices = ResilientClassified::new(Backend::failing(None), &registry).unwrap();
+    assert_eq!(prices.price("sku-1"), Ok(99));
+    let seen = prices.delegate().seen.lock().unwrap().clone();
+    assert_eq!(seen, [(2, "fallback::Classified::price".to_owned(), PriceError::Stale)]);
+}

@@ -92,8 +92,11 @@ fn target_of(item: &ItemTrait, methods: &[&Method], method: &Method, errors: &mu
         errors.add(name, SIG_FALLBACK_ITSELF, format!("`{own}` cannot be its own fallback: calling it again on failure would repeat the call it replaces; name another method of `{}`", item.ident));
         return None;
     }
-    if let Some(cycle) = cycle_from(methods, method) {
-        errors.add(name, SIG_FALLBACK_ITSELF, format!("the fallbacks `{}` lead back to `{own}`, so a failure would call them in a circle; end the chain with a method without `#[fallback]`", cycle.join(" → ")));
+    if let Some((cycle, first)) = cycle_from(methods, method) {
+        // One error per circle, on its first method; the others stay silent.
+        if first {
+            errors.add(name, SIG_FALLBACK_ITSELF, format!("the fallbacks `{}` lead back to `{own}`, so a failure would call them in a circle; end the chain with a method without `#[fallback]`", cycle.join(" → ")));
+        }
         return None;
     }
     let before = errors.len();
@@ -129,9 +132,9 @@ fn not_found(item: &ItemTrait, methods: &[&Method], own: &Ident, name: &Ident) -
     )
 }
 
-/// The chain of fallbacks from `start`'s target, if it comes back to `start`; reported only by the
-/// first method of the circle in declaration order, so a circle is one error.
-fn cycle_from(methods: &[&Method], start: &Method) -> Option<Vec<String>> {
+/// The chain of fallbacks from `start`, if it comes back to `start`, and whether `start` is the
+/// circle's first method in declaration order (the one that reports it).
+fn cycle_from(methods: &[&Method], start: &Method) -> Option<(Vec<String>, bool)> {
     let index = |m: &Method| methods.iter().position(|x| std::ptr::eq(*x, m));
     let mut chain = vec![start.item.sig.ident.to_string()];
     let mut current = start;
@@ -141,10 +144,9 @@ fn cycle_from(methods: &[&Method], start: &Method) -> Option<Vec<String>> {
         let next = methods.iter().copied().find(|m| same_name(&m.item.sig.ident, name))?;
         if std::ptr::eq(next, start) {
             let first = chain.iter().filter_map(|n| methods.iter().position(|m| m.item.sig.ident == n)).min();
-            return (first == index(start)).then(|| {
-                chain.push(start.item.sig.ident.to_string());
-                chain
-            });
+            let is_first = first == index(start);
+            chain.push(start.item.sig.ident.to_string());
+            return Some((chain, is_first));
         }
         if std::ptr::eq(next, current) {
             return None;

@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::PipelineBuilder;
+use super::fallback::Fallback;
 use super::guards::Guards;
 use super::kind::{Blocking, SyncOrAsync};
 use super::rules::{Decide, Rules};
@@ -51,6 +52,10 @@ pub struct Pipeline<T, E, M = SyncOrAsync> {
     /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
     async_waits: bool,
     rules: Rules<T, E>,
+    /// Set by `fallback` / `fallback_async`; applied to the final `Err`.
+    pub(super) fallback: Option<Fallback<T, E>>,
+    /// For `fallback`, which builds its event publisher after `build`.
+    pub(super) registry: Registry,
     mode: PhantomData<fn() -> M>,
 }
 
@@ -62,6 +67,8 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
             guards: self.guards.clone(),
             async_waits: self.async_waits,
             rules: self.rules.clone(),
+            fallback: self.fallback.clone(),
+            registry: self.registry.clone(),
             mode: PhantomData,
         }
     }
@@ -74,6 +81,7 @@ impl<T, E, M> fmt::Debug for Pipeline<T, E, M> {
             .field("retry", &self.retry.as_ref().map(RetryPolicy::instance))
             .field("guards", &self.guards)
             .field("rules", &self.rules)
+            .field("fallback", &self.fallback)
             .finish()
     }
 }
@@ -97,12 +105,20 @@ impl Pipeline<(), ()> {
 
 impl<T, E, M> Pipeline<T, E, M> {
     pub(super) fn from_parts(
+        registry: Registry,
         id: Arc<str>,
         retry: Option<RetryPolicy>,
         guards: Option<Guards<E>>,
         async_waits: bool,
     ) -> Self {
-        Pipeline { id, retry, guards, async_waits, rules: Rules::default(), mode: PhantomData }
+        let rules = Rules::default();
+        Pipeline { id, retry, guards, async_waits, rules, fallback: None, registry, mode: PhantomData }
+    }
+
+    /// The same pipeline in another mode (an async fallback makes it `AsyncOnly`).
+    pub(super) fn into_mode<M2>(self) -> Pipeline<T, E, M2> {
+        let Pipeline { id, retry, guards, async_waits, rules, fallback, registry, mode: _ } = self;
+        Pipeline { id, retry, guards, async_waits, rules, fallback, registry, mode: PhantomData }
     }
 
     /// The pipeline's id: the instance id of each of its policies.
@@ -324,7 +340,7 @@ impl<T, E, M> Pipeline<T, E, M> {
         M: Blocking,
     {
         let Some(retry) = &self.retry else {
-            return self.attempt(f);
+            return self.finish(self.attempt(f), 1);
         };
         let mut call = retry.start();
         loop {
@@ -334,10 +350,11 @@ impl<T, E, M> Pipeline<T, E, M> {
                 outcome => outcome,
             };
             let Some(failure) = self.rules.judge(&outcome) else {
-                return outcome;
+                // Accepted by a classifier as it is: the fallback (for an `Err`) counts this attempt.
+                return self.finish(outcome, call.attempts().saturating_add(1));
             };
             if !retry.retry_after(&mut call, failure) {
-                return self.rules.give_back(outcome);
+                return self.finish(self.rules.give_back(outcome), call.attempts());
             }
         }
     }
@@ -377,7 +394,8 @@ impl<T, E, M> Pipeline<T, E, M> {
         Fut: Future<Output = Result<T, E>>,
     {
         let Some(retry) = &self.retry else {
-            return self.attempt_async(f).await;
+            let outcome = self.attempt_async(f).await;
+            return self.finish_async(outcome, 1).await;
         };
         let mut call = retry.start();
         loop {
@@ -386,10 +404,10 @@ impl<T, E, M> Pipeline<T, E, M> {
                 outcome => outcome,
             };
             let Some(failure) = self.rules.judge(&outcome) else {
-                return outcome;
+                return self.finish_async(outcome, call.attempts().saturating_add(1)).await;
             };
             if !self.retry_after_async(retry, &mut call, failure).await {
-                return self.rules.give_back(outcome);
+                return self.finish_async(self.rules.give_back(outcome), call.attempts()).await;
             }
         }
     }

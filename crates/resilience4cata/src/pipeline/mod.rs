@@ -75,6 +75,7 @@ With the `tower` feature, [`Pipeline::layer`] turns a pipeline into a `tower::La
 
 mod builder;
 mod execute;
+mod fallback;
 mod guards;
 mod kind;
 mod rules;
