@@ -367,3 +367,18 @@ fn an_err_the_classifier_accepts_reaches_it_with_that_attempt_counted() {
     let seen = prices.delegate().seen.lock().unwrap().clone();
     assert_eq!(seen, [(2, "fallback::Classified::price".to_owned(), PriceError::Stale)]);
 }
+
+#[test]
+fn subscribers_receive_it_as_any_event_fallback() {
+    use resilience4cata::events::AnyEvent;
+    let (prices, _clock, registry) = wrap(Some(PriceError::Unavailable));
+    let mut subscription = registry.subscribe(16);
+    assert_eq!(prices.filtered("sku-1"), Ok(99));
+    let event = subscription.try_recv().expect("published while subscribed");
+    assert_eq!(
+        event,
+        AnyEvent::Fallback(FallbackEvent::Applied { instance: "fallback::Prices::filtered".into(), attempts: 1 })
+    );
+    assert_eq!((event.policy(), event.instance()), ("fallback", "fallback::Prices::filtered"));
+    assert!(subscription.try_recv().is_none());
+}

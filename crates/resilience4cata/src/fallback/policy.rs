@@ -19,7 +19,7 @@ impl FallbackPolicy {
     /// The fallback of instance `id` (a method's derived id, or a pipeline's id).
     pub(crate) fn build(registry: &Registry, id: &str) -> Self {
         let instance: Arc<str> = Arc::from(id);
-        let events = Arc::new(Publisher::new(&registry.inner().listeners.fallback, &instance));
+        let events = Arc::new(Publisher::new(&registry.inner().listeners, &instance));
         FallbackPolicy { instance, events }
     }
 
