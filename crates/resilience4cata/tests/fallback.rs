@@ -382,3 +382,15 @@ fn subscribers_receive_it_as_any_event_fallback() {
     assert_eq!((event.policy(), event.instance()), ("fallback", "fallback::Prices::filtered"));
     assert!(subscription.try_recv().is_none());
 }
+
+#[test]
+fn the_context_is_send_sync_and_clone_when_its_error_is() {
+    fn send_sync_clone<T: Send + Sync + Clone>(t: &T) -> T {
+        t.clone()
+    }
+    let ctx = FallbackContext::new(PriceError::Unavailable, 2, "fallback::Prices::retried");
+    let copy = send_sync_clone(&ctx);
+    assert_eq!(copy, ctx);
+    assert_eq!((copy.attempts(), copy.instance(), copy.rejection()), (2, "fallback::Prices::retried", None));
+    assert_eq!(copy.into_error(), PriceError::Unavailable);
+}
