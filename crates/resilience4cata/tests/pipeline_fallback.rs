@@ -49,16 +49,27 @@ fn cache(seen: &Seen) -> impl Fn(FallbackContext<QuoteError>) -> Result<u32, Quo
 
 fn assert_clone_send_sync<P: Clone + Send + Sync>(_: &P) {}
 
+/// A pipeline `id` retrying `max_attempts` times `delay` apart, falling back on [`cache`].
+fn retried(
+    registry: &Registry,
+    id: &str,
+    max_attempts: u32,
+    delay: Duration,
+    seen: &Seen,
+) -> Pipeline<u32, QuoteError> {
+    Pipeline::builder(registry, id)
+        .retry_with(|r| r.max_attempts(max_attempts).delay(delay))
+        .build::<u32, QuoteError>()
+        .unwrap()
+        .fallback(cache(seen))
+}
+
 #[test]
 fn after_the_retries_run_out_it_runs_once_with_max_attempts() {
     let clock = ManualClock::new();
     let (registry, events) = registry(&clock);
     let seen = Seen::default();
-    let quotes = Pipeline::builder(&registry, "quotes")
-        .retry_with(|r| r.max_attempts(3).delay(Duration::from_millis(100)))
-        .build::<u32, QuoteError>()
-        .unwrap()
-        .fallback(cache(&seen));
+    let quotes = retried(&registry, "quotes", 3, Duration::from_millis(100), &seen);
     assert_clone_send_sync(&quotes);
     let calls = AtomicU32::new(0);
     let quote = quotes.execute(|| {
@@ -126,16 +137,11 @@ fn an_err_a_classifier_accepts_reaches_it_with_that_attempt_counted() {
     let clock = ManualClock::new();
     let (registry, _events) = registry(&clock);
     let seen = Seen::default();
-    let quotes = Pipeline::builder(&registry, "quotes")
-        .retry_with(|r| r.max_attempts(5).delay(Duration::ZERO))
-        .build::<u32, QuoteError>()
-        .unwrap()
-        .classifier(|r| match r {
-            Err(QuoteError::Final) => Verdict::Success,
-            Err(_) => Verdict::Retry,
-            Ok(_) => Verdict::Success,
-        })
-        .fallback(cache(&seen));
+    let quotes = retried(&registry, "quotes", 5, Duration::ZERO, &seen).classifier(|r| match r {
+        Err(QuoteError::Final) => Verdict::Success,
+        Err(_) => Verdict::Retry,
+        Ok(_) => Verdict::Success,
+    });
     let mut calls = 0;
     let quote = quotes.execute(|| {
         calls += 1;
@@ -150,11 +156,7 @@ fn async_calls_take_a_sync_or_an_async_fallback() {
     let clock = ManualClock::new();
     let (registry, events) = registry(&clock);
     let seen = Seen::default();
-    let sync = Pipeline::builder(&registry, "sync")
-        .retry_with(|r| r.max_attempts(2).delay(Duration::from_secs(1)))
-        .build::<u32, QuoteError>()
-        .unwrap()
-        .fallback(cache(&seen));
+    let sync = retried(&registry, "sync", 2, Duration::from_secs(1), &seen);
     assert_eq!(block_on(sync.execute_async(|| async { Err(QuoteError::Unavailable) })), Ok(99));
     assert_eq!(clock.elapsed(), Duration::from_secs(1));
 
@@ -204,11 +206,7 @@ mod tower_layer {
         let clock = ManualClock::new();
         let (registry, events) = registry(&clock);
         let seen = Seen::default();
-        let pipeline = Pipeline::builder(&registry, "tower-quotes")
-            .retry_with(|r| r.max_attempts(3).delay(Duration::from_millis(100)))
-            .build::<u32, QuoteError>()
-            .unwrap()
-            .fallback(cache(&seen));
+        let pipeline = retried(&registry, "tower-quotes", 3, Duration::from_millis(100), &seen);
         let calls = Arc::new(AtomicU32::new(0));
         let counted = Arc::clone(&calls);
         let service = pipeline.layer().layer(service_fn(move |_req: u32| {
