@@ -322,7 +322,8 @@ impl<T, E, M> Pipeline<T, E, M> {
 
     /// Runs `f` through the pipeline: `f` is called once per attempt, on the caller's thread, and
     /// every wait (between attempts, for a rate limiter permit or a bulkhead slot) blocks this thread
-    /// on the registry's clock. On giving up, the last outcome is returned unchanged. The success
+    /// on the registry's clock. On giving up, the last outcome is returned unchanged, or, when it
+    /// is an `Err` and the pipeline has a [`fallback`](Self::fallback), the fallback's answer. The success
     /// path allocates nothing and reads no clock. Not offered by a pipeline with a timeout
     /// (`M = AsyncOnly`, a `[R4C-SIG-020]` compile error): a blocking call cannot be cancelled.
     ///
