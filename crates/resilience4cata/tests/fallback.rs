@@ -394,3 +394,53 @@ fn the_context_is_send_sync_and_clone_when_its_error_is() {
     assert_eq!((copy.attempts(), copy.instance(), copy.rejection()), (2, "fallback::Prices::retried", None));
     assert_eq!(copy.into_error(), PriceError::Unavailable);
 }
+
+#[test]
+fn a_shut_down_registry_ends_the_retry_and_the_fallback_gets_the_attempts_made() {
+    let (prices, clock, registry) = wrap(Some(PriceError::Unavailable));
+    registry.shutdown(); // the first wait between attempts is interrupted
+    assert_eq!(prices.retried("sku-1"), Ok(99));
+    assert_eq!(clock.elapsed(), Duration::ZERO);
+    assert_eq!(seen(&prices), [(1, "fallback::Prices::retried".to_owned(), PriceError::Unavailable)]);
+}
+
+/// Borrowed arguments, `&mut` included, reach the fallback after the call is done with them.
+#[resilient]
+pub trait Buffers {
+    #[retry(max_attempts = 2, delay = "0")]
+    #[fallback(method = fill_from_cache)]
+    fn fill(&self, key: &str, buf: &mut Vec<u8>) -> Result<usize, PriceError>;
+
+    fn fill_from_cache(
+        &self,
+        key: &str,
+        buf: &mut Vec<u8>,
+        ctx: FallbackContext<PriceError>,
+    ) -> Result<usize, PriceError>;
+}
+
+impl Buffers for Backend {
+    fn fill(&self, _key: &str, buf: &mut Vec<u8>) -> Result<usize, PriceError> {
+        buf.push(0); // each attempt writes, then fails
+        self.answer().map(|_| buf.len())
+    }
+    fn fill_from_cache(
+        &self,
+        key: &str,
+        buf: &mut Vec<u8>,
+        ctx: FallbackContext<PriceError>,
+    ) -> Result<usize, PriceError> {
+        buf.extend_from_slice(key.as_bytes());
+        Ok(buf.len() + ctx.attempts() as usize * 100)
+    }
+}
+
+#[test]
+fn mutable_borrows_reach_the_fallback() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let buffers = ResilientBuffers::new(Backend::failing(Some(PriceError::Unavailable)), &registry).unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(buffers.fill("ab", &mut buf), Ok(204));
+    assert_eq!(buf, [0, 0, b'a', b'b']);
+}
