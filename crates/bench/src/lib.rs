@@ -272,6 +272,7 @@ pub static CASES: &[Case] = &[
     case!("fallback", "direct", Sync, cases::baseline::direct),
     case!("fallback", "ours_retry_only_sync", Sync, cases::ours_fallback::retry_only_sync),
     case!("fallback", "ours_success_sync", Sync, cases::ours_fallback::success_sync),
+    case!("fallback", "ours_retry_only_async", Async, cases::ours_fallback::retry_only_async),
     case!("fallback", "ours_success_async", Async, cases::ours_fallback::success_async),
     case!("fallback", "ours_fallen_back_sync", Sync, cases::ours_fallback::fallen_back_sync),
     // Retry + breaker + rate limiter + bulkhead, all passing.

@@ -15,6 +15,10 @@ pub trait Priced {
     #[retry(max_attempts = 3, delay = "0")]
     fn retried(&self, x: u64) -> Result<u64, Fail>;
 
+    /// Retry alone, async.
+    #[retry(max_attempts = 3, delay = "0")]
+    async fn retried_async(&self, x: u64) -> Result<u64, Fail>;
+
     /// Retry inside a fallback.
     #[retry(max_attempts = 3, delay = "0")]
     #[fallback(method = cached)]
@@ -45,6 +49,9 @@ impl Priced for Backend {
     fn retried(&self, x: u64) -> Result<u64, Fail> {
         work(x)
     }
+    async fn retried_async(&self, x: u64) -> Result<u64, Fail> {
+        work(x)
+    }
     fn with_fallback(&self, x: u64) -> Result<u64, Fail> {
         work(x)
     }
@@ -71,6 +78,12 @@ fn priced() -> ResilientPriced<Backend> {
 pub fn retry_only_sync() -> impl FnMut() {
     let api = priced();
     move || consume(api.retried(opaque(1)))
+}
+
+/// `#[retry]` alone, first attempt succeeds, async.
+pub fn retry_only_async() -> impl FnMut() {
+    let api = priced();
+    move || consume(exec::poll_now(api.retried_async(opaque(1))))
 }
 
 /// `#[retry] #[fallback]`, first attempt succeeds.
