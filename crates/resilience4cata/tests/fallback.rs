@@ -444,3 +444,32 @@ fn mutable_borrows_reach_the_fallback() {
     assert_eq!(buffers.fill("ab", &mut buf), Ok(204));
     assert_eq!(buf, [0, 0, b'a', b'b']);
 }
+
+/// Types are compared as types: an alias on one side and its expansion on the other match, and
+/// lifetimes may be named differently.
+#[resilient]
+pub trait Files {
+    #[fallback(method = read_cached)]
+    fn read<'a>(&self, path: &'a str) -> std::io::Result<u32>;
+
+    fn read_cached<'b>(&self, path: &'b str, ctx: FallbackContext<std::io::Error>) -> Result<u32, std::io::Error>;
+}
+
+struct Disk;
+
+impl Files for Disk {
+    fn read(&self, _path: &str) -> std::io::Result<u32> {
+        Err(std::io::Error::other("disk gone"))
+    }
+    fn read_cached(&self, path: &str, ctx: FallbackContext<std::io::Error>) -> Result<u32, std::io::Error> {
+        assert_eq!(ctx.error().to_string(), "disk gone");
+        Ok(path.len() as u32)
+    }
+}
+
+#[test]
+fn an_alias_and_its_expansion_are_the_same_signature() {
+    let registry = Registry::builder().build().unwrap();
+    let files = ResilientFiles::new(Disk, &registry).unwrap();
+    assert_eq!(files.read("/etc/hosts").unwrap(), 10);
+}
