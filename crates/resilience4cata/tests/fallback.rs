@@ -3,6 +3,7 @@
 //! the wrapper (so its own policies apply), sync and async, with events.
 #![allow(async_fn_in_trait)] // the traits under test are this crate's own
 #![deny(warnings)] // the generated code must not warn
+#![allow(clippy::needless_lifetimes)] // named lifetimes are the point of one test
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
