@@ -4,8 +4,6 @@ use std::sync::Arc;
 
 use metrics::Counter;
 
-use super::FallbackEvent;
-
 /// One instance's handles: increments never allocate.
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
 pub struct FallbackMetrics {
@@ -18,10 +16,9 @@ impl FallbackMetrics {
         FallbackMetrics { applied: metrics::counter!("resilience4cata_fallback_applied_total", "instance" => id) }
     }
 
-    pub(crate) fn record(event: &FallbackEvent, metrics: &Self) {
-        match event {
-            FallbackEvent::Applied { .. } => metrics.applied.increment(1),
-        }
+    /// An `Applied` event.
+    pub(crate) fn applied(&self) {
+        self.applied.increment(1);
     }
 }
 

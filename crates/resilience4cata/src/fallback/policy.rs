@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::{FallbackContext, FallbackEvent};
-use crate::events::Publisher;
+use crate::events::{Publisher, publish};
 use crate::registry::Registry;
 
 /// The field the generated code keeps for one method with `#[fallback]`.
@@ -32,7 +32,10 @@ impl FallbackPolicy {
     /// and hands over the context. Allocates nothing without listeners (one reference count).
     #[cold]
     pub fn apply<E>(&self, error: E, attempts: u32) -> FallbackContext<E> {
-        self.events.emit(|| FallbackEvent::Applied { instance: Arc::clone(&self.instance), attempts });
+        publish!(self.events, |m| m.applied(), || FallbackEvent::Applied {
+            instance: Arc::clone(&self.instance),
+            attempts
+        });
         FallbackContext::new(error, attempts, Arc::clone(&self.instance))
     }
 }

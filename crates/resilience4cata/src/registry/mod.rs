@@ -11,10 +11,10 @@ mod policies;
 use std::fmt;
 use std::sync::Arc;
 
-pub(crate) use layer::{Configs, Instances, Layer};
+pub(crate) use layer::{Configs, Instances, Layer, layered_builder};
 pub use policies::RegistrySnapshot;
 pub(crate) use policies::{
-    PolicyConfigs, PolicyKind, Registered, Stores, for_each_event_only, for_each_policy, policy_handle,
+    PolicyConfigs, PolicyKind, Registered, Stores, for_each_event_only, for_each_policy, policy_handle, policy_kind,
 };
 
 use crate::clock::{Clock, Timer};
