@@ -34,6 +34,40 @@ pub(crate) mod sealed {
 /// [`CircuitBreakerEvent`], and the event enum of each other policy.
 pub trait Event: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {}
 
+/// One event type: where its listeners are kept (`Listeners::$field`), its `AnyEvent` variant, the
+/// name of the policy that publishes it and (feature `metrics`) its metric handles.
+macro_rules! event_kind {
+    ($event:ident => $field:ident, $variant:ident, $name:expr, $metrics:ty, $register:expr) => {
+        impl sealed::Sealed for $event {
+            fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
+                &mut listeners.$field
+            }
+
+            fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
+                &listeners.$field
+            }
+
+            fn into_any(self) -> AnyEvent {
+                AnyEvent::$variant(self)
+            }
+        }
+
+        impl Published for $event {
+            const POLICY: &'static str = $name;
+
+            #[cfg(feature = "metrics")]
+            type Metrics = $metrics;
+
+            #[cfg(feature = "metrics")]
+            fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+                $register(instance)
+            }
+        }
+
+        impl Event for $event {}
+    };
+}
+
 /// Per policy of the list: its listeners' field, its `Event` impl, its `AnyEvent` variant; then the
 /// same for each kind that only publishes events (`for_each_event_only!`), with its metric handles
 /// named directly since it has no `PolicyKind`.
@@ -63,67 +97,11 @@ macro_rules! event_parts {
             }
         }
 
-        $(
-            impl sealed::Sealed for $event {
-                fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
-                    &mut listeners.$module
-                }
-
-                fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
-                    &listeners.$module
-                }
-
-                fn into_any(self) -> AnyEvent {
-                    AnyEvent::$variant(self)
-                }
-
-            }
-
-            impl Published for $event {
-                const POLICY: &'static str = <crate::$module::policy::$policy as PolicyKind>::NAME;
-
-                #[cfg(feature = "metrics")]
-                type Metrics = <crate::$module::policy::$policy as PolicyKind>::Metrics;
-
-                #[cfg(feature = "metrics")]
-                fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-                    <crate::$module::policy::$policy as PolicyKind>::register_metrics(instance)
-                }
-            }
-
-            impl Event for $event {}
-        )*
-
-        $(
-            impl sealed::Sealed for $only_event {
-                fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
-                    &mut listeners.$only
-                }
-
-                fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
-                    &listeners.$only
-                }
-
-                fn into_any(self) -> AnyEvent {
-                    AnyEvent::$only_variant(self)
-                }
-            }
-
-            impl Published for $only_event {
-                const POLICY: &'static str = stringify!($only);
-
-                #[cfg(feature = "metrics")]
-                type Metrics = crate::$only::metrics::$only_metrics;
-
-                #[cfg(feature = "metrics")]
-                fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-                    crate::$only::metrics::$only_metrics::register(instance)
-                }
-
-            }
-
-            impl Event for $only_event {}
-        )*
+        $(event_kind!($event => $module, $variant, <crate::$module::policy::$policy as PolicyKind>::NAME,
+            <crate::$module::policy::$policy as PolicyKind>::Metrics,
+            <crate::$module::policy::$policy as PolicyKind>::register_metrics);)*
+        $(event_kind!($only_event => $only, $only_variant, stringify!($only), crate::$only::metrics::$only_metrics,
+            crate::$only::metrics::$only_metrics::register);)*
 
         /// Every event a registry publishes, as a [`Subscription`] delivers it: one variant per
         /// policy.

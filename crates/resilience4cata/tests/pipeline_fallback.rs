@@ -77,10 +77,22 @@ fn after_the_retries_run_out_it_runs_once_with_max_attempts() {
         Err(QuoteError::Unavailable)
     });
     assert_eq!(quote, Ok(99));
+    three_attempts_then_the_fallback("quotes", &calls, &clock, &seen, &events);
+}
+
+/// The timeline of a pipeline `id` from [`retried`] (3 attempts, 100 ms apart) whose every attempt
+/// failed: the fallback ran once, after 300 ms, with 3 attempts, and published that.
+fn three_attempts_then_the_fallback(
+    id: &str,
+    calls: &AtomicU32,
+    clock: &ManualClock,
+    seen: &Seen,
+    events: &Mutex<Vec<FallbackEvent>>,
+) {
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(clock.elapsed(), Duration::from_millis(300));
-    assert_eq!(*seen.lock().unwrap(), [(3, "quotes".to_owned(), QuoteError::Unavailable)]);
-    assert_eq!(*events.lock().unwrap(), [FallbackEvent::Applied { instance: "quotes".into(), attempts: 3 }]);
+    assert_eq!(*seen.lock().unwrap(), [(3, id.to_owned(), QuoteError::Unavailable)]);
+    assert_eq!(*events.lock().unwrap(), [FallbackEvent::Applied { instance: id.into(), attempts: 3 }]);
 }
 
 #[test]
@@ -214,10 +226,7 @@ mod tower_layer {
             async { Err::<u32, _>(QuoteError::Unavailable) }
         }));
         assert_eq!(block_on(service.clone().oneshot(1)), Ok(99));
-        assert_eq!(calls.load(Ordering::SeqCst), 3);
-        assert_eq!(clock.elapsed(), Duration::from_millis(300));
-        assert_eq!(*seen.lock().unwrap(), [(3, "tower-quotes".to_owned(), QuoteError::Unavailable)]);
-        assert_eq!(*events.lock().unwrap(), [FallbackEvent::Applied { instance: "tower-quotes".into(), attempts: 3 }]);
+        three_attempts_then_the_fallback("tower-quotes", &calls, &clock, &seen, &events);
     }
 
     #[test]
