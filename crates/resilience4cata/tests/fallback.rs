@@ -303,9 +303,7 @@ impl AsyncPrices for Backend {
     }
 }
 
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
-}
+use testkit::block_on;
 
 fn is_send<T: Send>(t: T) -> T {
     t

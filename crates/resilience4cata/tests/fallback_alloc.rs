@@ -1,4 +1,4 @@
-//! Allocation counts of the fallback, with the counting allocator of `tests/common` (calling thread
+//! Allocation counts of the fallback, with the counting allocator of `testkit` (calling thread
 //! only): a successful call never touches the fallback, and applying one without listeners
 //! allocates nothing (the context holds the instance id by reference count), in the generated
 //! code and in a pipeline with a sync fallback.
@@ -8,8 +8,10 @@ use std::cell::Cell;
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{FallbackContext, Pipeline, resilient};
 
-mod common;
-use common::allocations_during;
+use testkit::alloc::allocations_during;
+
+#[global_allocator]
+static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Down;

@@ -2,14 +2,13 @@
 //! (once on the final `Err`, refusals included, with the attempt count and the pipeline's id),
 //! in `execute`, `execute_async` and the tower layer.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilience4cata::fallback::FallbackEvent;
-use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{FallbackContext, Jitter, Pipeline, Registry, Rejection, ResilienceError, Verdict};
+use resilience4cata::testing::ManualClock;
+use resilience4cata::{FallbackContext, Pipeline, Registry, Rejection, ResilienceError, Verdict};
 
 #[derive(Clone, Debug, PartialEq, ResilienceError)]
 pub enum QuoteError {
@@ -20,20 +19,12 @@ pub enum QuoteError {
     Refused(Rejection),
 }
 
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
-}
+use testkit::{Recorder, block_on};
 
-/// A registry on the manual clock whose fallback events land in the returned list.
-fn registry(clock: &ManualClock) -> (Registry, Arc<Mutex<Vec<FallbackEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    let registry = testing::registry(clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
-        .listen(move |e: &FallbackEvent| sink.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap();
-    (registry, events)
+/// A registry on the manual clock (exact waits) whose fallback events land in the returned recorder.
+fn registry(clock: &ManualClock) -> (Registry, Recorder<FallbackEvent>) {
+    let events = Recorder::default();
+    (events.on(testkit::no_jitter(clock)).build().unwrap(), events)
 }
 
 /// What the fallback saw: (attempts, instance, error).
@@ -87,12 +78,12 @@ fn three_attempts_then_the_fallback(
     calls: &AtomicU32,
     clock: &ManualClock,
     seen: &Seen,
-    events: &Mutex<Vec<FallbackEvent>>,
+    events: &Recorder<FallbackEvent>,
 ) {
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(clock.elapsed(), Duration::from_millis(300));
     assert_eq!(*seen.lock().unwrap(), [(3, id.to_owned(), QuoteError::Unavailable)]);
-    assert_eq!(*events.lock().unwrap(), [FallbackEvent::Applied { instance: id.into(), attempts: 3 }]);
+    assert_eq!(events.all(), [FallbackEvent::Applied { instance: id.into(), attempts: 3 }]);
 }
 
 #[test]
@@ -105,7 +96,7 @@ fn an_ok_never_reaches_it_and_publishes_nothing() {
     assert_eq!(quotes.execute(|| Ok(7)), Ok(7));
     assert_eq!(block_on(quotes.execute_async(|| async { Ok(8) })), Ok(8));
     assert!(seen.lock().unwrap().is_empty());
-    assert!(events.lock().unwrap().is_empty());
+    assert!(events.is_empty());
 }
 
 #[test]
@@ -188,7 +179,7 @@ fn async_calls_take_a_sync_or_an_async_fallback() {
     assert_eq!(block_on(asynchronous.execute_async(|| async { Err(QuoteError::Unavailable) })), Ok(30));
     assert_eq!(clock.elapsed(), Duration::from_millis(1005));
     assert_eq!(
-        *events.lock().unwrap(),
+        events.all(),
         [
             FallbackEvent::Applied { instance: "sync".into(), attempts: 2 },
             FallbackEvent::Applied { instance: "async".into(), attempts: 3 },

@@ -24,37 +24,19 @@ impl FallbackMetrics {
 
 #[cfg(test)]
 mod tests {
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-
     use crate::fallback::policy::FallbackPolicy;
+    use crate::metrics_counters::{Counters, recording};
     use crate::registry::Registry;
 
     #[test]
     fn each_applied_fallback_is_counted_per_instance() {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
-        let policy = metrics::with_local_recorder(&recorder, || {
-            FallbackPolicy::build(&Registry::builder().build().unwrap(), "m::Prices::price")
-        });
+        let (policy, snapshotter) =
+            recording(|| FallbackPolicy::build(&Registry::builder().build().unwrap(), "m::Prices::price"));
         for attempts in 1..=3 {
             let ctx = policy.apply("down", attempts);
             assert_eq!((ctx.attempts(), ctx.instance()), (attempts, "m::Prices::price"));
         }
-        let counted: Vec<(String, Vec<String>, u64)> = snapshotter
-            .snapshot()
-            .into_vec()
-            .into_iter()
-            .filter_map(|(key, _, _, value)| match value {
-                DebugValue::Counter(n) => {
-                    let labels = key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
-                    Some((key.key().name().to_owned(), labels, n))
-                }
-                _ => None,
-            })
-            .collect();
-        assert_eq!(
-            counted,
-            [("resilience4cata_fallback_applied_total".to_owned(), vec!["instance=m::Prices::price".to_owned()], 3)]
-        );
+        let counters = Counters::of(&snapshotter);
+        assert_eq!(counters.get("resilience4cata_fallback_applied_total", &["instance=m::Prices::price"]), Some(3));
     }
 }
