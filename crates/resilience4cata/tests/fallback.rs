@@ -472,3 +472,15 @@ fn an_alias_and_its_expansion_are_the_same_signature() {
     let files = ResilientFiles::new(Disk, &registry).unwrap();
     assert_eq!(files.read("/etc/hosts").unwrap(), 10);
 }
+
+#[test]
+fn a_scoped_wrapper_hands_the_scoped_instance_id() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let eu = ResilientPrices::builder(Backend::failing(Some(PriceError::Unavailable)), &registry)
+        .scope("eu")
+        .build()
+        .unwrap();
+    assert_eq!(eu.filtered("sku-1"), Ok(99));
+    assert_eq!(seen(&eu), [(1, "eu/fallback::Prices::filtered".to_owned(), PriceError::Unavailable)]);
+}
