@@ -324,7 +324,7 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
             ignore_on: None,
         });
         let async_waits = registry.inner().timer.can_sleep_async();
-        Ok(Pipeline::from_parts(Arc::from(id), retry, guards, async_waits))
+        Ok(Pipeline::from_parts(registry.clone(), Arc::from(id), retry, guards, async_waits))
     }
 }
 

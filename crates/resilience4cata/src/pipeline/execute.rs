@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::PipelineBuilder;
+use super::fallback::Fallback;
 use super::guards::Guards;
 use super::kind::{Blocking, SyncOrAsync};
 use super::rules::{Decide, Rules};
@@ -52,6 +53,10 @@ pub struct Pipeline<T, E, M = SyncOrAsync> {
     /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
     async_waits: bool,
     rules: Rules<T, E>,
+    /// Set by `fallback` / `fallback_async`; applied to the final `Err`.
+    pub(super) fallback: Option<Fallback<T, E>>,
+    /// For `fallback`, which builds its event publisher after `build`.
+    pub(super) registry: Registry,
     mode: PhantomData<fn() -> M>,
 }
 
@@ -63,6 +68,8 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
             guards: self.guards.clone(),
             async_waits: self.async_waits,
             rules: self.rules.clone(),
+            fallback: self.fallback.clone(),
+            registry: self.registry.clone(),
             mode: PhantomData,
         }
     }
@@ -75,6 +82,7 @@ impl<T, E, M> fmt::Debug for Pipeline<T, E, M> {
             .field("retry", &self.retry.as_ref().map(RetryPolicy::instance))
             .field("guards", &self.guards)
             .field("rules", &self.rules)
+            .field("fallback", &self.fallback)
             .finish()
     }
 }
@@ -98,12 +106,20 @@ impl Pipeline<(), ()> {
 
 impl<T, E, M> Pipeline<T, E, M> {
     pub(super) fn from_parts(
+        registry: Registry,
         id: Arc<str>,
         retry: Option<RetryPolicy>,
         guards: Option<Guards<E>>,
         async_waits: bool,
     ) -> Self {
-        Pipeline { id, retry, guards, async_waits, rules: Rules::default(), mode: PhantomData }
+        let rules = Rules::default();
+        Pipeline { id, retry, guards, async_waits, rules, fallback: None, registry, mode: PhantomData }
+    }
+
+    /// The same pipeline in another mode (an async fallback makes it `AsyncOnly`).
+    pub(super) fn into_mode<M2>(self) -> Pipeline<T, E, M2> {
+        let Pipeline { id, retry, guards, async_waits, rules, fallback, registry, mode: _ } = self;
+        Pipeline { id, retry, guards, async_waits, rules, fallback, registry, mode: PhantomData }
     }
 
     /// The pipeline's id: the instance id of each of its policies.
@@ -369,7 +385,8 @@ impl<T, E, M> Pipeline<T, E, M> {
 
     /// Runs `f` through the pipeline: `f` is called once per attempt, on the caller's thread, and
     /// every wait (between attempts, for a rate limiter permit or a bulkhead slot) blocks this thread
-    /// on the registry's clock. On giving up, the last outcome is returned unchanged. The success
+    /// on the registry's clock. On giving up, the last outcome is returned unchanged, or, when it
+    /// is an `Err` and the pipeline has a [`fallback`](Self::fallback), the fallback's answer. The success
     /// path allocates nothing and reads no clock. Not offered by a pipeline with a timeout
     /// (`M = AsyncOnly`, a `[R4C-SIG-020]` compile error): a blocking call cannot be cancelled.
     ///
@@ -387,7 +404,7 @@ impl<T, E, M> Pipeline<T, E, M> {
         M: Blocking,
     {
         let Some(retry) = &self.retry else {
-            return self.attempt(f);
+            return self.finish(self.attempt(f), 1);
         };
         let mut call = retry.start();
         loop {
@@ -397,14 +414,15 @@ impl<T, E, M> Pipeline<T, E, M> {
                 outcome => outcome,
             };
             let Some(failure) = self.rules.judge(&outcome) else {
-                return outcome;
+                // Accepted by a classifier as it is: the fallback (for an `Err`) counts this attempt.
+                return self.finish(outcome, call.attempts().saturating_add(1));
             };
             let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
                 Some(wait) => retry.wait_blocking(&call, wait),
                 None => false,
             };
             if !again {
-                return self.rules.give_back(outcome);
+                return self.finish(self.rules.give_back(outcome), call.attempts());
             }
         }
     }
@@ -444,7 +462,8 @@ impl<T, E, M> Pipeline<T, E, M> {
         Fut: Future<Output = Result<T, E>>,
     {
         let Some(retry) = &self.retry else {
-            return self.attempt_async(f).await;
+            let outcome = self.attempt_async(f).await;
+            return self.finish_async(outcome, 1).await;
         };
         let mut call = retry.start();
         loop {
@@ -453,14 +472,14 @@ impl<T, E, M> Pipeline<T, E, M> {
                 outcome => outcome,
             };
             let Some(failure) = self.rules.judge(&outcome) else {
-                return outcome;
+                return self.finish_async(outcome, call.attempts().saturating_add(1)).await;
             };
             let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
                 Some(wait) => self.wait_async(retry, &call, wait).await,
                 None => false,
             };
             if !again {
-                return self.rules.give_back(outcome);
+                return self.finish_async(self.rules.give_back(outcome), call.attempts()).await;
             }
         }
     }
