@@ -23,6 +23,7 @@ use std::sync::Arc;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(tag = "kind"))]
 #[non_exhaustive]
 pub enum FallbackEvent {
     /// The call failed, the error passed `apply_on` / `skip_on`, and the fallback was called.
