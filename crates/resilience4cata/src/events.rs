@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::bulkhead::BulkheadEvent;
 use crate::circuit_breaker::CircuitBreakerEvent;
+use crate::hedge::HedgeEvent;
 use crate::rate_limiter::RateLimiterEvent;
 use crate::retry::RetryEvent;
 use crate::timeout::TimeoutEvent;
@@ -22,6 +23,7 @@ pub struct Listeners {
     pub(crate) timeout: Vec<Listener<TimeoutEvent>>,
     pub(crate) bulkhead: Vec<Listener<BulkheadEvent>>,
     pub(crate) circuit_breaker: Vec<Listener<CircuitBreakerEvent>>,
+    pub(crate) hedge: Vec<Listener<HedgeEvent>>,
 }
 
 impl fmt::Debug for Listeners {
@@ -32,6 +34,7 @@ impl fmt::Debug for Listeners {
             .field("timeout", &self.timeout.len())
             .field("bulkhead", &self.bulkhead.len())
             .field("circuit_breaker", &self.circuit_breaker.len())
+            .field("hedge", &self.hedge.len())
             .finish()
     }
 }
@@ -99,6 +102,8 @@ event_type!(BulkheadEvent => bulkhead, metrics: crate::bulkhead::metrics::Bulkhe
 event_type!(CircuitBreakerEvent => circuit_breaker, metrics: crate::circuit_breaker::metrics::CircuitBreakerMetrics,
     register: crate::circuit_breaker::metrics::CircuitBreakerMetrics::register,
     record: crate::circuit_breaker::metrics::CircuitBreakerMetrics::record);
+event_type!(HedgeEvent => hedge, metrics: crate::hedge::metrics::HedgeMetrics,
+    register: crate::hedge::metrics::HedgeMetrics::register, record: crate::hedge::metrics::HedgeMetrics::record);
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E: Event> {

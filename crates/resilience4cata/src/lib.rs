@@ -9,6 +9,7 @@ pub mod circuit_breaker;
 pub mod clock;
 mod error;
 mod events;
+pub mod hedge;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;

@@ -18,6 +18,8 @@ pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
 pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};
 pub use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 pub use crate::error::RegistryError;
+pub use crate::hedge::HedgeConfigBuilder;
+pub use crate::hedge::policy::HedgePolicy;
 pub use crate::rate_limiter::RateLimiterConfigBuilder;
 pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;
@@ -86,6 +88,11 @@ pub fn circuit_breaker(
     attrs: CircuitBreakerConfigBuilder,
 ) -> Result<CircuitBreakerPolicy, RegistryError> {
     CircuitBreakerPolicy::build(registry, site.id, site.name, site.config, &attrs)
+}
+
+/// Builds (or finds, when shared by name) the hedge instance of one async method.
+pub fn hedge(registry: &Registry, site: Site, attrs: HedgeConfigBuilder) -> Result<HedgePolicy, RegistryError> {
+    HedgePolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
 }
 
 /// A duration literal checked at compile time, rebuilt from its nanoseconds.

@@ -24,6 +24,7 @@ use super::{Configs, Layer};
 use crate::bulkhead::BulkheadConfigBuilder;
 use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 use crate::error::{RegistryError, codes};
+use crate::hedge::HedgeConfigBuilder;
 use crate::rate_limiter::RateLimiterConfigBuilder;
 use crate::retry::{Backoff, Jitter, RetryConfigBuilder};
 use crate::timeout::TimeoutConfigBuilder;
@@ -48,6 +49,9 @@ pub struct PolicyTables {
     /// `[….circuit_breaker]`
     #[serde(default)]
     pub circuit_breaker: Option<CircuitBreakerConfigBuilder>,
+    /// `[….hedge]`
+    #[serde(default)]
+    pub hedge: Option<HedgeConfigBuilder>,
 }
 
 /// A whole configuration: `defaults`, named `configs` and per-id `instances`. Deserialize it from
@@ -83,6 +87,7 @@ pub(crate) struct Targets<'a> {
     pub(crate) rate_limiter: &'a mut Configs<RateLimiterConfigBuilder>,
     pub(crate) bulkhead: &'a mut Configs<BulkheadConfigBuilder>,
     pub(crate) timeout: &'a mut Configs<TimeoutConfigBuilder>,
+    pub(crate) hedge: &'a mut Configs<HedgeConfigBuilder>,
 }
 
 /// Which layer one level of the key tree feeds.
@@ -94,12 +99,13 @@ enum Level {
 
 impl Targets<'_> {
     fn merge(&mut self, level: &Level, tables: PolicyTables) {
-        let PolicyTables { retry, circuit_breaker, rate_limiter, bulkhead, timeout } = tables;
+        let PolicyTables { retry, circuit_breaker, rate_limiter, bulkhead, timeout, hedge } = tables;
         merge_into(self.retry, level, retry);
         merge_into(self.circuit_breaker, level, circuit_breaker);
         merge_into(self.rate_limiter, level, rate_limiter);
         merge_into(self.bulkhead, level, bulkhead);
         merge_into(self.timeout, level, timeout);
+        merge_into(self.hedge, level, hedge);
     }
 }
 

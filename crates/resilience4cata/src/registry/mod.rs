@@ -18,6 +18,8 @@ use crate::circuit_breaker::{CircuitBreakerConfigBuilder, CircuitBreakerSnapshot
 use crate::clock::{Clock, Timer};
 use crate::error::{RegistryError, codes};
 use crate::events::{Event, Listeners};
+use crate::hedge::policy::HedgeState;
+use crate::hedge::{HedgeConfigBuilder, HedgeSnapshot};
 use crate::rate_limiter::policy::RateLimiterState;
 use crate::rate_limiter::{RateLimiterConfigBuilder, RateLimiterSnapshot};
 use crate::retry::policy::RetryState;
@@ -81,6 +83,7 @@ pub(crate) struct Inner {
     pub(crate) rate_limiter: Kind<RateLimiterConfigBuilder, RateLimiterState>,
     pub(crate) bulkhead: Kind<BulkheadConfigBuilder, BulkheadState>,
     pub(crate) timeout: Kind<TimeoutConfigBuilder, TimeoutState>,
+    pub(crate) hedge: Kind<HedgeConfigBuilder, HedgeState>,
 }
 
 impl Inner {
@@ -119,6 +122,7 @@ impl Registry {
             rate_limiters: inner.rate_limiter.instances.all().iter().map(|s| s.snapshot()).collect(),
             bulkheads: inner.bulkhead.instances.all().iter().map(|s| s.snapshot()).collect(),
             timeouts: inner.timeout.instances.all().iter().map(|s| s.snapshot()).collect(),
+            hedges: inner.hedge.instances.all().iter().map(|s| s.snapshot()).collect(),
         }
     }
 
@@ -151,6 +155,7 @@ pub struct RegistrySnapshot {
     pub(crate) rate_limiters: Vec<RateLimiterSnapshot>,
     pub(crate) bulkheads: Vec<BulkheadSnapshot>,
     pub(crate) timeouts: Vec<TimeoutSnapshot>,
+    pub(crate) hedges: Vec<HedgeSnapshot>,
 }
 
 impl RegistrySnapshot {
@@ -181,6 +186,7 @@ pub struct RegistryBuilder {
     pub(crate) rate_limiter: Configs<RateLimiterConfigBuilder>,
     pub(crate) bulkhead: Configs<BulkheadConfigBuilder>,
     pub(crate) timeout: Configs<TimeoutConfigBuilder>,
+    pub(crate) hedge: Configs<HedgeConfigBuilder>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -246,6 +252,7 @@ impl RegistryBuilder {
             rate_limiter: &mut self.rate_limiter,
             bulkhead: &mut self.bulkhead,
             timeout: &mut self.timeout,
+            hedge: &mut self.hedge,
         });
         self
     }
@@ -309,6 +316,7 @@ impl RegistryBuilder {
             rate_limiter: Kind::new(self.rate_limiter),
             bulkhead: Kind::new(self.bulkhead),
             timeout: Kind::new(self.timeout),
+            hedge: Kind::new(self.hedge),
         };
         Ok(Registry { inner: Arc::new(inner) })
     }
