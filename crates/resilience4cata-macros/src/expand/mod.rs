@@ -7,6 +7,7 @@
 
 pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
+pub(crate) mod hedge;
 mod method;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;

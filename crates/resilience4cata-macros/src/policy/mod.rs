@@ -8,6 +8,7 @@
 
 pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
+pub(crate) mod hedge;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;
 pub(crate) mod timeout;
@@ -21,6 +22,7 @@ use crate::validate::{Method, Problem, Settings};
 /// the attributes are written in (SPEC §6).
 pub(crate) static POLICIES: &[&PolicySpec] = &[
     &retry::RETRY,
+    &hedge::HEDGE,
     &circuit_breaker::CIRCUIT_BREAKER,
     &rate_limiter::RATE_LIMITER,
     &timeout::TIMEOUT,
@@ -31,6 +33,11 @@ pub(crate) static POLICIES: &[&PolicySpec] = &[
 /// arguments are cloned for each attempt.
 pub(crate) fn repeats(spec: &PolicySpec) -> bool {
     matches!(spec.name, "retry" | "hedge")
+}
+
+/// Whether `method` is hedged, so its attempts run side by side inside one future.
+pub(crate) fn hedged(method: &crate::validate::Method) -> bool {
+    method.policies.iter().any(|p| std::ptr::eq(p.spec, &hedge::HEDGE))
 }
 
 /// The policy named by an attribute path such as `retry`, if it is one of ours.
