@@ -9,6 +9,7 @@ use super::PipelineBuilder;
 use super::guards::Guards;
 use super::kind::{Blocking, SyncOrAsync};
 use super::rules::{Decide, Rules};
+use crate::hedge::policy::HedgePolicy;
 use crate::registry::Registry;
 use crate::retry::Verdict;
 use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
@@ -46,6 +47,8 @@ use crate::{Rejection, ResilienceError};
 pub struct Pipeline<T, E, M = SyncOrAsync> {
     id: Arc<str>,
     retry: Option<RetryPolicy>,
+    /// In the retry's place (a pipeline has one or the other): async calls only.
+    hedge: Option<HedgePolicy>,
     /// The policies inside the retry; present only where `E: ResilienceError` was required.
     guards: Option<Guards<E>>,
     /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
@@ -59,6 +62,7 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
         Pipeline {
             id: Arc::clone(&self.id),
             retry: self.retry.clone(),
+            hedge: self.hedge.clone(),
             guards: self.guards.clone(),
             async_waits: self.async_waits,
             rules: self.rules.clone(),
@@ -72,6 +76,7 @@ impl<T, E, M> fmt::Debug for Pipeline<T, E, M> {
         f.debug_struct("Pipeline")
             .field("id", &self.id)
             .field("retry", &self.retry.as_ref().map(RetryPolicy::instance))
+            .field("hedge", &self.hedge.as_ref().map(HedgePolicy::instance))
             .field("guards", &self.guards)
             .field("rules", &self.rules)
             .finish()
@@ -102,7 +107,13 @@ impl<T, E, M> Pipeline<T, E, M> {
         guards: Option<Guards<E>>,
         async_waits: bool,
     ) -> Self {
-        Pipeline { id, retry, guards, async_waits, rules: Rules::default(), mode: PhantomData }
+        Pipeline { id, retry, hedge: None, guards, async_waits, rules: Rules::default(), mode: PhantomData }
+    }
+
+    /// Adds the hedge `build` resolved (a pipeline has a retry or a hedge, never both).
+    pub(super) fn with_hedge(mut self, hedge: Option<HedgePolicy>) -> Self {
+        self.hedge = hedge;
+        self
     }
 
     /// The pipeline's id: the instance id of each of its policies.
@@ -376,6 +387,9 @@ impl<T, E, M> Pipeline<T, E, M> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        if let Some(hedge) = &self.hedge {
+            return self.hedged(hedge, f).await;
+        }
         let Some(retry) = &self.retry else {
             return self.attempt_async(f).await;
         };
@@ -405,6 +419,20 @@ impl<T, E, M> Pipeline<T, E, M> {
         }
     }
 
+    /// The hedged form of `execute_async`: `f` is called as each attempt starts (several attempts
+    /// may be alive at once), and each attempt passes the inner policies on its own.
+    async fn hedged<F, Fut>(&self, hedge: &HedgePolicy, mut f: F) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let attempt = || {
+            let call = f();
+            self.attempt_async(move || call)
+        };
+        hedge.run(attempt, |e| self.rules.is_call_not_permitted(e)).await
+    }
+
     async fn retry_after_async(&self, retry: &RetryPolicy, call: &mut RetryCall, failure: Failure) -> bool {
         if self.async_waits { retry.retry_after_async(call, failure).await } else { retry.retry_after(call, failure) }
     }
@@ -412,6 +440,11 @@ impl<T, E, M> Pipeline<T, E, M> {
     #[cfg(feature = "tower")]
     pub(super) fn retry_policy(&self) -> Option<&RetryPolicy> {
         self.retry.as_ref()
+    }
+
+    #[cfg(feature = "tower")]
+    pub(super) fn is_hedged(&self) -> bool {
+        self.hedge.is_some()
     }
 
     #[cfg(feature = "tower")]

@@ -83,6 +83,6 @@ mod tower;
 
 pub use builder::PipelineBuilder;
 pub use execute::Pipeline;
-pub use kind::{AsyncOnly, Blocking, Kind, Plain, Rejecting, SyncOrAsync};
+pub use kind::{AsyncOnly, Blocking, Hedged, Kind, Plain, Rejecting, SyncOrAsync};
 #[cfg(feature = "tower")]
 pub use tower::{PipelineLayer, PipelineService, ResponseFuture};

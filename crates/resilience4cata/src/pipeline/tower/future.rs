@@ -53,6 +53,7 @@ pin_project! {
         Breaker { permit: Option<OwnedPermit>, #[pin] future: F },
         Refused { outcome: Option<Result<T, E>> },
         Guarded { future: Guarded<S, T, E> },
+        Hedged { future: Pin<Box<dyn Future<Output = Result<T, E>> + Send>> },
         Idle,
     }
 }
@@ -116,6 +117,38 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
             (outcome, service)
         });
         Attempt::Guarded { future }
+    }
+}
+
+impl<F, S, T, E> Attempt<F, S, T, E> {
+    /// A hedged call, boxed whole: `execute_async` races its attempts, each on a service of its
+    /// own (the ready `service` first, then clones, each made ready before it is called) with a
+    /// clone of the request, so attempts never wait for one another's service.
+    pub(super) fn hedged<Req, M>(pipeline: Arc<Pipeline<T, E, M>>, service: S, request: Req) -> Self
+    where
+        S: Service<Req, Response = T, Error = E, Future = F> + Clone + Send + 'static,
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        Req: Clone + Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+        M: 'static,
+    {
+        let spare = service.clone();
+        let mut ready = Some(service);
+        let attempt = move || {
+            let (mut service, fresh) = match ready.take() {
+                Some(service) => (service, false),
+                None => (spare.clone(), true),
+            };
+            let request = request.clone();
+            async move {
+                if fresh {
+                    std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+                }
+                service.call(request).await
+            }
+        };
+        Attempt::Hedged { future: Box::pin(async move { pipeline.execute_async(attempt).await }) }
     }
 }
 
@@ -221,6 +254,7 @@ where
                             }
                             outcome
                         }
+                        AttemptProj::Hedged { future } => ready!(future.as_mut().poll(cx)),
                         AttemptProj::Idle => unreachable!("an attempt is in flight while calling"),
                     };
                     this.attempt.set(Attempt::Idle);

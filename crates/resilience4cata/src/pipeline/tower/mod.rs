@@ -163,6 +163,12 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let pipeline = &self.pipeline;
+        if pipeline.is_hedged() {
+            let spare = self.inner.clone();
+            let ready = std::mem::replace(&mut self.inner, spare);
+            let attempt = Attempt::hedged(Arc::clone(pipeline), ready, request);
+            return ResponseFuture::new(Arc::clone(pipeline), None, attempt, None);
+        }
         let call = pipeline.retry_policy().map(RetryPolicy::start);
         let max_attempts = pipeline.retry_policy().map_or(1, max_attempts);
         let (first, later) = if max_attempts <= 1 {
