@@ -327,3 +327,16 @@ fn instance_overrides_and_config_files_reach_the_hedge() {
     let err = testing::registry(&clock).config_toml("[defaults.hedge]\ndelays = \"1s\"\n").build().unwrap_err();
     assert_eq!(err.code(), "R4C-CFG-002");
 }
+
+#[test]
+fn a_subscriber_sees_hedge_events_as_any_event() {
+    use resilience4cata::events::AnyEvent;
+    let f = fixture(&[Step::Ok(500), Step::Ok(200)]);
+    let mut events = f.registry.subscribe(8);
+    assert_eq!(block_on(f.api.find("rust".into())), Ok(2));
+    let first = events.try_recv().expect("the Hedged event");
+    assert_eq!(first, AnyEvent::Hedge(hedged("find", 2)));
+    assert_eq!((first.policy(), first.instance()), ("hedge", &*id("find")));
+    assert_eq!(events.try_recv(), Some(AnyEvent::Hedge(finished("find", 2, Some(2)))));
+    assert_eq!(events.try_recv(), None);
+}

@@ -136,7 +136,5 @@ pub use registry::CircuitBreakerHandle;
 pub use snapshot::CircuitBreakerSnapshot;
 pub use state::State;
 
-pub(crate) use state::CircuitBreakerState;
-
 #[cfg(test)]
 mod tests;

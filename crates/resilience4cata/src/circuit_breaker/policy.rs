@@ -6,7 +6,10 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use super::state::{CircuitBreakerState, Ticket};
+use super::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerEvent, CircuitBreakerSnapshot};
 use crate::Rejection;
+use crate::events::Publisher;
+use crate::registry::{Inner, PolicyKind};
 
 /// How the breaker records one call's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -168,5 +171,40 @@ impl Drop for Permit<'_> {
 impl fmt::Debug for Permit<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Permit").field("instance", &self.state.instance).finish_non_exhaustive()
+    }
+}
+impl PolicyKind for CircuitBreakerPolicy {
+    type Builder = CircuitBreakerConfigBuilder;
+    type State = CircuitBreakerState;
+    type Event = CircuitBreakerEvent;
+    type Snapshot = CircuitBreakerSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::CircuitBreakerMetrics;
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: CircuitBreakerConfig,
+        events: Publisher<CircuitBreakerEvent>,
+    ) -> CircuitBreakerState {
+        CircuitBreakerState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<CircuitBreakerState>) -> Self {
+        CircuitBreakerPolicy::new(state)
+    }
+
+    fn snapshot(state: &CircuitBreakerState) -> CircuitBreakerSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::CircuitBreakerMetrics::register(instance)
+    }
+
+    #[cfg(feature = "metrics")]
+    fn record_metrics(event: &CircuitBreakerEvent, metrics: &Self::Metrics) {
+        super::metrics::CircuitBreakerMetrics::record(event, metrics)
     }
 }

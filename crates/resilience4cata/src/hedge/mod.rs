@@ -7,7 +7,6 @@ mod events;
 pub(crate) mod metrics;
 pub(crate) mod policy;
 mod race;
-mod registry;
 mod snapshot;
 
 pub use config::{HedgeConfig, HedgeConfigBuilder, MAX_HEDGED_ATTEMPTS};

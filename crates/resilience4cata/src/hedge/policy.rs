@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 
 use super::race::race;
-use super::{HedgeConfig, HedgeEvent, HedgeSnapshot};
+use super::{HedgeConfig, HedgeConfigBuilder, HedgeEvent, HedgeSnapshot};
 use crate::clock::Timer;
-use crate::events::{Listener, Publisher};
+use crate::error::{RegistryError, codes};
+use crate::events::Publisher;
+use crate::registry::{Inner, PolicyKind};
 
 /// A hedge instance's shared state: one per instance id.
 #[derive(Debug)]
@@ -27,9 +29,8 @@ impl HedgeState {
         instance: Arc<str>,
         config: HedgeConfig,
         timer: Arc<Timer>,
-        listeners: &[Listener<HedgeEvent>],
+        events: Publisher<HedgeEvent>,
     ) -> Self {
-        let events = Publisher::new(listeners, &instance);
         HedgeState { instance, config, timer, events, hedged_calls: AtomicU64::new(0), hedge_wins: AtomicU64::new(0) }
     }
 
@@ -125,5 +126,56 @@ impl HedgePolicy {
     #[cfg(test)]
     pub(crate) fn state(&self) -> &HedgeState {
         &self.state
+    }
+}
+
+impl PolicyKind for HedgePolicy {
+    type Builder = HedgeConfigBuilder;
+    type State = HedgeState;
+    type Event = HedgeEvent;
+    type Snapshot = HedgeSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::HedgeMetrics;
+
+    /// Attempts side by side need a future: `R4C-REG-001` on a blocking method, before anything is
+    /// resolved.
+    fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
+        match is_async {
+            true => Ok(()),
+            false => Err(RegistryError::new(
+                codes::INVALID_COMBINATION,
+                Some(id),
+                "a hedge needs an async method: its attempts run side by side inside one future",
+            )),
+        }
+    }
+
+    fn check(inner: &Inner, id: &str, _: bool, c: &HedgeConfig) -> Result<(), RegistryError> {
+        match c.enabled {
+            true => inner.require_async_clock(id, "this async method hedges its attempts"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(inner: &Inner, instance: Arc<str>, config: HedgeConfig, events: Publisher<HedgeEvent>) -> HedgeState {
+        HedgeState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<HedgeState>) -> Self {
+        HedgePolicy::new(state)
+    }
+
+    fn snapshot(state: &HedgeState) -> HedgeSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::HedgeMetrics::register(instance)
+    }
+
+    #[cfg(feature = "metrics")]
+    fn record_metrics(event: &HedgeEvent, metrics: &Self::Metrics) {
+        super::metrics::HedgeMetrics::record(event, metrics)
     }
 }

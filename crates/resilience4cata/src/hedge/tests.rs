@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::policy::{HedgePolicy, HedgeState};
 use super::{HedgeConfig, HedgeEvent};
 use crate::clock::{Clock, ManualClock};
-use crate::events::Listener;
+use crate::events::{Listener, Publisher};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -60,7 +60,8 @@ fn fixture(delay: Duration, max_hedged_attempts: u32) -> Fixture {
     let listener: Listener<HedgeEvent> = Arc::new(move |e| sink.lock().unwrap().push(e.clone()));
     let timer = Arc::new(Clock::from(&clock).into_timer());
     let config = HedgeConfig { delay, max_hedged_attempts, ..Default::default() };
-    let state = HedgeState::new("m::Api::get".into(), config, timer, &[listener]);
+    let state =
+        HedgeState::new("m::Api::get".into(), config, timer, Publisher::detached(&[listener], &"m::Api::get".into()));
     let hedge = HedgePolicy::new(Arc::new(state));
     Fixture { clock, hedge, events, starts: RefCell::new(Vec::new()), cancelled: Arc::default() }
 }
@@ -224,7 +225,12 @@ fn a_disabled_hedge_is_one_plain_attempt() {
     let mut f = fixture(100 * MS, 1);
     let timer = Arc::new(Clock::from(&f.clock).into_timer());
     let config = HedgeConfig { enabled: false, ..Default::default() };
-    f.hedge = HedgePolicy::new(Arc::new(HedgeState::new("m::Api::get".into(), config, timer, &[])));
+    f.hedge = HedgePolicy::new(Arc::new(HedgeState::new(
+        "m::Api::get".into(),
+        config,
+        timer,
+        Publisher::detached(&[], &"m::Api::get".into()),
+    )));
     assert_eq!(block_on(f.call(&[Step::Ok(500)])), Ok(1));
     assert_eq!(f.starts(), [Duration::ZERO]);
 }

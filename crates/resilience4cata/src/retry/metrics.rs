@@ -53,7 +53,7 @@ mod tests {
 
     use crate::__private::{Failure, RetryConfigBuilder, RetryPolicy};
     use crate::clock::ManualClock;
-    use crate::registry::Registry;
+    use crate::registry::{Registered, Registry};
 
     #[test]
     fn retries_and_give_ups_are_counted_per_instance_and_reason() {

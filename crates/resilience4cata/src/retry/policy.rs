@@ -9,7 +9,7 @@ use super::{Backoff, GiveUpReason, Jitter, RetryConfig, RetryConfigBuilder, Retr
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::error::RegistryError;
 use crate::events::Publisher;
-use crate::registry::Registry;
+use crate::registry::{Inner, PolicyKind};
 
 /// What the generated code learnt about a failed attempt before asking the retry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,43 +110,60 @@ pub struct RetryPolicy {
     quick_below: u32,
 }
 
-impl RetryPolicy {
-    pub(crate) fn build(
-        registry: &Registry,
-        id: &str,
-        name: Option<&str>,
-        config: Option<&str>,
-        is_async: bool,
-        attrs: RetryConfigBuilder,
-    ) -> Result<Self, RegistryError> {
-        let inner = registry.inner();
-        let id = name.unwrap_or(id);
-        let check = |_: &RetryConfig| match is_async {
+impl PolicyKind for RetryPolicy {
+    type Builder = RetryConfigBuilder;
+    type State = RetryState;
+    type Event = RetryEvent;
+    type Snapshot = RetrySnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::RetryMetrics;
+
+    fn check(inner: &Inner, id: &str, is_async: bool, _: &RetryConfig) -> Result<(), RegistryError> {
+        match is_async {
             true => inner.require_async_clock(id, "this async method waits between attempts"),
             false => Ok(()),
-        };
-        let state = inner.retry.instance(id, config, &attrs, check, |instance, config| {
-            let seed = inner.seed ^ fnv1a(&instance);
-            RetryState {
-                budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
-                events: Publisher::new(&inner.listeners.retry, &instance),
-                instance,
-                config,
-                timer: Arc::clone(&inner.timer),
-                rng: AtomicU64::new(seed),
-            }
-        })?;
+        }
+    }
+
+    fn new_state(inner: &Inner, instance: Arc<str>, config: RetryConfig, events: Publisher<RetryEvent>) -> RetryState {
+        RetryState {
+            budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
+            rng: AtomicU64::new(inner.seed ^ fnv1a(&instance)),
+            events,
+            instance,
+            config,
+            timer: Arc::clone(&inner.timer),
+        }
+    }
+
+    fn from_state(state: Arc<RetryState>) -> Self {
         let c = &state.config;
         let counts_start = c.enabled && (c.max_duration.is_some() || state.budget.is_some());
         let quick = c.enabled
             && c.delay.is_zero()
             && c.max_duration.is_none()
             && state.budget.is_none()
-            && !state.events.is_active();
+            && !state.events.always_active();
         let quick_below = if quick { c.max_attempts } else { 0 };
-        Ok(RetryPolicy { state, counts_start, quick_below })
+        RetryPolicy { state, counts_start, quick_below }
     }
 
+    fn snapshot(state: &RetryState) -> RetrySnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::RetryMetrics::register(instance)
+    }
+
+    #[cfg(feature = "metrics")]
+    fn record_metrics(event: &RetryEvent, metrics: &Self::Metrics) {
+        super::metrics::RetryMetrics::record(event, metrics)
+    }
+}
+
+impl RetryPolicy {
     /// The instance id.
     pub fn instance(&self) -> &str {
         &self.state.instance
@@ -252,8 +269,10 @@ impl RetryPolicy {
     /// Giving up, a shut-down registry and everything else take the full path.
     #[inline]
     fn quick(&self, call: &mut RetryCall, failure: Failure) -> bool {
-        let go =
-            failure == Failure::Retryable && call.attempts + 1 < self.quick_below && !self.state.timer.is_shut_down();
+        let go = failure == Failure::Retryable
+            && call.attempts + 1 < self.quick_below
+            && !self.state.timer.is_shut_down()
+            && !self.state.events.has_subscribers();
         call.attempts += u32::from(go);
         go
     }
@@ -328,7 +347,7 @@ mod tests {
     //! The policy driven the way generated code drives it, on the manual clock.
     use super::*;
     use crate::clock::ManualClock;
-    use crate::registry::Registry;
+    use crate::registry::{Registered, Registry};
     use std::sync::Mutex;
 
     fn registry(clock: &ManualClock, events: &Arc<Mutex<Vec<RetryEvent>>>) -> Registry {
