@@ -268,6 +268,10 @@ pub static CASES: &[Case] = &[
     case!("timeout_pass", "tokio_timeout_async", Async, cases::timeout::tokio_timeout),
     case!("timeout_pass", "tower_timeout_async", Async, cases::timeout::tower_timeout),
     case!("timeout_pass", "tower_resilience_async", Async, cases::timeout::tower_resilience_time_limiter),
+    // Hedge whose first attempt answers at once.
+    case!("hedge_first_answers", "direct_async", Async, cases::baseline::direct_async),
+    case!("hedge_first_answers", "ours_async", Async, cases::hedge::ours_async),
+    case!("hedge_first_answers", "seatbelt_async", Async, cases::hedge::seatbelt_async),
     // Retry + breaker + rate limiter + bulkhead, all passing.
     case!("full_stack", "ours_sync", Sync, cases::ours_guarded::full_sync),
     case!("full_stack", "ours_async", Async, cases::ours_guarded::full_async),
