@@ -43,6 +43,19 @@ fn check(settings: &Settings, method: &Method) -> Vec<Problem> {
             ),
         ));
     }
+    let shared = method.args.iter().find(|a| matches!(&a.ty, syn::Type::Reference(r) if r.mutability.is_some()));
+    if let (Some(arg), true) = (shared, method.is_async()) {
+        problems.push(Problem::on_attribute(
+            settings,
+            SIG_HEDGE_SYNC,
+            format!(
+                "`#[hedge]` cannot race `{name}`: its argument `{}` is a `&mut` reference, and hedged attempts run \
+                 side by side, so each would need it at once; take `&` (with interior mutability if the attempts \
+                 must write), or an owned `Clone` value, or use `#[retry]`",
+                arg.ident
+            ),
+        ));
+    }
     if method.policies.iter().any(|p| p.spec.name == "retry") {
         problems.push(Problem::on_attribute(
             settings,
