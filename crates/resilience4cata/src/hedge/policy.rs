@@ -9,7 +9,7 @@ use std::task::Poll;
 use super::race::race;
 use super::{HedgeConfig, HedgeConfigBuilder, HedgeEvent, HedgeSnapshot};
 use crate::clock::Timer;
-use crate::error::{RegistryError, codes};
+use crate::error::{RegistryError, async_only};
 use crate::events::Publisher;
 use crate::registry::{Inner, PolicyKind};
 
@@ -140,14 +140,7 @@ impl PolicyKind for HedgePolicy {
     /// Attempts side by side need a future: `R4C-REG-001` on a blocking method, before anything is
     /// resolved.
     fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
-        match is_async {
-            true => Ok(()),
-            false => Err(RegistryError::new(
-                codes::INVALID_COMBINATION,
-                Some(id),
-                "a hedge needs an async method: its attempts run side by side inside one future",
-            )),
-        }
+        async_only(id, is_async, "a hedge needs an async method: its attempts run side by side inside one future")
     }
 
     fn check(inner: &Inner, id: &str, _: bool, c: &HedgeConfig) -> Result<(), RegistryError> {
