@@ -8,8 +8,8 @@ mod subscription;
 use std::fmt;
 use std::sync::Arc;
 
-pub(crate) use subscription::Hub;
 pub use subscription::Subscription;
+pub(crate) use subscription::{Hub, any_subscription};
 
 use crate::registry::{PolicyKind, for_each_policy};
 
@@ -43,6 +43,7 @@ macro_rules! event_parts {
         /// that attach after build.
         #[derive(Default)]
         #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
+        #[doc(hidden)]
         pub struct Listeners {
             pub(crate) hub: Arc<Hub>,
             $(pub(crate) $module: Vec<Listener<$event>>,)*
@@ -158,27 +159,39 @@ impl<E: Published> Publisher<E> {
         }
     }
 
-    /// Whether anyone listens (so per-call events can be skipped entirely). The `tracing` and
-    /// `metrics` features always listen.
+    /// Whether anyone wants the event itself (so per-call events can be skipped entirely): a
+    /// listener, a live [`Subscription`], or (feature `tracing`) a tracing subscriber interested in
+    /// `resilience4cata` at DEBUG. Metrics never need the event: sites update the handles directly
+    /// (see [`publish!`]).
     #[inline]
     pub(crate) fn is_active(&self) -> bool {
-        self.always_active() || self.hub.has_subscribers()
+        // One test of both words: as cheap as the listener check alone.
+        (self.listeners.len() | any_subscription()) != 0 || tracing_wants_events()
     }
 
-    /// Whether someone listens for the instance's whole life (a listener registered on the
-    /// builder, `tracing`, `metrics`), as opposed to a subscriber that may come and go.
+    /// Whether a listener was registered on the builder: fixed for the instance's whole life.
     #[inline]
-    pub(crate) fn always_active(&self) -> bool {
-        !self.listeners.is_empty() || cfg!(feature = "tracing") || cfg!(feature = "metrics")
+    pub(crate) fn has_listeners(&self) -> bool {
+        !self.listeners.is_empty()
     }
 
-    /// Whether a [`Subscription`] is alive (one relaxed load).
+    /// Whether a [`Subscription`] may want the event (any registry's: one relaxed load of a static)
+    /// or a tracing subscriber is interested (feature `tracing`: the level filter's relaxed load
+    /// when none is installed, then the callsite's cached interest): both may change at any time.
     #[inline]
-    pub(crate) fn has_subscribers(&self) -> bool {
-        self.hub.has_subscribers()
+    pub(crate) fn is_watched(&self) -> bool {
+        any_subscription() != 0 || tracing_wants_events()
     }
 
-    /// Builds the event only when someone listens, then hands it to every listener in order.
+    /// The instance's metric handles (feature `metrics`), registered when it was built.
+    #[cfg(feature = "metrics")]
+    #[inline]
+    pub(crate) fn metrics(&self) -> &<E::Policy as PolicyKind>::Metrics {
+        &self.metrics
+    }
+
+    /// Builds the event only when someone wants it, then hands it to tracing, every listener in
+    /// order, and every subscriber. Metric handles are updated by the caller ([`publish!`]).
     #[inline]
     pub(crate) fn emit(&self, make: impl FnOnce() -> E) {
         if self.is_active() {
@@ -190,8 +203,6 @@ impl<E: Published> Publisher<E> {
     fn emit_cold(&self, event: E) {
         #[cfg(feature = "tracing")]
         tracing::event!(target: "resilience4cata", tracing::Level::DEBUG, event = ?event);
-        #[cfg(feature = "metrics")]
-        <E::Policy as PolicyKind>::record_metrics(&event, &self.metrics);
         for listener in self.listeners.iter() {
             listener(&event);
         }
@@ -200,6 +211,31 @@ impl<E: Published> Publisher<E> {
         }
     }
 }
+
+/// Whether a tracing subscriber wants this crate's events (always false without feature `tracing`).
+#[inline]
+fn tracing_wants_events() -> bool {
+    #[cfg(feature = "tracing")]
+    return tracing::enabled!(target: "resilience4cata", tracing::Level::DEBUG);
+    #[cfg(not(feature = "tracing"))]
+    false
+}
+
+/// Publishes one event of `$events` (a `Publisher`): with feature `metrics`, runs `$record` on the
+/// instance's metric handles (bound to `$m`), a direct handle update that never builds the event;
+/// then builds the event with `$make` only if someone wants it (`Publisher::emit`).
+macro_rules! publish {
+    ($events:expr, |$m:ident| $record:expr, $make:expr) => {{
+        let events = &$events;
+        #[cfg(feature = "metrics")]
+        {
+            let $m = events.metrics();
+            $record;
+        }
+        events.emit($make);
+    }};
+}
+pub(crate) use publish;
 
 impl<E: Published> fmt::Debug for Publisher<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -251,5 +287,76 @@ mod tracing_tests {
             });
         });
         assert_eq!(seen.load(Ordering::SeqCst), 1);
+    }
+
+    /// With the feature on but no tracing subscriber interested, the event is not even built.
+    #[test]
+    fn no_event_is_built_without_an_interested_subscriber() {
+        let built = AtomicUsize::new(0);
+        let instance: Arc<str> = Arc::from("m::A::f");
+        let publisher = Publisher::<RetryEvent>::detached(&[], &instance);
+        let make = || {
+            built.fetch_add(1, Ordering::SeqCst);
+            RetryEvent::Retrying { instance: Arc::clone(&instance), attempt: 1, delay: std::time::Duration::ZERO }
+        };
+        assert!(!publisher.is_active());
+        publisher.emit(make);
+        assert_eq!(built.load(Ordering::SeqCst), 0);
+
+        let seen = Arc::new(AtomicUsize::new(0));
+        tracing::subscriber::with_default(Count(Arc::clone(&seen)), || publisher.emit(make));
+        assert_eq!((built.load(Ordering::SeqCst), seen.load(Ordering::SeqCst)), (1, 1));
+    }
+
+    /// The zero-wait quick path stays on with the feature: it steps aside, per retry, only while a
+    /// subscriber is interested, which then sees every `Retrying` event.
+    #[test]
+    fn the_quick_path_publishes_to_an_interested_subscriber() {
+        use crate::__private::{Failure, RetryConfigBuilder, RetryPolicy};
+        use crate::registry::{Registered, Registry};
+
+        let registry = Registry::builder().build().unwrap();
+        let attrs = RetryConfigBuilder::new().max_attempts(3).delay(std::time::Duration::ZERO);
+        let policy = RetryPolicy::build(&registry, "m::A::quick", None, None, false, attrs).unwrap();
+        let fail_three_times = || {
+            let mut call = policy.start();
+            while policy.retry_after(&mut call, Failure::Retryable) {}
+            call.attempts()
+        };
+        assert_eq!(fail_three_times(), 3);
+        let seen = Arc::new(AtomicUsize::new(0));
+        let attempts = tracing::subscriber::with_default(Count(Arc::clone(&seen)), fail_three_times);
+        assert_eq!((attempts, seen.load(Ordering::SeqCst)), (3, 3), "2 Retrying + 1 GaveUp");
+    }
+}
+
+/// Feature `metrics`: handles are updated without building the event.
+#[cfg(all(test, feature = "metrics"))]
+mod metrics_tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    use super::*;
+
+    #[test]
+    fn metrics_update_handles_without_building_the_event() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let instance: Arc<str> = Arc::from("m::A::f");
+        let publisher = metrics::with_local_recorder(&recorder, || Publisher::<RetryEvent>::detached(&[], &instance));
+        let built = AtomicUsize::new(0);
+        for _ in 0..2 {
+            publish!(publisher, |m| m.retrying(), || {
+                built.fetch_add(1, Ordering::SeqCst);
+                RetryEvent::Retrying { instance: Arc::clone(&instance), attempt: 1, delay: std::time::Duration::ZERO }
+            });
+        }
+        assert_eq!(built.load(Ordering::SeqCst), 0, "only tracing, listeners and subscribers need the event");
+        let retries = snapshotter.snapshot().into_vec().into_iter().find_map(|(key, _, _, value)| {
+            (key.key().name() == "resilience4cata_retry_retries_total").then_some(value)
+        });
+        assert_eq!(retries, Some(DebugValue::Counter(2)));
     }
 }

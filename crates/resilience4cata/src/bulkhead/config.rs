@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
 use crate::registry::Layer;
-use crate::retry::config::layered_builder;
+use crate::registry::layered_builder;
 
 /// A bulkhead's resolved configuration: every key has a value.
 ///

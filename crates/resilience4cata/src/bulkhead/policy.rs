@@ -10,8 +10,8 @@ use super::state::{Queued, Slots, Wake, Withdrawn};
 use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapshot};
 use crate::clock::{Timer, nanos};
 use crate::error::RegistryError;
-use crate::events::Publisher;
-use crate::registry::{Inner, PolicyKind};
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
@@ -50,13 +50,13 @@ impl BulkheadState {
 
     #[inline]
     fn permit(&self) -> BulkheadPermit<'_> {
-        self.events.emit(|| BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
         BulkheadPermit { state: Some(self) }
     }
 
     #[cold]
     fn refuse(&self) -> Rejection {
-        self.events.emit(|| BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
         Rejection::BulkheadFull { instance: Arc::clone(&self.instance) }
     }
 
@@ -153,7 +153,9 @@ impl Drop for BulkheadPermit<'_> {
     fn drop(&mut self) {
         if let Some(state) = self.state {
             state.slots.release();
-            state.events.emit(|| BulkheadEvent::Finished { instance: Arc::clone(&state.instance) });
+            publish!(state.events, |m| m.finished(), || BulkheadEvent::Finished {
+                instance: Arc::clone(&state.instance)
+            });
         }
     }
 }
@@ -210,13 +212,14 @@ impl BulkheadPolicy {
     }
 }
 
-impl PolicyKind for BulkheadPolicy {
-    type Builder = BulkheadConfigBuilder;
-    type State = BulkheadState;
-    type Event = BulkheadEvent;
-    type Snapshot = BulkheadSnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::BulkheadMetrics;
+policy_kind! {
+    BulkheadPolicy {
+        builder: BulkheadConfigBuilder,
+        state: BulkheadState,
+        event: BulkheadEvent,
+        snapshot: BulkheadSnapshot,
+        metrics: BulkheadMetrics,
+    }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &BulkheadConfig) -> Result<(), RegistryError> {
         match is_async && c.enabled && !c.max_wait.is_zero() {
@@ -232,24 +235,6 @@ impl PolicyKind for BulkheadPolicy {
         events: Publisher<BulkheadEvent>,
     ) -> BulkheadState {
         BulkheadState::new(instance, config, Arc::clone(&inner.timer), events)
-    }
-
-    fn from_state(state: Arc<BulkheadState>) -> Self {
-        BulkheadPolicy::new(state)
-    }
-
-    fn snapshot(state: &BulkheadState) -> BulkheadSnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::BulkheadMetrics::register(instance)
-    }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &BulkheadEvent, metrics: &Self::Metrics) {
-        super::metrics::BulkheadMetrics::record(event, metrics)
     }
 }
 

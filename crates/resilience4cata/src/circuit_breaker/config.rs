@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
 use crate::registry::Layer;
-use crate::retry::config::layered_builder;
+use crate::registry::layered_builder;
 
 /// How the breaker's window of recent outcomes is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

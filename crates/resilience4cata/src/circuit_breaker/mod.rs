@@ -118,10 +118,10 @@
 mod config;
 mod events;
 mod half_open;
+mod handle;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;
-mod registry;
 mod snapshot;
 mod state;
 mod stripes;
@@ -132,7 +132,7 @@ pub use config::{
     WindowType,
 };
 pub use events::CircuitBreakerEvent;
-pub use registry::CircuitBreakerHandle;
+pub use handle::CircuitBreakerHandle;
 pub use snapshot::CircuitBreakerSnapshot;
 pub use state::State;
 

@@ -4,8 +4,6 @@ use std::sync::Arc;
 
 use metrics::Counter;
 
-use super::HedgeEvent;
-
 /// One instance's handles: increments never allocate.
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
 pub struct HedgeMetrics {
@@ -24,12 +22,17 @@ impl HedgeMetrics {
         }
     }
 
-    pub(crate) fn record(event: &HedgeEvent, metrics: &Self) {
-        match event {
-            HedgeEvent::Hedged { .. } => metrics.hedged.increment(1),
-            HedgeEvent::Finished { winner: Some(n), .. } if *n > 1 => metrics.won.increment(1),
-            HedgeEvent::Finished { winner: None, .. } => metrics.all_failed.increment(1),
-            HedgeEvent::Finished { .. } => {}
+    /// A `Hedged` event.
+    pub(crate) fn hedged(&self) {
+        self.hedged.increment(1);
+    }
+
+    /// A `Finished` event: won by an extra attempt, by the first, or by none.
+    pub(crate) fn finished(&self, winner: Option<u32>) {
+        match winner {
+            Some(n) if n > 1 => self.won.increment(1),
+            Some(_) => {}
+            None => self.all_failed.increment(1),
         }
     }
 }

@@ -10,8 +10,8 @@ use super::race::race;
 use super::{HedgeConfig, HedgeConfigBuilder, HedgeEvent, HedgeSnapshot};
 use crate::clock::Timer;
 use crate::error::{RegistryError, async_only};
-use crate::events::Publisher;
-use crate::registry::{Inner, PolicyKind};
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, policy_kind};
 
 /// A hedge instance's shared state: one per instance id.
 #[derive(Debug)]
@@ -49,7 +49,7 @@ impl HedgeState {
         if attempt == 2 {
             self.hedged_calls.fetch_add(1, Ordering::Relaxed);
         }
-        self.events.emit(|| HedgeEvent::Hedged { instance: Arc::clone(&self.instance), attempt });
+        publish!(self.events, |m| m.hedged(), || HedgeEvent::Hedged { instance: Arc::clone(&self.instance), attempt });
     }
 
     /// Attempt `winner` answered `Ok` after `attempts` had started.
@@ -72,7 +72,11 @@ impl HedgeState {
         if winner.is_some_and(|n| n > 1) {
             self.hedge_wins.fetch_add(1, Ordering::Relaxed);
         }
-        self.events.emit(|| HedgeEvent::Finished { instance: Arc::clone(&self.instance), attempts, winner });
+        publish!(self.events, |m| m.finished(winner), || HedgeEvent::Finished {
+            instance: Arc::clone(&self.instance),
+            attempts,
+            winner
+        });
     }
 }
 
@@ -129,13 +133,14 @@ impl HedgePolicy {
     }
 }
 
-impl PolicyKind for HedgePolicy {
-    type Builder = HedgeConfigBuilder;
-    type State = HedgeState;
-    type Event = HedgeEvent;
-    type Snapshot = HedgeSnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::HedgeMetrics;
+policy_kind! {
+    HedgePolicy {
+        builder: HedgeConfigBuilder,
+        state: HedgeState,
+        event: HedgeEvent,
+        snapshot: HedgeSnapshot,
+        metrics: HedgeMetrics,
+    }
 
     /// Attempts side by side need a future: `R4C-REG-001` on a blocking method, before anything is
     /// resolved.
@@ -152,23 +157,5 @@ impl PolicyKind for HedgePolicy {
 
     fn new_state(inner: &Inner, instance: Arc<str>, config: HedgeConfig, events: Publisher<HedgeEvent>) -> HedgeState {
         HedgeState::new(instance, config, Arc::clone(&inner.timer), events)
-    }
-
-    fn from_state(state: Arc<HedgeState>) -> Self {
-        HedgePolicy::new(state)
-    }
-
-    fn snapshot(state: &HedgeState) -> HedgeSnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::HedgeMetrics::register(instance)
-    }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &HedgeEvent, metrics: &Self::Metrics) {
-        super::metrics::HedgeMetrics::record(event, metrics)
     }
 }

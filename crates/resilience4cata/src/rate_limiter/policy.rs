@@ -7,8 +7,8 @@ use super::state::{AtomicGcra, Decision};
 use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterEvent, RateLimiterSnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::error::RegistryError;
-use crate::events::Publisher;
-use crate::registry::{Inner, PolicyKind};
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// A rate limiter instance's shared state: one per instance id.
@@ -95,7 +95,10 @@ impl RateLimiterState {
 
     #[inline]
     fn permitted(&self, waited: Duration) {
-        self.events.emit(|| RateLimiterEvent::Permitted { instance: Arc::clone(&self.instance), waited });
+        publish!(self.events, |m| m.permitted(), || RateLimiterEvent::Permitted {
+            instance: Arc::clone(&self.instance),
+            waited
+        });
     }
 
     /// After the wait for a reserved permit: `Ok` unless shutdown cut it short (the reserved permit
@@ -113,7 +116,10 @@ impl RateLimiterState {
     #[cold]
     fn refuse(&self, retry_after: u64) -> Rejection {
         let retry_after = Duration::from_nanos(retry_after);
-        self.events.emit(|| RateLimiterEvent::Rejected { instance: Arc::clone(&self.instance), retry_after });
+        publish!(self.events, |m| m.rejected(), || RateLimiterEvent::Rejected {
+            instance: Arc::clone(&self.instance),
+            retry_after
+        });
         Rejection::RateLimitExceeded { instance: Arc::clone(&self.instance), retry_after }
     }
 }
@@ -150,13 +156,14 @@ impl RateLimiterPolicy {
     }
 }
 
-impl PolicyKind for RateLimiterPolicy {
-    type Builder = RateLimiterConfigBuilder;
-    type State = RateLimiterState;
-    type Event = RateLimiterEvent;
-    type Snapshot = RateLimiterSnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::RateLimiterMetrics;
+policy_kind! {
+    RateLimiterPolicy {
+        builder: RateLimiterConfigBuilder,
+        state: RateLimiterState,
+        event: RateLimiterEvent,
+        snapshot: RateLimiterSnapshot,
+        metrics: RateLimiterMetrics,
+    }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &RateLimiterConfig) -> Result<(), RegistryError> {
         match is_async && c.enabled && !c.max_wait.is_zero() {
@@ -172,24 +179,6 @@ impl PolicyKind for RateLimiterPolicy {
         events: Publisher<RateLimiterEvent>,
     ) -> RateLimiterState {
         RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events)
-    }
-
-    fn from_state(state: Arc<RateLimiterState>) -> Self {
-        RateLimiterPolicy::new(state)
-    }
-
-    fn snapshot(state: &RateLimiterState) -> RateLimiterSnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::RateLimiterMetrics::register(instance)
-    }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &RateLimiterEvent, metrics: &Self::Metrics) {
-        super::metrics::RateLimiterMetrics::record(event, metrics)
     }
 }
 

@@ -8,8 +8,8 @@ use super::budget::RetryBudget;
 use super::{Backoff, GiveUpReason, Jitter, RetryConfig, RetryConfigBuilder, RetryEvent, RetrySnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::error::RegistryError;
-use crate::events::Publisher;
-use crate::registry::{Inner, PolicyKind};
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, policy_kind};
 
 /// What the generated code learnt about a failed attempt before asking the retry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl RetryState {
     }
 
     fn gave_up(&self, call: &RetryCall, reason: GiveUpReason) {
-        self.events.emit(|| RetryEvent::GaveUp {
+        publish!(self.events, |m| m.gave_up(reason), || RetryEvent::GaveUp {
             instance: Arc::clone(&self.instance),
             attempts: call.attempts,
             reason,
@@ -106,17 +106,20 @@ pub struct RetryPolicy {
     counts_start: bool,
     /// `max_attempts` when a retry can be granted without consulting anything but the attempt
     /// count: enabled, zero delay (so zero wait, whatever the backoff and jitter), no
-    /// `max_duration`, no budget, nobody listening. Else 0, which no attempt count is below.
+    /// `max_duration`, no budget, no listener on the builder. Else 0, which no attempt count is
+    /// below. Whether a subscriber or a tracing subscriber wants events is checked on each retry
+    /// (`Publisher::is_watched`); metric handles are updated on the quick path itself.
     quick_below: u32,
 }
 
-impl PolicyKind for RetryPolicy {
-    type Builder = RetryConfigBuilder;
-    type State = RetryState;
-    type Event = RetryEvent;
-    type Snapshot = RetrySnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::RetryMetrics;
+policy_kind! {
+    RetryPolicy {
+        builder: RetryConfigBuilder,
+        state: RetryState,
+        event: RetryEvent,
+        snapshot: RetrySnapshot,
+        metrics: RetryMetrics,
+    }
 
     fn check(inner: &Inner, id: &str, is_async: bool, _: &RetryConfig) -> Result<(), RegistryError> {
         match is_async {
@@ -135,35 +138,22 @@ impl PolicyKind for RetryPolicy {
             timer: Arc::clone(&inner.timer),
         }
     }
+}
 
-    fn from_state(state: Arc<RetryState>) -> Self {
+impl RetryPolicy {
+    /// The facade over a (possibly shared) state: what `start` and the quick path need, computed once.
+    pub(crate) fn new(state: Arc<RetryState>) -> Self {
         let c = &state.config;
         let counts_start = c.enabled && (c.max_duration.is_some() || state.budget.is_some());
         let quick = c.enabled
             && c.delay.is_zero()
             && c.max_duration.is_none()
             && state.budget.is_none()
-            && !state.events.always_active();
+            && !state.events.has_listeners();
         let quick_below = if quick { c.max_attempts } else { 0 };
         RetryPolicy { state, counts_start, quick_below }
     }
 
-    fn snapshot(state: &RetryState) -> RetrySnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::RetryMetrics::register(instance)
-    }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &RetryEvent, metrics: &Self::Metrics) {
-        super::metrics::RetryMetrics::record(event, metrics)
-    }
-}
-
-impl RetryPolicy {
     /// The instance id.
     pub fn instance(&self) -> &str {
         &self.state.instance
@@ -272,8 +262,12 @@ impl RetryPolicy {
         let go = failure == Failure::Retryable
             && call.attempts + 1 < self.quick_below
             && !self.state.timer.is_shut_down()
-            && !self.state.events.has_subscribers();
+            && !self.state.events.is_watched();
         call.attempts += u32::from(go);
+        #[cfg(feature = "metrics")]
+        if go {
+            self.state.events.metrics().retrying();
+        }
         go
     }
 
@@ -310,7 +304,7 @@ impl RetryPolicy {
             state.gave_up(call, reason);
             return None;
         }
-        state.events.emit(|| RetryEvent::Retrying {
+        publish!(state.events, |m| m.retrying(), || RetryEvent::Retrying {
             instance: Arc::clone(&state.instance),
             attempt: call.attempts,
             delay: wait,
@@ -462,9 +456,8 @@ mod tests {
         let quiet = Registry::builder().clock(&clock).build().unwrap();
         let attrs = || RetryConfigBuilder::new().max_attempts(4).delay(Duration::ZERO);
         let policy = RetryPolicy::build(&quiet, "m::A::zero", None, None, false, attrs()).unwrap();
-        // The `tracing` and `metrics` features always listen, which turns the quick path off.
-        let listening = cfg!(any(feature = "tracing", feature = "metrics"));
-        assert_eq!(policy.quick_below, if listening { 0 } else { 4 });
+        // Neither feature `tracing` (no subscriber installed) nor `metrics` turns the quick path off.
+        assert_eq!(policy.quick_below, 4);
         assert_eq!(run(&policy, |_| Some(Failure::Retryable)), (4, false));
         assert_eq!(run(&policy, |n| (n < 3).then_some(Failure::Retryable)), (2, true));
         assert_eq!(run(&policy, |_| Some(Failure::NotRetryable)), (1, false));

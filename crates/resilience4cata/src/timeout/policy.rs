@@ -10,8 +10,8 @@ use super::state::{Race, against_the_clock, first_poll};
 use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
 use crate::clock::{Timer, nanos};
 use crate::error::{RegistryError, async_only};
-use crate::events::Publisher;
-use crate::registry::{Inner, PolicyKind};
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// A timeout instance's shared state: one per (derived) instance id.
@@ -49,7 +49,10 @@ impl TimeoutState {
     fn fired(&self) -> Rejection {
         self.timed_out.fetch_add(1, Ordering::Relaxed);
         let timeout = self.config.duration;
-        self.events.emit(|| TimeoutEvent::TimedOut { instance: Arc::clone(&self.instance), timeout });
+        publish!(self.events, |m| m.timed_out(), || TimeoutEvent::TimedOut {
+            instance: Arc::clone(&self.instance),
+            timeout
+        });
         Rejection::CallTimeout { instance: Arc::clone(&self.instance), timeout }
     }
 }
@@ -95,13 +98,14 @@ impl TimeoutPolicy {
     }
 }
 
-impl PolicyKind for TimeoutPolicy {
-    type Builder = TimeoutConfigBuilder;
-    type State = TimeoutState;
-    type Event = TimeoutEvent;
-    type Snapshot = TimeoutSnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::TimeoutMetrics;
+policy_kind! {
+    TimeoutPolicy {
+        builder: TimeoutConfigBuilder,
+        state: TimeoutState,
+        event: TimeoutEvent,
+        snapshot: TimeoutSnapshot,
+        metrics: TimeoutMetrics,
+    }
 
     /// A blocking call cannot be cancelled: `R4C-REG-001` before anything is resolved.
     fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
@@ -122,24 +126,6 @@ impl PolicyKind for TimeoutPolicy {
         events: Publisher<TimeoutEvent>,
     ) -> TimeoutState {
         TimeoutState::new(instance, config, Arc::clone(&inner.timer), events)
-    }
-
-    fn from_state(state: Arc<TimeoutState>) -> Self {
-        TimeoutPolicy::new(state)
-    }
-
-    fn snapshot(state: &TimeoutState) -> TimeoutSnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::TimeoutMetrics::register(instance)
-    }
-
-    #[cfg(feature = "metrics")]
-    fn record_metrics(event: &TimeoutEvent, metrics: &Self::Metrics) {
-        super::metrics::TimeoutMetrics::record(event, metrics)
     }
 }
 
