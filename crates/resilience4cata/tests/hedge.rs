@@ -310,14 +310,18 @@ fn a_send_method_stays_send_and_a_named_hedge_is_shared_by_name() {
 }
 
 #[test]
-fn instance_overrides_and_config_files_reach_the_hedge() {
+fn an_instance_override_reaches_the_hedge() {
     let f = fixture_with(&[Step::Hang, Step::Ok(10)], |b| {
         b.hedge_instance(id("find").to_string(), |h| h.delay(Duration::from_millis(30)))
     });
     assert_eq!(block_on(f.api.find("rust".into())), Ok(2));
     assert_eq!(f.backend().starts(), [Duration::ZERO, 30 * MS]);
     assert_eq!(f.snapshot("find").config.delay, 30 * MS);
+}
 
+#[cfg(feature = "serde")]
+#[test]
+fn a_config_file_reaches_the_hedge_and_its_range_is_checked() {
     let clock = ManualClock::new();
     let toml = format!("[instances.\"{}\".hedge]\nmax_hedged_attempts = 9\n", id("find"));
     let registry = testing::registry(&clock).config_toml(&toml).build().unwrap();
