@@ -127,6 +127,26 @@ impl HedgePolicy {
         }
     }
 
+    /// [`run`](HedgePolicy::run), also counting into `attempts` every attempt started (a refused
+    /// one included): what a fallback outside the hedge reports as `FallbackContext::attempts`.
+    #[inline]
+    pub async fn run_counting<T, E, F, Fut>(
+        &self,
+        attempts: &mut u32,
+        mut attempt: F,
+        stops: impl Fn(&E) -> bool,
+    ) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let counted = || {
+            *attempts += 1;
+            attempt()
+        };
+        self.run(counted, stops).await
+    }
+
     #[cfg(test)]
     pub(crate) fn state(&self) -> &HedgeState {
         &self.state

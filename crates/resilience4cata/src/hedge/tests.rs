@@ -261,3 +261,25 @@ fn the_call_is_send_when_its_attempts_are() {
     send(&call);
     assert_eq!(block_on(call), Ok(1));
 }
+
+#[test]
+fn run_counting_counts_every_attempt_started_a_refused_one_included() {
+    let f = fixture(100 * MS, 2);
+    let mut attempts = 0;
+    let outcome = block_on(f.hedge.run_counting(
+        &mut attempts,
+        || {
+            let clock = f.clock.clone();
+            async move {
+                clock.sleep(1000 * MS).await;
+                Err::<u32, u32>(7)
+            }
+        },
+        |_| false,
+    ));
+    assert_eq!((outcome, attempts), (Err(7), 3));
+
+    let mut attempts = 0;
+    let refused = block_on(f.hedge.run_counting(&mut attempts, || async { Err::<u32, u32>(101) }, |e| *e > 100));
+    assert_eq!((refused, attempts), (Err(101), 1));
+}
