@@ -39,6 +39,10 @@ pub trait Search {
     #[timeout(duration = "250ms")]
     async fn bounded(&self, query: &str) -> Result<u32, SearchError>;
 
+    #[hedge(delay = "100ms", max_hedged_attempts = 2)]
+    #[bulkhead(max_concurrent_calls = 1)]
+    async fn narrow(&self, query: &str) -> Result<u32, SearchError>;
+
     #[hedge(delay = "100ms", name = "shared-search")]
     fn send_form(&self, query: String) -> impl Future<Output = Result<u32, SearchError>> + Send;
 }
@@ -136,6 +140,9 @@ impl Search for Backend {
         self.attempt(query).await
     }
     async fn bounded(&self, query: &str) -> Result<u32, SearchError> {
+        self.attempt(query).await
+    }
+    async fn narrow(&self, query: &str) -> Result<u32, SearchError> {
         self.attempt(query).await
     }
     fn send_form(&self, query: String) -> impl Future<Output = Result<u32, SearchError>> + Send {
@@ -263,6 +270,16 @@ fn an_open_breaker_inside_refuses_one_attempt_and_nothing_is_hedged() {
     assert_eq!(breaker.snapshot().not_permitted_calls, 1, "one attempt was refused, no second one");
     assert!(f.events().is_empty());
     assert_eq!(f.clock.elapsed(), Duration::ZERO);
+}
+
+#[test]
+fn another_refusal_inside_is_a_failed_attempt_that_starts_the_next_at_once() {
+    let f = fixture(&[Step::Ok(500)]);
+    assert_eq!(block_on(f.api.narrow("rust")), Ok(1), "the first attempt keeps the only slot and answers");
+    assert_eq!(f.backend().starts(), [Duration::ZERO], "attempts 2 and 3 were refused before the backend");
+    assert_eq!(f.clock.elapsed(), 500 * MS);
+    // Attempt 2 at 100 ms is refused (BulkheadFull), so attempt 3 starts at once, and is refused too.
+    assert_eq!(f.events(), [hedged("narrow", 2), hedged("narrow", 3), finished("narrow", 3, Some(1))]);
 }
 
 #[test]
