@@ -14,6 +14,8 @@ use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::timeout::TimeoutEvent;
 use resilience4cata::{Registry, RegistryBuilder, Rejection, ResilienceError, resilient};
 
+use testkit::block_on;
+
 const MS: Duration = Duration::from_millis(1);
 
 #[derive(Clone, Debug, PartialEq, ResilienceError)]
@@ -148,10 +150,6 @@ impl Search for Backend {
     fn send_form(&self, query: String) -> impl Future<Output = Result<u32, SearchError>> + Send {
         self.attempt(&query)
     }
-}
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
 }
 
 struct Fixture {

@@ -4,15 +4,14 @@
 //! calling thread only.
 #![allow(async_fn_in_trait)] // the trait under test is this crate's own
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
 
-mod common;
-use common::allocations_during;
+use testkit::alloc::allocations_during;
+use testkit::now;
+
+#[global_allocator]
+static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
 
 #[derive(Debug, PartialEq, ResilienceError)]
 pub enum Down {
@@ -51,24 +50,16 @@ impl Api for Backend {
     }
 }
 
-/// Polls a future that must finish at its first poll.
-fn ready<F: Future>(f: F) -> F::Output {
-    match pin!(f).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the first attempt answers at once"),
-    }
-}
-
 #[test]
 fn a_first_attempt_ready_at_once_allocates_nothing() {
     let clock = ManualClock::new();
     let api = ResilientApi::new(Backend, &testing::registry(&clock).build().unwrap()).unwrap();
-    ready(api.at_once(0)).unwrap();
-    ready(api.guarded(0)).unwrap();
+    now(api.at_once(0)).unwrap();
+    now(api.guarded(0)).unwrap();
     let n = allocations_during(|| {
         for i in 0..1000 {
-            assert_eq!(ready(api.at_once(i)), Ok(i + 1));
-            assert_eq!(ready(api.guarded(i)), Ok(i + 1));
+            assert_eq!(now(api.at_once(i)), Ok(i + 1));
+            assert_eq!(now(api.guarded(i)), Ok(i + 1));
         }
     });
     assert_eq!(n, 0, "allocations in 2000 hedged calls answered by their first poll");

@@ -9,11 +9,9 @@ use resilience4cata::pipeline::AsyncOnly;
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
 
-const MS: Duration = Duration::from_millis(1);
+use testkit::block_on;
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
-}
+const MS: Duration = Duration::from_millis(1);
 
 /// An attempt that takes `ms` on the manual clock and answers `answer`, recording when it started.
 async fn attempt(

@@ -41,26 +41,22 @@ impl HedgeMetrics {
 mod tests {
     use std::time::Duration;
 
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-
     use crate::__private::{HedgeConfigBuilder, HedgePolicy};
     use crate::clock::ManualClock;
+    use crate::metrics_counters::{Counters, recording};
     use crate::registry::{Registered, Registry};
 
     #[test]
     fn extra_attempts_wins_and_calls_that_all_failed_are_counted_per_instance() {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
         let clock = ManualClock::new();
-        let policy = metrics::with_local_recorder(&recorder, || {
+        let (policy, snapshotter) = recording(|| {
             let registry = Registry::builder().clock(&clock).build().unwrap();
             let attrs = HedgeConfigBuilder::new().delay(Duration::ZERO).max_hedged_attempts(2);
             HedgePolicy::build(&registry, "m::Api::get", None, None, true, attrs).unwrap()
         });
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        // Zero delay: three attempts at once; the third answers first, then a call where all fail.
+        // Zero delay: three attempts at once; the third answers first. Then a call where all fail.
         let mut n = 0;
-        let won = runtime.block_on(policy.run(
+        let won = testkit::block_on(policy.run(
             || {
                 n += 1;
                 let (clock, wait) = (clock.clone(), Duration::from_millis(40 - 10 * n));
@@ -72,23 +68,13 @@ mod tests {
             |_| false,
         ));
         assert_eq!(won, Ok(3));
-        let failed = runtime.block_on(policy.run(|| async { Err::<u64, ()>(()) }, |_| false));
+        let failed = testkit::block_on(policy.run(|| async { Err::<u64, ()>(()) }, |_| false));
         assert_eq!(failed, Err(()));
 
-        let snapshot = snapshotter.snapshot().into_vec(); // one snapshot: taking one resets the counters
-        let counter = |name: &str| {
-            snapshot.iter().find_map(|(key, _, _, value)| match *value {
-                DebugValue::Counter(n)
-                    if key.key().name() == name
-                        && key.key().labels().any(|l| l.key() == "instance" && l.value() == "m::Api::get") =>
-                {
-                    Some(n)
-                }
-                _ => None,
-            })
-        };
-        assert_eq!(counter("resilience4cata_hedge_attempts_total"), Some(4));
-        assert_eq!(counter("resilience4cata_hedge_wins_total"), Some(1));
-        assert_eq!(counter("resilience4cata_hedge_all_failed_total"), Some(1));
+        let counters = Counters::of(&snapshotter);
+        let instance = ["instance=m::Api::get"];
+        assert_eq!(counters.get("resilience4cata_hedge_attempts_total", &instance), Some(4));
+        assert_eq!(counters.get("resilience4cata_hedge_wins_total", &instance), Some(1));
+        assert_eq!(counters.get("resilience4cata_hedge_all_failed_total", &instance), Some(1));
     }
 }

@@ -12,12 +12,9 @@ use super::policy::{HedgePolicy, HedgeState};
 use super::{HedgeConfig, HedgeEvent};
 use crate::clock::{Clock, ManualClock};
 use crate::events::{Listener, Publisher};
+use testkit::block_on;
 
 const MS: Duration = Duration::from_millis(1);
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
-}
 
 struct Fixture {
     clock: ManualClock,
