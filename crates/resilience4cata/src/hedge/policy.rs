@@ -147,6 +147,13 @@ impl HedgePolicy {
         self.run(counted, stops).await
     }
 
+    /// `max_hedged_attempts` when the hedge is enabled.
+    #[cfg(feature = "tower")]
+    pub(crate) fn extra_attempts(&self) -> Option<u32> {
+        let config = &self.state.config;
+        config.enabled.then_some(config.max_hedged_attempts)
+    }
+
     #[cfg(test)]
     pub(crate) fn state(&self) -> &HedgeState {
         &self.state

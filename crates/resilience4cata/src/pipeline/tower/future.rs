@@ -11,6 +11,7 @@ use std::task::{Context, Poll, ready};
 use pin_project_lite::pin_project;
 use tower_service::Service;
 
+use super::{ByClone, CloneRequest};
 use crate::circuit_breaker::policy::OwnedPermit;
 use crate::pipeline::Pipeline;
 use crate::pipeline::kind::SyncOrAsync;
@@ -23,18 +24,29 @@ pub(super) fn max_attempts(retry: &RetryPolicy) -> u32 {
 }
 
 /// What the attempts after the first need: a service to drive ready (lent to a guarded attempt
-/// while it runs), and the original request.
-pub(super) struct Later<S, Req> {
+/// while it runs), the original request and how to copy it.
+pub(super) struct Later<S, Req, C> {
     pub(super) service: Option<S>,
     pub(super) request: Option<Req>,
     pub(super) max_attempts: u32,
+    pub(super) cloner: C,
 }
 
-impl<S, Req: Clone> Later<S, Req> {
-    /// The request for attempt `number`: a clone, or the original for the last possible attempt.
-    fn request(&mut self, number: u32) -> Req {
-        let original = if number >= self.max_attempts { self.request.take() } else { self.request.clone() };
-        original.expect("the retry grants an attempt only while attempts remain, and the last one takes the original")
+impl<S, Req, C: CloneRequest<Req>> Later<S, Req, C> {
+    /// The request for attempt `number`: a copy, or the original for the last possible attempt —
+    /// or for an earlier one the request cannot be copied for, which then ends the call.
+    fn request(&mut self, number: u32) -> (Req, bool) {
+        if number < self.max_attempts
+            && let Some(copy) = self.request.as_ref().and_then(|r| self.cloner.clone_request(r))
+        {
+            return (copy, false);
+        }
+        let original = self.request.take();
+        (
+            original
+                .expect("the retry grants an attempt only while attempts remain, and the last one takes the original"),
+            number < self.max_attempts,
+        )
     }
 }
 
@@ -122,30 +134,34 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
 
 impl<F, S, T, E> Attempt<F, S, T, E> {
     /// A hedged call, boxed whole: `execute_async` races its attempts, each on a service of its
-    /// own (the ready `service` first, then clones, each made ready before it is called) with a
-    /// clone of the request, so attempts never wait for one another's service.
-    pub(super) fn hedged<Req, M>(pipeline: Arc<Pipeline<T, E, M>>, service: S, request: Req) -> Self
+    /// own (the ready `service` first, then clones, each made ready before it is called) and its own
+    /// request (the original first, then the `copies` made by the layer's `CloneRequest`, one per
+    /// possible extra attempt), so attempts never wait for one another's service.
+    pub(super) fn hedged<Req, M>(pipeline: Arc<Pipeline<T, E, M>>, service: S, request: Req, copies: Vec<Req>) -> Self
     where
         S: Service<Req, Response = T, Error = E, Future = F> + Clone + Send + 'static,
         F: Future<Output = Result<T, E>> + Send + 'static,
-        Req: Clone + Send + 'static,
+        Req: Send + 'static,
         T: Send + 'static,
         E: Send + 'static,
         M: 'static,
     {
         let spare = service.clone();
-        let mut ready = Some(service);
+        let mut ready = Some((service, request));
+        let mut copies = copies;
         let attempt = move || {
-            let (mut service, fresh) = match ready.take() {
-                Some(service) => (service, false),
-                None => (spare.clone(), true),
+            let (mut service, request, fresh) = match ready.take() {
+                Some((service, request)) => (service, Some(request), false),
+                None => (spare.clone(), copies.pop(), true),
             };
-            let request = request.clone();
             async move {
                 if fresh {
                     std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
                 }
-                service.call(request).await
+                match request {
+                    Some(request) => service.call(request).await,
+                    None => unreachable!("one request copy per possible extra attempt"),
+                }
             }
         };
         Attempt::Hedged { future: Box::pin(async move { pipeline.execute_async(attempt).await }) }
@@ -167,7 +183,7 @@ enum Phase<T, E> {
 pin_project! {
     /// The future of a [`PipelineService`](super::PipelineService) call (feature `tower`): attempts, waits between them, and
     /// the final outcome, with every decision taken by the pipeline's policy objects.
-    pub struct ResponseFuture<S, Req, T, E, M = SyncOrAsync>
+    pub struct ResponseFuture<S, Req, T, E, M = SyncOrAsync, C = ByClone>
     where
         S: Service<Req>,
     {
@@ -175,12 +191,12 @@ pin_project! {
         attempt: Attempt<S::Future, S, T, E>,
         phase: Phase<T, E>,
         call: Option<RetryCall>,
-        later: Option<Later<S, Req>>,
+        later: Option<Later<S, Req, C>>,
         pipeline: Arc<Pipeline<T, E, M>>,
     }
 }
 
-impl<S, Req, T, E, M> fmt::Debug for ResponseFuture<S, Req, T, E, M>
+impl<S, Req, T, E, M, C> fmt::Debug for ResponseFuture<S, Req, T, E, M, C>
 where
     S: Service<Req>,
 {
@@ -199,7 +215,7 @@ where
     }
 }
 
-impl<S, Req, T, E, M> ResponseFuture<S, Req, T, E, M>
+impl<S, Req, T, E, M, C> ResponseFuture<S, Req, T, E, M, C>
 where
     S: Service<Req>,
 {
@@ -207,17 +223,18 @@ where
         pipeline: Arc<Pipeline<T, E, M>>,
         call: Option<RetryCall>,
         first: Attempt<S::Future, S, T, E>,
-        later: Option<Later<S, Req>>,
+        later: Option<Later<S, Req, C>>,
     ) -> Self {
         ResponseFuture { attempt: first, phase: Phase::Calling, call, later, pipeline }
     }
 }
 
-impl<S, Req, T, E, M> Future for ResponseFuture<S, Req, T, E, M>
+impl<S, Req, T, E, M, C> Future for ResponseFuture<S, Req, T, E, M, C>
 where
     S: Service<Req, Response = T, Error = E> + Send + 'static,
     S::Future: Send + 'static,
-    Req: Clone + Send + 'static,
+    C: CloneRequest<Req>,
+    Req: Send + 'static,
     T: Send + 'static,
     E: Send + 'static,
     M: 'static,
@@ -277,7 +294,10 @@ where
                     match ready!(service.poll_ready(cx)) {
                         Ok(()) => {
                             let number = this.call.map_or(1, |c| c.attempts() + 1);
-                            let request = later.request(number);
+                            let (request, ends_call) = later.request(number);
+                            if ends_call {
+                                *this.call = None; // no copy for another attempt: the retry is not asked again
+                            }
                             let attempt = if lends(this.pipeline) {
                                 let service = later.service.take().expect("checked above");
                                 Attempt::lend(Arc::clone(this.pipeline), service, request)
@@ -322,7 +342,7 @@ fn next<T, E, M>(pipeline: &Pipeline<T, E, M>, call: &mut Option<RetryCall>, out
     let Some(failure) = pipeline.rules().judge(&outcome) else {
         return Next::Return(outcome);
     };
-    match retry.next_wait(call, failure) {
+    match pipeline.rules().next_wait(retry, call, failure, &outcome) {
         None => Next::Return(pipeline.rules().give_back(outcome)),
         Some(wait) if wait.is_zero() || !pipeline.waits_async() => {
             if retry.wait_blocking(call, wait) {
