@@ -280,6 +280,14 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let pipeline = &self.pipeline;
+        if let Some(extra) = pipeline.hedged_attempts()
+            && let Some(copies) = (0..extra).map(|_| self.cloner.clone_request(&request)).collect::<Option<Vec<_>>>()
+        {
+            let spare = self.inner.clone();
+            let ready = std::mem::replace(&mut self.inner, spare);
+            let attempt = Attempt::hedged(Arc::clone(pipeline), ready, request, copies);
+            return ResponseFuture::new(Arc::clone(pipeline), None, attempt, None);
+        }
         let max_attempts = pipeline.retry_policy().map_or(1, max_attempts);
         let copy = if max_attempts <= 1 { None } else { self.cloner.clone_request(&request) };
         let Some(copy) = copy else {
