@@ -200,8 +200,12 @@ impl Layer for RetryConfigBuilder {
         if !(0.0..=1000.0).contains(&c.budget_percent) {
             return invalid(format!("retry budget_percent must be within 0..=1000, got {}", c.budget_percent));
         }
-        if c.budget_window.is_zero() {
-            return invalid("retry budget_window must be longer than zero".into());
+        if c.budget_window < super::budget::MIN_WINDOW {
+            return invalid(format!(
+                "retry budget_window must be at least {:?} (the budget counts in tenths of it), got {:?}",
+                super::budget::MIN_WINDOW,
+                c.budget_window
+            ));
         }
         Ok(c)
     }
