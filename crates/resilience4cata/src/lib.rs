@@ -18,7 +18,7 @@ pub mod timeout;
 
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
-pub use events::Event;
+pub use events::{Event, listener_panics};
 pub use pipeline::{Pipeline, PipelineBuilder};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
