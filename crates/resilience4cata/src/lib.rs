@@ -22,7 +22,7 @@ pub use events::{Event, listener_panics};
 pub use pipeline::{Pipeline, PipelineBuilder};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
-pub use registry::{Registry, RegistryBuilder, RegistrySnapshot};
+pub use registry::{Registry, RegistryBuilder, RegistrySnapshot, UnusedConfig};
 pub use rejection::{Rejection, ResilienceError};
 /// `#[resilient]` on a trait, and `#[derive(ResilienceError)]` (same name as the trait, like serde's
 /// `Serialize`).

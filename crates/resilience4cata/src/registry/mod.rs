@@ -10,7 +10,8 @@ mod layer;
 use std::fmt;
 use std::sync::Arc;
 
-pub(crate) use layer::{Configs, Instances, Layer};
+pub use layer::UnusedConfig;
+pub(crate) use layer::{Configs, Instances, KeyProblem, Layer, Usage};
 
 use crate::bulkhead::policy::BulkheadState;
 use crate::bulkhead::{BulkheadConfigBuilder, BulkheadSnapshot};
@@ -48,11 +49,16 @@ pub struct Registry {
 pub(crate) struct Kind<B: Layer, S> {
     pub(crate) configs: Configs<B>,
     pub(crate) instances: Instances<B::Config, S>,
+    usage: Usage,
 }
 
 impl<B: Layer, S> Kind<B, S> {
     fn new(configs: Configs<B>) -> Self {
-        Kind { configs, instances: Instances::default() }
+        Kind { configs, instances: Instances::default(), usage: Usage::default() }
+    }
+
+    fn unused(&self) -> Vec<UnusedConfig> {
+        self.usage.unused(&self.configs)
     }
 
     /// The one way a policy instance comes to be: resolve `id`'s layers over `attrs`
@@ -66,6 +72,7 @@ impl<B: Layer, S> Kind<B, S> {
         check: impl FnOnce(&B::Config) -> Result<(), RegistryError>,
         make: impl FnOnce(Arc<str>, B::Config) -> S,
     ) -> Result<Arc<S>, RegistryError> {
+        self.usage.note(id, config);
         let resolved = self.configs.resolve(id, config, attrs)?;
         check(&resolved)?;
         self.instances.get_or_create(B::POLICY, id, resolved, make)
@@ -128,6 +135,21 @@ impl Registry {
     /// running attempt's timeout is left alone.
     pub fn shutdown(&self) {
         self.inner.timer.shut_down();
+    }
+
+    /// The named configurations and instance overrides (from builder calls or configuration
+    /// files) that no wrapper or pipeline has resolved so far, ordered by policy: call it once
+    /// every wrapper is built to catch a misspelt `config = "…"` or instance id, which are
+    /// otherwise accepted silently. See [`UnusedConfig`].
+    pub fn unused_config(&self) -> Vec<UnusedConfig> {
+        let inner = &*self.inner;
+        let mut unused = inner.retry.unused();
+        unused.extend(inner.circuit_breaker.unused());
+        unused.extend(inner.rate_limiter.unused());
+        unused.extend(inner.bulkhead.unused());
+        unused.extend(inner.timeout.unused());
+        unused.sort();
+        unused
     }
 
     /// Whether [`shutdown`](Registry::shutdown) was called.
