@@ -118,6 +118,8 @@
 mod config;
 mod events;
 mod half_open;
+#[cfg(all(test, loom))]
+mod loom;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;

@@ -8,7 +8,9 @@
 //! counter, so one claim serves every breaker.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64 as ProcessWide;
+
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -17,7 +19,7 @@ pub(crate) const STRIPES: usize = 32;
 const UNCLAIMED: usize = usize::MAX;
 
 /// Which stripe indices live threads own.
-static CLAIMED: AtomicU64 = AtomicU64::new(0);
+static CLAIMED: ProcessWide = ProcessWide::new(0);
 
 /// Gives this thread's stripe back when the thread exits.
 struct Claim {
@@ -36,11 +38,19 @@ impl Drop for Claim {
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     /// This thread's stripe index (no destructor, so reading it is one thread-local load).
     static INDEX: Cell<usize> = const { Cell::new(UNCLAIMED) };
     /// Registered on the first claim; its destructor releases the index.
     static CLAIM: Claim = const { Claim { index: Cell::new(UNCLAIMED) } };
+}
+
+// loom runs its threads on one OS thread: their thread-locals must be loom's.
+#[cfg(loom)]
+loom::thread_local! {
+    static INDEX: Cell<usize> = Cell::new(UNCLAIMED);
+    static CLAIM: Claim = Claim { index: Cell::new(UNCLAIMED) };
 }
 
 /// This thread's stripe index: below `STRIPES` once claimed, `STRIPES` when none was free,

@@ -114,7 +114,7 @@ impl ManualClock {
     fn wake_due(&self) {
         let now = self.nanos();
         let pending = self.pending();
-        for waker in pending.wakers.range(..(now + 1, 0)).filter_map(|(_, w)| w.as_ref()) {
+        for waker in pending.wakers.range(..=(now, u64::MAX)).filter_map(|(_, w)| w.as_ref()) {
             waker.wake_by_ref();
         }
         // The earliest wait decides the next move of the clock: let it run.

@@ -12,7 +12,7 @@
 //! A call that is not conformant yet may *reserve* its permit when the wait is within `max_wait`:
 //! TAT moves as for a conformant call and the caller waits until its turn.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 

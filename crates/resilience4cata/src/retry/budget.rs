@@ -18,7 +18,9 @@
 //! and the budget restarts from its reserve (it errs towards fewer retries).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
+
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -56,8 +58,15 @@ pub(crate) struct RetryBudget {
     percent: f64,
 }
 
+#[cfg(not(loom))]
 thread_local! {
     static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+// loom runs its threads on one OS thread: their thread-locals must be loom's.
+#[cfg(loom)]
+loom::thread_local! {
+    static STRIPE: Cell<usize> = Cell::new(usize::MAX);
 }
 
 /// This thread's stripe index, or `usize::MAX` before its first call.
