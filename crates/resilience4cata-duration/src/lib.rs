@@ -121,6 +121,7 @@ fn unit_nanos(unit: &str) -> Option<u128> {
     })
 }
 
+/// `s` is ASCII (checked by [`parse`]): every byte index below is a character boundary.
 fn parse_groups(input: &str, s: &str) -> Result<Duration, DurationError> {
     let mut total: u128 = 0;
     let mut rest = s;
@@ -150,6 +151,8 @@ fn nanos_to_duration(input: &str, nanos: u128) -> Result<Duration, DurationError
     Ok(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }
 
+/// `body` is ASCII (checked by [`parse`]): every byte index below is a character boundary, and
+/// `len + 1` steps over the one-byte designator just matched.
 fn parse_iso(input: &str, body: &str) -> Result<Duration, DurationError> {
     let mut total: u128 = 0;
     let mut rest = body;
