@@ -9,7 +9,7 @@ use loom::thread;
 
 use super::half_open::{Done, Probes, Take};
 use super::policy::Outcome;
-use super::stripes::StripedCounter;
+use super::stripes::{StripedCounter, release_at_thread_end};
 use super::{CircuitBreakerConfigBuilder, CircuitBreakerEvent, CircuitBreakerState, State};
 use crate::clock::{Clock, ManualClock};
 use crate::events::{Listener, Publisher};
@@ -147,10 +147,18 @@ fn loom_count_window_stripes_lose_no_increment() {
                 thread::spawn(move || {
                     counter.add_one();
                     counter.add_one();
+                    release_at_thread_end();
                 })
             })
             .collect();
+        // A third thread may take over a stripe given back: it must see the increments made on it.
+        let late = Arc::clone(&counter);
+        let third = thread::spawn(move || {
+            late.add_one();
+            release_at_thread_end();
+        });
         adders.into_iter().for_each(|h| h.join().unwrap());
-        assert_eq!(counter.sum(), 4);
+        third.join().unwrap();
+        assert_eq!(counter.sum(), 5);
     });
 }

@@ -23,6 +23,7 @@ pub(crate) trait Layer: Clone + Default + fmt::Debug + Send + Sync + 'static {
     /// The first key this layer sets to a value out of range on its own (`max_attempts = 0`), with
     /// the reason; rules between keys (`max_delay < delay`) wait for [`resolve`](Self::resolve),
     /// since another layer may complete them. A configuration file reports it as `R4C-CFG-004`.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // read by configuration files
     fn check_keys(&self) -> Result<(), KeyProblem>;
 }
 

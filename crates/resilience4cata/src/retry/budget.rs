@@ -17,10 +17,8 @@
 //! dated at the last failure, so after a quiet period longer than the window those calls have expired
 //! and the budget restarts from its reserve (it errs towards fewer retries).
 
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::cell::Cell;
-use std::sync::atomic::AtomicUsize;
-
-use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -58,13 +56,13 @@ pub(crate) struct RetryBudget {
     percent: f64,
 }
 
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 thread_local! {
     static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
 // loom runs its threads on one OS thread: their thread-locals must be loom's.
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 loom::thread_local! {
     static STRIPE: Cell<usize> = Cell::new(usize::MAX);
 }
@@ -79,7 +77,13 @@ fn stripe() -> usize {
 #[cold]
 #[inline(never)]
 fn assign_stripe() -> usize {
+    #[cfg(not(all(test, loom)))]
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    // Fresh in every loom execution, so each explores the same stripes.
+    #[cfg(all(test, loom))]
+    loom::lazy_static! {
+        static ref NEXT: AtomicUsize = AtomicUsize::new(0);
+    }
     let i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
     STRIPE.with(|s| s.set(i));
     i

@@ -19,20 +19,22 @@ fn loom_granted_retries_never_exceed_allowed() {
             ..RetryConfig::default()
         };
         let budget = Arc::new(RetryBudget::new(&config, 0));
-        let callers: Vec<_> = (0..2)
+        // Calls are counted by plain stores on per-thread stripes, approximate on purpose (a lost
+        // call only lowers the allowance); the grants are the compare-and-set under test.
+        budget.count_call();
+        budget.count_call();
+        let callers: Vec<_> = (0..3)
             .map(|_| {
                 let budget = Arc::clone(&budget);
-                thread::spawn(move || {
-                    budget.count_call();
-                    u64::from(budget.try_grant(5)) + u64::from(budget.try_grant(5))
-                })
+                thread::spawn(move || u64::from(budget.try_grant(5)))
             })
             .collect();
         let granted: u64 = callers.into_iter().map(|h| h.join().unwrap()).sum();
         let snapshot = budget.snapshot(5);
         assert_eq!(granted, snapshot.retries, "every grant is counted once");
-        assert!(snapshot.retries <= snapshot.allowed_retries, "{snapshot:?}");
-        // 1 retry of reserve + 50 % of 2 calls, unless a call was lost (stricter).
-        assert!(granted <= 2 && granted >= 1, "{granted}");
+        // 1 retry of reserve (1/s × 1 s) + 50 % of 2 calls = 2. A grant racing another thread's
+        // dating of the pending calls may see fewer calls and refuse: stricter, never looser.
+        assert_eq!(snapshot.allowed_retries, 2);
+        assert!((1..=2).contains(&granted), "{snapshot:?}");
     });
 }
