@@ -7,9 +7,11 @@ use std::task::Poll;
 use std::time::Duration;
 
 use super::state::{Queued, Slots, Wake, Withdrawn};
-use super::{BulkheadConfig, BulkheadEvent, BulkheadSnapshot};
+use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapshot};
 use crate::clock::{Timer, nanos};
-use crate::events::{Listener, Publisher};
+use crate::error::RegistryError;
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
@@ -30,9 +32,8 @@ impl BulkheadState {
         instance: Arc<str>,
         config: BulkheadConfig,
         timer: Arc<Timer>,
-        listeners: &[Listener<BulkheadEvent>],
+        events: Publisher<BulkheadEvent>,
     ) -> Self {
-        let events = Publisher::new(listeners, &instance);
         BulkheadState { slots: Slots::new(config.max_concurrent_calls), instance, config, timer, events }
     }
 
@@ -52,13 +53,13 @@ impl BulkheadState {
     #[inline]
     fn permit(&self) -> BulkheadPermit<'_> {
         let permit = BulkheadPermit { state: Some(self) };
-        self.events.emit(|| BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
         permit
     }
 
     #[cold]
     fn refuse(&self) -> Rejection {
-        self.events.emit(|| BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
         Rejection::BulkheadFull { instance: Arc::clone(&self.instance) }
     }
 
@@ -155,7 +156,9 @@ impl Drop for BulkheadPermit<'_> {
     fn drop(&mut self) {
         if let Some(state) = self.state {
             state.slots.release();
-            state.events.emit(|| BulkheadEvent::Finished { instance: Arc::clone(&state.instance) });
+            publish!(state.events, |m| m.finished(), || BulkheadEvent::Finished {
+                instance: Arc::clone(&state.instance)
+            });
         }
     }
 }
@@ -212,6 +215,32 @@ impl BulkheadPolicy {
     }
 }
 
+policy_kind! {
+    BulkheadPolicy {
+        builder: BulkheadConfigBuilder,
+        state: BulkheadState,
+        event: BulkheadEvent,
+        snapshot: BulkheadSnapshot,
+        metrics: BulkheadMetrics,
+    }
+
+    fn check(inner: &Inner, id: &str, is_async: bool, c: &BulkheadConfig) -> Result<(), RegistryError> {
+        match is_async && c.enabled && !c.max_wait.is_zero() {
+            true => inner.require_async_clock(id, "this async method may wait for a bulkhead slot"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: BulkheadConfig,
+        events: Publisher<BulkheadEvent>,
+    ) -> BulkheadState {
+        BulkheadState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;
@@ -220,6 +249,7 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
+    use crate::events::Listener;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -233,7 +263,12 @@ mod tests {
         listeners: &[Listener<BulkheadEvent>],
     ) -> BulkheadPolicy {
         let timer = Arc::new(Clock::from(clock).into_timer());
-        BulkheadPolicy::new(Arc::new(BulkheadState::new("bh".into(), config, timer, listeners)))
+        BulkheadPolicy::new(Arc::new(BulkheadState::new(
+            "bh".into(),
+            config,
+            timer,
+            Publisher::detached(listeners, &"bh".into()),
+        )))
     }
 
     fn block_on<F: Future>(f: F) -> F::Output {

@@ -33,7 +33,7 @@ fn breaker(clock: &ManualClock, probes: u32) -> (Arc<CircuitBreakerState>, Arc<C
         }
     });
     let instance: Arc<str> = Arc::from("cb");
-    let publisher = Publisher::new(&[listener], &instance);
+    let publisher = Publisher::detached(&[listener], &instance);
     let timer = Arc::new(Clock::from(clock).into_timer());
     (Arc::new(CircuitBreakerState::new(instance, config, timer, publisher)), transitions)
 }

@@ -118,12 +118,12 @@
 mod config;
 mod events;
 mod half_open;
+mod handle;
 #[cfg(all(test, loom))]
 mod loom;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;
-mod registry;
 mod snapshot;
 mod state;
 mod stripes;
@@ -134,11 +134,9 @@ pub use config::{
     WindowType,
 };
 pub use events::CircuitBreakerEvent;
-pub use registry::CircuitBreakerHandle;
+pub use handle::CircuitBreakerHandle;
 pub use snapshot::CircuitBreakerSnapshot;
 pub use state::State;
-
-pub(crate) use state::CircuitBreakerState;
 
 #[cfg(test)]
 mod tests;

@@ -20,35 +20,41 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
 
-use super::{Configs, KeyProblem, Layer};
-use crate::bulkhead::BulkheadConfigBuilder;
-use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
+use super::{Configs, KeyProblem, Layer, PolicyConfigs, for_each_policy};
+use crate::circuit_breaker::WindowType;
 use crate::error::{RegistryError, codes};
-use crate::rate_limiter::RateLimiterConfigBuilder;
-use crate::retry::{Backoff, Jitter, RetryConfigBuilder};
-use crate::timeout::TimeoutConfigBuilder;
+use crate::retry::{Backoff, Jitter};
 
-/// The policy sections of one level of the key tree (`[defaults.<policy>]`, …).
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct PolicyTables {
-    /// `[….retry]`
-    #[serde(default)]
-    pub retry: Option<RetryConfigBuilder>,
-    /// `[….rate_limiter]`
-    #[serde(default)]
-    pub rate_limiter: Option<RateLimiterConfigBuilder>,
-    /// `[….bulkhead]`
-    #[serde(default)]
-    pub bulkhead: Option<BulkheadConfigBuilder>,
-    /// `[….timeout]`
-    #[serde(default)]
-    pub timeout: Option<TimeoutConfigBuilder>,
-    /// `[….circuit_breaker]`
-    #[serde(default)]
-    pub circuit_breaker: Option<CircuitBreakerConfigBuilder>,
+/// The policy sections of one level of the key tree (`[defaults.<policy>]`, …), and how they merge
+/// into the builder's layers: one field per policy of the list.
+macro_rules! policy_tables {
+    ($({ $module:ident: $policy:ident($builder:ident, $($types:tt)*), $($rest:tt)* })*) => {
+        /// The policy sections of one level of the key tree (`[defaults.<policy>]`, …).
+        #[derive(Clone, Debug, Default, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[non_exhaustive]
+        pub struct PolicyTables {
+            $(
+                #[doc = concat!("`[….", stringify!($module), "]`")]
+                #[serde(default)]
+                pub $module: Option<crate::$module::$builder>,
+            )*
+        }
+
+        impl PolicyTables {
+            fn merge_into(self, targets: &mut PolicyConfigs, level: &Level) {
+                $(merge_into(&mut targets.$module, level, self.$module);)*
+            }
+
+            /// The first key of these sections set out of range on its own: `(policy, key, why)`.
+            fn check_keys(&self) -> Result<(), (&'static str, KeyProblem)> {
+                $(check_section(&self.$module)?;)*
+                Ok(())
+            }
+        }
+    };
 }
+for_each_policy!(policy_tables);
 
 /// A whole configuration: `defaults`, named `configs` and per-id `instances`. Deserialize it from
 /// any serde format (it can sit inside an application's own configuration) and hand it to
@@ -76,31 +82,11 @@ pub struct RegistryConfig {
     pub instances: BTreeMap<String, PolicyTables>,
 }
 
-/// The builder's layers that a configuration feeds.
-pub(crate) struct Targets<'a> {
-    pub(crate) retry: &'a mut Configs<RetryConfigBuilder>,
-    pub(crate) circuit_breaker: &'a mut Configs<CircuitBreakerConfigBuilder>,
-    pub(crate) rate_limiter: &'a mut Configs<RateLimiterConfigBuilder>,
-    pub(crate) bulkhead: &'a mut Configs<BulkheadConfigBuilder>,
-    pub(crate) timeout: &'a mut Configs<TimeoutConfigBuilder>,
-}
-
 /// Which layer one level of the key tree feeds.
 enum Level {
     Defaults,
     Named(String),
     Instance(String),
-}
-
-impl Targets<'_> {
-    fn merge(&mut self, level: &Level, tables: PolicyTables) {
-        let PolicyTables { retry, circuit_breaker, rate_limiter, bulkhead, timeout } = tables;
-        merge_into(self.retry, level, retry);
-        merge_into(self.circuit_breaker, level, circuit_breaker);
-        merge_into(self.rate_limiter, level, rate_limiter);
-        merge_into(self.bulkhead, level, bulkhead);
-        merge_into(self.timeout, level, timeout);
-    }
 }
 
 fn merge_into<B: Layer>(configs: &mut Configs<B>, level: &Level, builder: Option<B>) {
@@ -113,18 +99,9 @@ fn merge_into<B: Layer>(configs: &mut Configs<B>, level: &Level, builder: Option
     slot.merge(&builder);
 }
 
-impl PolicyTables {
-    /// The first key of these sections set out of range on its own: `(policy, key, why)`.
-    fn check_keys(&self) -> Result<(), (&'static str, KeyProblem)> {
-        fn one<B: Layer>(section: &Option<B>) -> Result<(), (&'static str, KeyProblem)> {
-            section.as_ref().map_or(Ok(()), |b| b.check_keys().map_err(|problem| (B::POLICY, problem)))
-        }
-        one(&self.retry)?;
-        one(&self.circuit_breaker)?;
-        one(&self.rate_limiter)?;
-        one(&self.bulkhead)?;
-        one(&self.timeout)
-    }
+/// A section's first key set out of range on its own: `(policy, key, why)`.
+fn check_section<B: Layer>(section: &Option<B>) -> Result<(), (&'static str, KeyProblem)> {
+    section.as_ref().map_or(Ok(()), |b| b.check_keys().map_err(|problem| (B::POLICY, problem)))
 }
 
 /// The same key tree down to each key's value, with where the value is in the text: read again
@@ -204,13 +181,13 @@ impl RegistryConfig {
     }
 
     /// Merges every section into the builder's layers, key by key.
-    pub(crate) fn apply(self, mut targets: Targets<'_>) {
-        targets.merge(&Level::Defaults, self.defaults);
+    pub(crate) fn apply(self, targets: &mut PolicyConfigs) {
+        self.defaults.merge_into(targets, &Level::Defaults);
         for (name, tables) in self.configs {
-            targets.merge(&Level::Named(name), tables);
+            tables.merge_into(targets, &Level::Named(name));
         }
         for (id, tables) in self.instances {
-            targets.merge(&Level::Instance(id), tables);
+            tables.merge_into(targets, &Level::Instance(id));
         }
     }
 }
@@ -292,6 +269,8 @@ config_enum!(WindowType { "count" => WindowType::Count, "time" => WindowType::Ti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::circuit_breaker::CircuitBreakerConfigBuilder;
+    use crate::retry::RetryConfigBuilder;
 
     fn err(text: &str) -> RegistryError {
         RegistryConfig::from_toml(text, "app.toml").unwrap_err()
