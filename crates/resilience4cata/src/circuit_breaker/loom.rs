@@ -9,8 +9,9 @@ use loom::thread;
 
 use super::half_open::{Done, Probes, Take};
 use super::policy::Outcome;
+use super::state::CircuitBreakerState;
 use super::stripes::{StripedCounter, release_at_thread_end};
-use super::{CircuitBreakerConfigBuilder, CircuitBreakerEvent, CircuitBreakerState, State};
+use super::{CircuitBreakerConfigBuilder, CircuitBreakerEvent, State};
 use crate::clock::{Clock, ManualClock};
 use crate::events::{Listener, Publisher};
 use crate::registry::Layer;
