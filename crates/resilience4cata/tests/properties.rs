@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use resilience4cata::circuit_breaker::{State, WindowType};
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Backoff, Jitter, Registry, Rejection, ResilienceError, RetryEvent, resilient};
+use resilience4cata::{Backoff, Jitter, Rejection, ResilienceError, RetryEvent, resilient};
 
 #[derive(Debug, PartialEq, ResilienceError)]
 pub enum Down {
@@ -371,8 +371,9 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The TOML loader
+// The TOML loader (feature `serde`)
 
+#[cfg(feature = "serde")]
 fn toml_value() -> impl Strategy<Value = String> {
     prop_oneof![
         (-5i64..2_000).prop_map(|n| n.to_string()),
@@ -388,6 +389,7 @@ fn toml_value() -> impl Strategy<Value = String> {
     ]
 }
 
+#[cfg(feature = "serde")]
 fn toml_key() -> impl Strategy<Value = &'static str> {
     proptest::sample::select(vec![
         "enabled",
@@ -417,6 +419,7 @@ fn toml_key() -> impl Strategy<Value = &'static str> {
     ])
 }
 
+#[cfg(feature = "serde")]
 fn toml_section() -> impl Strategy<Value = String> {
     let level = prop_oneof![
         Just("defaults".to_owned()),
@@ -433,8 +436,9 @@ fn toml_section() -> impl Strategy<Value = String> {
     })
 }
 
+#[cfg(feature = "serde")]
 fn check_loader(text: &str) -> Result<(), TestCaseError> {
-    match Registry::builder().config_toml(text).build() {
+    match resilience4cata::Registry::builder().config_toml(text).build() {
         Ok(_) => Ok(()),
         Err(e) => {
             prop_assert!(e.code().starts_with("R4C-CFG-00"), "{e}");
@@ -444,6 +448,7 @@ fn check_loader(text: &str) -> Result<(), TestCaseError> {
     }
 }
 
+#[cfg(feature = "serde")]
 proptest! {
     #![proptest_config(cases(256))]
 

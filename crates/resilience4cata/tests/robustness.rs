@@ -62,6 +62,7 @@ fn a_budget_window_under_one_second_is_refused_with_a_code() {
     assert!(err.message().contains("budget_window"), "{err}");
 }
 
+#[cfg(feature = "serde")]
 #[test]
 fn out_of_range_values_in_a_file_are_cfg_004_at_build() {
     let err = Registry::builder()
@@ -72,6 +73,7 @@ fn out_of_range_values_in_a_file_are_cfg_004_at_build() {
     assert!(err.to_string().contains("config:2: `instances.robustness::Api::fetch.retry.max_attempts`"), "{err}");
 }
 
+#[cfg(feature = "serde")]
 #[test]
 fn a_non_ascii_duration_in_a_file_is_cfg_003() {
     let err = Registry::builder().config_toml("[defaults.retry]\ndelay = \"€5s\"\n").build().unwrap_err();
@@ -114,7 +116,7 @@ fn unused_config_lists_what_no_wrapper_resolved() {
         .retry("internal", |r| r.max_attempts(2))
         .retry_instance(id("fetch"), |r| r.max_attempts(3))
         .retry_instance("robustness::Api::fecth", |r| r.max_attempts(3))
-        .config_toml("[instances.\"robustness::Api::gone\".bulkhead]\nmax_concurrent_calls = 2\n")
+        .bulkhead_instance("robustness::Api::gone", |b| b.max_concurrent_calls(2))
         .build()
         .unwrap();
     assert_eq!(registry.unused_config().len(), 5, "{:?}", registry.unused_config());
