@@ -4,7 +4,6 @@
 //! seen must be the same, and every panic is counted by `resilience4cata::listener_panics()`.
 #![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,9 +11,10 @@ use std::time::Duration;
 use resilience4cata::bulkhead::BulkheadEvent;
 use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
 use resilience4cata::rate_limiter::RateLimiterEvent;
-use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::testing::ManualClock;
 use resilience4cata::timeout::TimeoutEvent;
-use resilience4cata::{Event, Jitter, Registry, Rejection, ResilienceError, RetryEvent, resilient};
+use resilience4cata::{Event, Registry, Rejection, ResilienceError, RetryEvent, resilient};
+use testkit::block_on;
 
 #[derive(Clone, Debug, PartialEq, ResilienceError)]
 pub enum Down {
@@ -94,8 +94,7 @@ fn listener<E: Event>(seen: &Seen, panics: bool) -> impl Fn(&E) + Send + Sync + 
 fn service(panics: bool) -> (ResilientBackend<Service>, ManualClock, Seen, Registry) {
     let clock = ManualClock::new();
     let seen = Seen::default();
-    let registry = testing::registry(&clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
+    let registry = testkit::no_jitter(&clock)
         .listen(listener::<RetryEvent>(&seen, panics))
         .listen(listener::<CircuitBreakerEvent>(&seen, panics))
         .listen(listener::<RateLimiterEvent>(&seen, panics))
@@ -123,10 +122,6 @@ fn same_with_panicking_listener<T: PartialEq + std::fmt::Debug>(
     assert_eq!(noisy_seen, quiet_seen, "a panicking listener changed what the policy published");
     assert!(panics >= noisy_seen.len() as u64, "{panics} counted panics for {} events", noisy_seen.len());
     noisy_seen
-}
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
 }
 
 fn published(seen: &[String], prefix: &str) -> bool {

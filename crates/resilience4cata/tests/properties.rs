@@ -107,6 +107,7 @@ fn base_wait(c: &RetryCase, n: u32) -> Duration {
             let grown = c.delay.as_secs_f64() * c.multiplier.powi(n as i32 - 1);
             Duration::try_from_secs_f64(grown).map_or(c.max_delay, |d| d.min(c.max_delay))
         }
+        other => panic!("no reference for {other:?}"),
     }
 }
 
@@ -150,6 +151,7 @@ proptest! {
                 Jitter::Full => (Duration::ZERO, drawn),
                 Jitter::Equal => (drawn / 2, drawn),
                 Jitter::None => (base, base),
+                other => panic!("no reference for {other:?}"),
             };
             prop_assert!(
                 wait.saturating_add(slack) >= low && wait <= high.saturating_add(slack) && wait <= c.max_delay,
@@ -260,6 +262,7 @@ impl Breaker {
             WindowType::Time => {
                 self.recorded.iter().filter(|&&(s, _)| s + self.size > second).map(|&(_, f)| f).collect()
             }
+            other => panic!("no reference for {other:?}"),
         }
     }
 
@@ -285,7 +288,7 @@ impl Breaker {
                 let live = self.live(now);
                 let min = match self.window {
                     WindowType::Count => self.min_calls.min(self.size),
-                    WindowType::Time => self.min_calls,
+                    _ => self.min_calls,
                 };
                 if live.len() as u64 >= min && self.exceeds(&live) {
                     self.open(now);

@@ -7,6 +7,7 @@ use crate::registry::{KeyProblem, Layer, layered_builder};
 
 /// How the breaker's window of recent outcomes is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WindowType {
     /// The last `window_size` recorded calls.
     Count,
