@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::adaptive_limit::AdaptiveLimitEvent;
 use crate::bulkhead::BulkheadEvent;
 use crate::circuit_breaker::CircuitBreakerEvent;
 use crate::rate_limiter::RateLimiterEvent;
@@ -22,6 +23,7 @@ pub struct Listeners {
     pub(crate) timeout: Vec<Listener<TimeoutEvent>>,
     pub(crate) bulkhead: Vec<Listener<BulkheadEvent>>,
     pub(crate) circuit_breaker: Vec<Listener<CircuitBreakerEvent>>,
+    pub(crate) adaptive_limit: Vec<Listener<AdaptiveLimitEvent>>,
 }
 
 impl fmt::Debug for Listeners {
@@ -32,6 +34,7 @@ impl fmt::Debug for Listeners {
             .field("timeout", &self.timeout.len())
             .field("bulkhead", &self.bulkhead.len())
             .field("circuit_breaker", &self.circuit_breaker.len())
+            .field("adaptive_limit", &self.adaptive_limit.len())
             .finish()
     }
 }
@@ -99,6 +102,9 @@ event_type!(BulkheadEvent => bulkhead, metrics: crate::bulkhead::metrics::Bulkhe
 event_type!(CircuitBreakerEvent => circuit_breaker, metrics: crate::circuit_breaker::metrics::CircuitBreakerMetrics,
     register: crate::circuit_breaker::metrics::CircuitBreakerMetrics::register,
     record: crate::circuit_breaker::metrics::CircuitBreakerMetrics::record);
+event_type!(AdaptiveLimitEvent => adaptive_limit, metrics: crate::adaptive_limit::metrics::AdaptiveLimitMetrics,
+    register: crate::adaptive_limit::metrics::AdaptiveLimitMetrics::register,
+    record: crate::adaptive_limit::metrics::AdaptiveLimitMetrics::record);
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E: Event> {

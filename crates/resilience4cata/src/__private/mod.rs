@@ -13,6 +13,8 @@ pub use ::std;
 
 pub use crate::Rejection;
 pub use crate::ResilienceError;
+pub use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, LimitOutcome};
+pub use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, Algorithm};
 pub use crate::bulkhead::BulkheadConfigBuilder;
 pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
 pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};
@@ -71,6 +73,15 @@ pub fn bulkhead(
     attrs: BulkheadConfigBuilder,
 ) -> Result<BulkheadPolicy, RegistryError> {
     BulkheadPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
+}
+
+/// Builds (or finds, when shared by name) the adaptive limit instance of one method.
+pub fn adaptive_limit(
+    registry: &Registry,
+    site: Site,
+    attrs: AdaptiveLimitConfigBuilder,
+) -> Result<AdaptiveLimitPolicy, RegistryError> {
+    AdaptiveLimitPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
 }
 
 /// Builds (or finds) the timeout instance of one async method; a timeout has no `name`, its id is

@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, Visitor};
 
 use super::{Configs, Layer};
+use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, Algorithm};
 use crate::bulkhead::BulkheadConfigBuilder;
 use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 use crate::error::{RegistryError, codes};
@@ -48,6 +49,9 @@ pub struct PolicyTables {
     /// `[….circuit_breaker]`
     #[serde(default)]
     pub circuit_breaker: Option<CircuitBreakerConfigBuilder>,
+    /// `[….adaptive_limit]`
+    #[serde(default)]
+    pub adaptive_limit: Option<AdaptiveLimitConfigBuilder>,
 }
 
 /// A whole configuration: `defaults`, named `configs` and per-id `instances`. Deserialize it from
@@ -83,6 +87,7 @@ pub(crate) struct Targets<'a> {
     pub(crate) rate_limiter: &'a mut Configs<RateLimiterConfigBuilder>,
     pub(crate) bulkhead: &'a mut Configs<BulkheadConfigBuilder>,
     pub(crate) timeout: &'a mut Configs<TimeoutConfigBuilder>,
+    pub(crate) adaptive_limit: &'a mut Configs<AdaptiveLimitConfigBuilder>,
 }
 
 /// Which layer one level of the key tree feeds.
@@ -94,12 +99,13 @@ enum Level {
 
 impl Targets<'_> {
     fn merge(&mut self, level: &Level, tables: PolicyTables) {
-        let PolicyTables { retry, circuit_breaker, rate_limiter, bulkhead, timeout } = tables;
+        let PolicyTables { retry, circuit_breaker, rate_limiter, bulkhead, timeout, adaptive_limit } = tables;
         merge_into(self.retry, level, retry);
         merge_into(self.circuit_breaker, level, circuit_breaker);
         merge_into(self.rate_limiter, level, rate_limiter);
         merge_into(self.bulkhead, level, bulkhead);
         merge_into(self.timeout, level, timeout);
+        merge_into(self.adaptive_limit, level, adaptive_limit);
     }
 }
 
@@ -219,6 +225,7 @@ pub(crate) use config_enum;
 
 config_enum!(Backoff { "fixed" => Backoff::Fixed, "exponential" => Backoff::Exponential });
 config_enum!(Jitter { "full" => Jitter::Full, "equal" => Jitter::Equal, "none" => Jitter::None });
+config_enum!(Algorithm { "aimd" => Algorithm::Aimd, "gradient2" => Algorithm::Gradient2, "vegas" => Algorithm::Vegas });
 config_enum!(WindowType { "count" => WindowType::Count, "time" => WindowType::Time });
 
 #[cfg(test)]

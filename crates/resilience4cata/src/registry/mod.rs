@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 pub(crate) use layer::{Configs, Instances, Layer};
 
+use crate::adaptive_limit::policy::AdaptiveLimitState;
+use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, AdaptiveLimitSnapshot};
 use crate::bulkhead::policy::BulkheadState;
 use crate::bulkhead::{BulkheadConfigBuilder, BulkheadSnapshot};
 use crate::circuit_breaker::{CircuitBreakerConfigBuilder, CircuitBreakerSnapshot, CircuitBreakerState};
@@ -81,6 +83,7 @@ pub(crate) struct Inner {
     pub(crate) rate_limiter: Kind<RateLimiterConfigBuilder, RateLimiterState>,
     pub(crate) bulkhead: Kind<BulkheadConfigBuilder, BulkheadState>,
     pub(crate) timeout: Kind<TimeoutConfigBuilder, TimeoutState>,
+    pub(crate) adaptive_limit: Kind<AdaptiveLimitConfigBuilder, AdaptiveLimitState>,
 }
 
 impl Inner {
@@ -119,6 +122,7 @@ impl Registry {
             rate_limiters: inner.rate_limiter.instances.all().iter().map(|s| s.snapshot()).collect(),
             bulkheads: inner.bulkhead.instances.all().iter().map(|s| s.snapshot()).collect(),
             timeouts: inner.timeout.instances.all().iter().map(|s| s.snapshot()).collect(),
+            adaptive_limits: inner.adaptive_limit.instances.all().iter().map(|s| s.snapshot()).collect(),
         }
     }
 
@@ -151,6 +155,7 @@ pub struct RegistrySnapshot {
     pub(crate) rate_limiters: Vec<RateLimiterSnapshot>,
     pub(crate) bulkheads: Vec<BulkheadSnapshot>,
     pub(crate) timeouts: Vec<TimeoutSnapshot>,
+    pub(crate) adaptive_limits: Vec<AdaptiveLimitSnapshot>,
 }
 
 impl RegistrySnapshot {
@@ -181,6 +186,7 @@ pub struct RegistryBuilder {
     pub(crate) rate_limiter: Configs<RateLimiterConfigBuilder>,
     pub(crate) bulkhead: Configs<BulkheadConfigBuilder>,
     pub(crate) timeout: Configs<TimeoutConfigBuilder>,
+    pub(crate) adaptive_limit: Configs<AdaptiveLimitConfigBuilder>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -246,6 +252,7 @@ impl RegistryBuilder {
             rate_limiter: &mut self.rate_limiter,
             bulkhead: &mut self.bulkhead,
             timeout: &mut self.timeout,
+            adaptive_limit: &mut self.adaptive_limit,
         });
         self
     }
@@ -309,6 +316,7 @@ impl RegistryBuilder {
             rate_limiter: Kind::new(self.rate_limiter),
             bulkhead: Kind::new(self.bulkhead),
             timeout: Kind::new(self.timeout),
+            adaptive_limit: Kind::new(self.adaptive_limit),
         };
         Ok(Registry { inner: Arc::new(inner) })
     }

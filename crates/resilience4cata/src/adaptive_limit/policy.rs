@@ -1,0 +1,310 @@
+//! The adaptive limit instance the generated code takes a slot from, and the permit that reports
+//! the call's outcome back to the algorithm.
+
+use std::fmt;
+use std::future::poll_fn;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
+use std::time::Duration;
+
+use super::algorithm::{Aimd, Gradient2, LimitAlgorithm, Vegas};
+use super::state::{Slots, Wake};
+use super::{AdaptiveLimitConfig, AdaptiveLimitEvent, AdaptiveLimitSnapshot, Algorithm};
+use crate::clock::{Timer, nanos};
+use crate::events::{Listener, Publisher};
+use crate::rejection::Rejection;
+
+/// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
+const RECHECK: Duration = Duration::from_millis(5);
+
+/// What a finished call tells the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitOutcome {
+    /// A success (still a drop for Aimd when slower than `latency_timeout`).
+    Success,
+    /// A drop: a matching error or a timeout.
+    Dropped,
+    /// Not a sample: `ignore_on`, or a local refusal further in; the limit stays.
+    Ignored,
+}
+
+impl LimitOutcome {
+    /// Classifies an `Err`: an inner `CallTimeout` is a drop, a local refusal (bulkhead, rate
+    /// limiter, adaptive limit) is ignored, then `ignore_on` (ignored) and `drop_on` (a drop; every
+    /// `Err` when none is given); any other `Err` counts as a success.
+    #[inline]
+    pub fn of_error(
+        rejection: Option<&Rejection>,
+        ignored: impl FnOnce() -> bool,
+        dropped: impl FnOnce() -> bool,
+    ) -> LimitOutcome {
+        match rejection {
+            Some(Rejection::CallTimeout { .. }) => LimitOutcome::Dropped,
+            Some(r) if r.is_local() => LimitOutcome::Ignored,
+            _ if ignored() => LimitOutcome::Ignored,
+            _ if dropped() => LimitOutcome::Dropped,
+            _ => LimitOutcome::Success,
+        }
+    }
+}
+
+/// The algorithm behind the slots: Aimd's step is a pure function of the limit, applied inside
+/// the releasing compare-and-set; Gradient2 and Vegas keep floating-point state, updated under a
+/// mutex held only for the update itself.
+enum Engine {
+    Aimd(Aimd),
+    Locked(Mutex<Box<dyn LimitAlgorithm + Send>>),
+}
+
+impl Engine {
+    fn new(config: &AdaptiveLimitConfig) -> Self {
+        match config.algorithm {
+            Algorithm::Aimd => Engine::Aimd(Aimd::from_config(config)),
+            Algorithm::Gradient2 => Engine::Locked(Mutex::new(Box::new(Gradient2::from_config(config)))),
+            Algorithm::Vegas => Engine::Locked(Mutex::new(Box::new(Vegas::from_config(config)))),
+        }
+    }
+}
+
+/// An adaptive limit instance's shared state: one per instance id.
+pub(crate) struct AdaptiveLimitState {
+    pub(crate) instance: Arc<str>,
+    pub(crate) config: AdaptiveLimitConfig,
+    slots: Slots,
+    engine: Engine,
+    timer: Arc<Timer>,
+    events: Publisher<AdaptiveLimitEvent>,
+    #[cfg(feature = "metrics")]
+    gauges: super::metrics::Gauges,
+}
+
+impl fmt::Debug for AdaptiveLimitState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdaptiveLimitState").field("instance", &self.instance).field("slots", &self.slots).finish()
+    }
+}
+
+impl AdaptiveLimitState {
+    pub(crate) fn new(
+        instance: Arc<str>,
+        config: AdaptiveLimitConfig,
+        timer: Arc<Timer>,
+        listeners: &[Listener<AdaptiveLimitEvent>],
+    ) -> Self {
+        if config.algorithm == Algorithm::Aimd {
+            timer.keep_coarse_fresh(); // Aimd dates calls on the coarse clock
+        }
+        AdaptiveLimitState {
+            events: Publisher::new(listeners, &instance),
+            #[cfg(feature = "metrics")]
+            gauges: super::metrics::Gauges::register(&instance, config.initial_limit),
+            slots: Slots::new(config.initial_limit),
+            engine: Engine::new(&config),
+            instance,
+            config,
+            timer,
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> AdaptiveLimitSnapshot {
+        let (limit, in_flight, _) = self.slots.load();
+        AdaptiveLimitSnapshot { instance: Arc::clone(&self.instance), config: self.config.clone(), limit, in_flight }
+    }
+
+    /// Aimd's precision (a 5 s `latency_timeout`) allows the coarse clock; the others time calls
+    /// on the exact one.
+    #[inline]
+    fn now(&self) -> u64 {
+        match self.engine {
+            Engine::Aimd(_) => self.timer.coarse_now(),
+            Engine::Locked(_) => self.timer.now(),
+        }
+    }
+
+    #[inline]
+    fn permit(&self, in_flight: u32) -> AdaptiveLimitPermit<'_> {
+        #[cfg(feature = "metrics")]
+        self.gauges.in_flight.increment(1.0);
+        AdaptiveLimitPermit { state: Some(self), start: self.now(), in_flight }
+    }
+
+    /// The pass path: a slot, or a refusal when `max_wait` is zero; `None` when the call must wait.
+    #[inline]
+    fn pass(&self) -> Option<Result<AdaptiveLimitPermit<'_>, Rejection>> {
+        if !self.config.enabled {
+            return Some(Ok(AdaptiveLimitPermit { state: None, start: 0, in_flight: 0 }));
+        }
+        if let Some(n) = self.slots.try_acquire() {
+            return Some(Ok(self.permit(n)));
+        }
+        if self.config.max_wait.is_zero() {
+            return Some(Err(self.refuse()));
+        }
+        None
+    }
+
+    #[cold]
+    fn refuse(&self) -> Rejection {
+        self.events.emit(|| AdaptiveLimitEvent::Rejected { instance: Arc::clone(&self.instance) });
+        Rejection::LimitExceeded { instance: Arc::clone(&self.instance) }
+    }
+
+    /// Frees the slot, feeding the sample to the algorithm unless it is ignored.
+    #[inline]
+    fn finish(&self, start: u64, in_flight: u32, outcome: LimitOutcome) {
+        #[cfg(feature = "metrics")]
+        self.gauges.in_flight.decrement(1.0);
+        if outcome == LimitOutcome::Ignored {
+            return self.slots.release();
+        }
+        let rtt = Duration::from_nanos(self.now().saturating_sub(start));
+        let dropped = outcome == LimitOutcome::Dropped;
+        let (from, to) = match &self.engine {
+            Engine::Aimd(aimd) => self.slots.release_with(|limit| aimd.next(limit, rtt, in_flight, dropped)),
+            Engine::Locked(algorithm) => {
+                let mut algorithm = algorithm.lock().unwrap_or_else(PoisonError::into_inner);
+                let to = algorithm.on_sample(rtt, in_flight, dropped);
+                self.slots.release_with(|_| to)
+            }
+        };
+        if from != to {
+            self.changed(from, to);
+        }
+    }
+
+    #[cold]
+    fn changed(&self, from: u32, to: u32) {
+        #[cfg(feature = "metrics")]
+        self.gauges.limit.set(f64::from(to));
+        self.events.emit(|| AdaptiveLimitEvent::LimitChanged { instance: Arc::clone(&self.instance), from, to });
+    }
+
+    fn deadline(&self) -> u64 {
+        self.timer.now().saturating_add(nanos(self.config.max_wait))
+    }
+
+    /// Parks the calling thread until a slot frees up (or the limit rises), the deadline passes on
+    /// the registry's clock, or the registry shuts down.
+    #[cold]
+    #[inline(never)]
+    fn wait(&self) -> Result<AdaptiveLimitPermit<'_>, Rejection> {
+        let deadline = self.deadline();
+        let _waiting = Waiting::new(&self.slots);
+        loop {
+            self.slots.wake_me(Wake::Thread(std::thread::current()));
+            if let Some(n) = self.slots.try_acquire() {
+                return Ok(self.permit(n));
+            }
+            let now = self.timer.now();
+            if now >= deadline || self.timer.is_shut_down() {
+                return Err(self.refuse());
+            }
+            std::thread::park_timeout(Duration::from_nanos(deadline - now).min(RECHECK));
+        }
+    }
+
+    /// Waits in a future for a slot, up to the deadline; dropping the future stops waiting.
+    #[cold]
+    #[inline(never)]
+    async fn wait_async(&self) -> Result<AdaptiveLimitPermit<'_>, Rejection> {
+        let deadline = self.deadline();
+        let _waiting = Waiting::new(&self.slots);
+        let mut alarm = pin!(self.timer.sleep_until_async(deadline));
+        let slot = poll_fn(|cx| {
+            self.slots.wake_me(Wake::Task(cx.waker().clone()));
+            if let Some(n) = self.slots.try_acquire() {
+                return Poll::Ready(Some(n));
+            }
+            alarm.as_mut().poll(cx).map(|_| self.slots.try_acquire())
+        })
+        .await;
+        match slot {
+            Some(n) => Ok(self.permit(n)),
+            None => Err(self.refuse()),
+        }
+    }
+}
+
+/// Counts a waiter while it waits, however the wait ends.
+struct Waiting<'a>(&'a Slots);
+
+impl<'a> Waiting<'a> {
+    fn new(slots: &'a Slots) -> Self {
+        slots.set_waiting(true);
+        Waiting(slots)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.set_waiting(false);
+    }
+}
+
+/// A slot under an adaptive limit. [`finish`](Self::finish) reports the call's outcome; dropped
+/// without it (a panic, the future dropped) the slot is given back and the limit left alone.
+#[must_use = "the slot is given back as soon as the permit is dropped"]
+pub struct AdaptiveLimitPermit<'a> {
+    /// `None` for a disabled limit, and once finished.
+    state: Option<&'a AdaptiveLimitState>,
+    start: u64,
+    in_flight: u32,
+}
+
+impl fmt::Debug for AdaptiveLimitPermit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdaptiveLimitPermit").field("in_flight", &self.in_flight).finish_non_exhaustive()
+    }
+}
+
+impl AdaptiveLimitPermit<'_> {
+    /// Gives the slot back and feeds the outcome (with the call's duration) to the algorithm.
+    #[inline]
+    pub fn finish(mut self, outcome: LimitOutcome) {
+        if let Some(state) = self.state.take() {
+            state.finish(self.start, self.in_flight, outcome);
+        }
+    }
+}
+
+impl Drop for AdaptiveLimitPermit<'_> {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            state.finish(self.start, self.in_flight, LimitOutcome::Ignored);
+        }
+    }
+}
+
+/// The field the generated code keeps for one method with an adaptive limit.
+#[derive(Clone, Debug)]
+pub struct AdaptiveLimitPolicy {
+    state: Arc<AdaptiveLimitState>,
+}
+
+impl AdaptiveLimitPolicy {
+    pub(crate) fn new(state: Arc<AdaptiveLimitState>) -> Self {
+        AdaptiveLimitPolicy { state }
+    }
+
+    /// The instance id.
+    pub fn instance(&self) -> &str {
+        &self.state.instance
+    }
+
+    /// Takes a slot, parking the thread up to `max_wait` for one; otherwise
+    /// `Rejection::LimitExceeded`. Finish the permit with the call's outcome.
+    #[inline]
+    pub fn acquire(&self) -> Result<AdaptiveLimitPermit<'_>, Rejection> {
+        self.state.pass().unwrap_or_else(|| self.state.wait())
+    }
+
+    /// The async form of [`acquire`](Self::acquire): waits in the future, blocks no thread.
+    #[inline]
+    pub async fn acquire_async(&self) -> Result<AdaptiveLimitPermit<'_>, Rejection> {
+        match self.state.pass() {
+            Some(decided) => decided,
+            None => self.state.wait_async().await,
+        }
+    }
+}
