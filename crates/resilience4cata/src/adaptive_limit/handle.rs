@@ -8,7 +8,6 @@ use super::{AdaptiveLimitConfig, AdaptiveLimitConfigBuilder, AdaptiveLimitSnapsh
 use crate::error::RegistryError;
 use crate::registry::{Registry, RegistryBuilder, RegistrySnapshot, edit};
 
-
 impl RegistryBuilder {
     /// Overrides built-in adaptive limit defaults for every adaptive limit of this registry.
     ///
@@ -142,4 +141,3 @@ impl RegistrySnapshot {
         &self.adaptive_limits
     }
 }
-
