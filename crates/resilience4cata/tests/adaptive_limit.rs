@@ -446,3 +446,69 @@ fn stress_four_threads_with_panics() {
     assert_eq!(snap.in_flight, 0, "no slot leaked");
     assert!((1..=4).contains(&snap.limit));
 }
+
+mod pipeline {
+    use super::*;
+    use resilience4cata::Pipeline;
+
+    #[test]
+    fn drops_ignores_and_the_with_overrides() {
+        let clock = ManualClock::new();
+        let registry = testing::registry(&clock).adaptive_limit("tight", |a| a.max_limit(30)).build().unwrap();
+        let p = Pipeline::builder(&registry, "search")
+            .adaptive_limit_config("tight")
+            .adaptive_limit_with(|a| a.initial_limit(10))
+            .build::<u32, ApiError>()
+            .unwrap()
+            .drop_on(|e| *e == ApiError::Overloaded)
+            .ignore_on(|e| *e == ApiError::NotFound);
+        let limit = || registry.adaptive_limit("search").unwrap().snapshot().limit;
+        assert_eq!(registry.adaptive_limit("search").unwrap().snapshot().config.max_limit, 30);
+        assert_eq!(p.execute(|| Err(ApiError::NotFound)), Err(ApiError::NotFound));
+        assert_eq!(limit(), 10, "ignored");
+        let _ = p.execute(|| Err(ApiError::Overloaded));
+        assert_eq!(limit(), 9, "a drop");
+        let nested = p.execute(|| p.execute(|| p.execute(|| Ok(3))));
+        assert_eq!(nested, Ok(3));
+        assert_eq!(limit(), 9, "3 in flight × 2 < 9: not in use");
+    }
+
+    #[test]
+    fn over_the_limit_refused_and_timeouts_are_drops() {
+        let clock = ManualClock::new();
+        let registry = testing::registry(&clock).build().unwrap();
+        let p = Pipeline::builder(&registry, "slow")
+            .adaptive_limit_with(|a| a.initial_limit(1))
+            .timeout_with(|t| t.duration(10 * MS))
+            .build::<u32, ApiError>()
+            .unwrap();
+        let r = tokio_test(p.execute_async(|| async {
+            let inner = p.execute_async(|| async { Ok(1) }).await;
+            assert!(matches!(inner, Err(ApiError::Rejected(Rejection::LimitExceeded { .. }))), "{inner:?}");
+            std::future::pending().await
+        }));
+        assert!(matches!(r, Err(ApiError::Rejected(Rejection::CallTimeout { .. }))), "{r:?}");
+        let s = registry.adaptive_limit("slow").unwrap().snapshot();
+        assert_eq!((s.limit, s.in_flight), (1, 0), "a drop at the floor");
+    }
+
+    #[cfg(feature = "tower")]
+    #[test]
+    fn the_tower_layer_samples_and_refuses() {
+        use tower::{Layer, ServiceExt, service_fn};
+
+        let clock = ManualClock::new();
+        let registry = testing::registry(&clock).build().unwrap();
+        let p = Pipeline::builder(&registry, "svc")
+            .adaptive_limit_with(|a| a.initial_limit(5))
+            .build::<u32, ApiError>()
+            .unwrap();
+        let svc = p
+            .layer()
+            .layer(service_fn(|fail: bool| async move { if fail { Err(ApiError::Overloaded) } else { Ok(1) } }));
+        assert_eq!(tokio_test(svc.clone().oneshot(false)), Ok(1));
+        assert_eq!(tokio_test(svc.clone().oneshot(true)), Err(ApiError::Overloaded));
+        let s = registry.adaptive_limit("svc").unwrap().snapshot();
+        assert_eq!((s.limit, s.in_flight), (4, 0), "⌊5 × 0.9⌋");
+    }
+}
