@@ -72,8 +72,7 @@ fn api() -> ResilientApi<Backend> {
 #[test]
 fn every_algorithm_passes_and_moves_the_limit_without_allocating() {
     let api = api();
-    let calls: [&dyn Fn(bool) -> Result<u32, Down>; 3] =
-        [&|f| api.aimd(f), &|f| api.gradient2(f), &|f| api.vegas(f)];
+    let calls: [&dyn Fn(bool) -> Result<u32, Down>; 3] = [&|f| api.aimd(f), &|f| api.gradient2(f), &|f| api.vegas(f)];
     for call in calls {
         let _ = call(false); // warm up
         let n = allocations_during(|| {
