@@ -56,6 +56,9 @@ pub trait Api {
     #[adaptive_limit(initial_limit = 1, max_limit = 1, max_wait = "10s")]
     async fn queued(&self, hold: &tokio::sync::Notify) -> Result<u32, ApiError>;
 
+    #[adaptive_limit(initial_limit = 1, max_limit = 1, max_wait = "50ms")]
+    fn held(&self, work: Work<'_>) -> Result<u32, ApiError>;
+
     #[adaptive_limit]
     #[timeout(duration = "10ms")]
     async fn stuck(&self) -> Result<u32, ApiError>;
@@ -101,6 +104,9 @@ impl Api for Backend {
     }
     async fn stuck(&self) -> Result<u32, ApiError> {
         std::future::pending().await
+    }
+    fn held(&self, work: Work<'_>) -> Result<u32, ApiError> {
+        work()
     }
     fn stress(&self, work: Work<'_>) -> Result<u32, ApiError> {
         work()
@@ -334,6 +340,66 @@ fn an_async_waiter_is_refused_at_its_deadline() {
         assert!(matches!(b, Err(ApiError::Rejected(Rejection::LimitExceeded { .. }))));
     });
     assert_eq!(f.clock.elapsed(), Duration::from_secs(10));
+}
+
+/// A thread holds the only slot until told; another waits for it (parked, on the manual clock
+/// which nobody moves), then gets it when the first call ends.
+#[test]
+fn a_sync_waiter_gets_the_slot_a_call_frees() {
+    let f = fixture();
+    let go = AtomicU32::new(0);
+    let snapshot = || f.registry.adaptive_limit(&id("held")).unwrap().snapshot();
+    std::thread::scope(|s| {
+        let holder = s.spawn(|| {
+            f.api.held(&|| {
+                while go.load(Ordering::SeqCst) == 0 {
+                    std::thread::yield_now();
+                }
+                Ok(1)
+            })
+        });
+        while snapshot().in_flight == 0 {
+            std::thread::yield_now();
+        }
+        let waiter = s.spawn(|| f.api.held(&ok));
+        while snapshot().waiting == 0 {
+            std::thread::yield_now();
+        }
+        go.store(1, Ordering::SeqCst);
+        assert_eq!((holder.join().unwrap(), waiter.join().unwrap()), (Ok(1), Ok(1)));
+    });
+    assert_eq!((snapshot().in_flight, snapshot().waiting), (0, 0));
+    assert_eq!(f.clock.elapsed(), Duration::ZERO);
+}
+
+#[test]
+fn a_sync_waiter_is_refused_once_the_clock_passes_its_deadline() {
+    let f = fixture();
+    let go = AtomicU32::new(0);
+    let snapshot = || f.registry.adaptive_limit(&id("held")).unwrap().snapshot();
+    std::thread::scope(|s| {
+        let holder = s.spawn(|| {
+            f.api.held(&|| {
+                while go.load(Ordering::SeqCst) == 0 {
+                    std::thread::yield_now();
+                }
+                Ok(1)
+            })
+        });
+        while snapshot().in_flight == 0 {
+            std::thread::yield_now();
+        }
+        let waiter = s.spawn(|| f.api.held(&ok));
+        while snapshot().waiting == 0 {
+            std::thread::yield_now();
+        }
+        f.clock.advance(50 * MS);
+        let refused = waiter.join().unwrap();
+        assert!(matches!(refused, Err(ApiError::Rejected(Rejection::LimitExceeded { .. }))), "{refused:?}");
+        go.store(1, Ordering::SeqCst);
+        assert_eq!(holder.join().unwrap(), Ok(1));
+    });
+    assert_eq!((snapshot().in_flight, snapshot().waiting), (0, 0));
 }
 
 #[test]

@@ -108,8 +108,14 @@ impl AdaptiveLimitState {
     }
 
     pub(crate) fn snapshot(&self) -> AdaptiveLimitSnapshot {
-        let (limit, in_flight, _) = self.slots.load();
-        AdaptiveLimitSnapshot { instance: Arc::clone(&self.instance), config: self.config.clone(), limit, in_flight }
+        let (limit, in_flight, waiting) = self.slots.load();
+        AdaptiveLimitSnapshot {
+            instance: Arc::clone(&self.instance),
+            config: self.config.clone(),
+            limit,
+            in_flight,
+            waiting,
+        }
     }
 
     /// Aimd's precision (a 5 s `latency_timeout`) allows the coarse clock; the others time calls

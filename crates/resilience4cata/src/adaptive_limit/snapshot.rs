@@ -25,4 +25,6 @@ pub struct AdaptiveLimitSnapshot {
     pub limit: u32,
     /// Calls holding a slot now.
     pub in_flight: u32,
+    /// Calls waiting for a slot (only with `max_wait > 0`).
+    pub waiting: u32,
 }
