@@ -129,7 +129,7 @@ impl AdaptiveLimitConfig {
         {
             return bad(format!("adaptive limit smoothing must be above 0 and at most 1, got {s}"));
         }
-        if !(self.rtt_tolerance >= 1.0) {
+        if self.rtt_tolerance.is_nan() || self.rtt_tolerance < 1.0 {
             return bad(format!("adaptive limit rtt_tolerance must be at least 1, got {}", self.rtt_tolerance));
         }
         if self.long_window < 1 || self.latency_timeout.is_zero() {
