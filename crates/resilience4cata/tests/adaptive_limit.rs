@@ -342,14 +342,12 @@ fn an_async_waiter_is_refused_at_its_deadline() {
     assert_eq!(f.clock.elapsed(), Duration::from_secs(10));
 }
 
-/// A thread holds the only slot until told; another waits for it (parked, on the manual clock
-/// which nobody moves), then gets it when the first call ends.
-#[test]
-fn a_sync_waiter_gets_the_slot_a_call_frees() {
-    let f = fixture();
+/// One thread holds `held`'s only slot until `then` has run; another waits for it (parked, on
+/// the manual clock which only `then` may move). Returns the holder's and the waiter's results.
+fn holder_and_waiter(f: &Fixture, then: impl FnOnce()) -> (Result<u32, ApiError>, Result<u32, ApiError>) {
     let go = AtomicU32::new(0);
     let snapshot = || f.registry.adaptive_limit(&id("held")).unwrap().snapshot();
-    std::thread::scope(|s| {
+    let results = std::thread::scope(|s| {
         let holder = s.spawn(|| {
             f.api.held(&|| {
                 while go.load(Ordering::SeqCst) == 0 {
@@ -365,41 +363,32 @@ fn a_sync_waiter_gets_the_slot_a_call_frees() {
         while snapshot().waiting == 0 {
             std::thread::yield_now();
         }
+        then();
         go.store(1, Ordering::SeqCst);
-        assert_eq!((holder.join().unwrap(), waiter.join().unwrap()), (Ok(1), Ok(1)));
+        (holder.join().unwrap(), waiter.join().unwrap())
     });
     assert_eq!((snapshot().in_flight, snapshot().waiting), (0, 0));
+    results
+}
+
+#[test]
+fn a_sync_waiter_gets_the_slot_a_call_frees() {
+    let f = fixture();
+    assert_eq!(holder_and_waiter(&f, || {}), (Ok(1), Ok(1)));
     assert_eq!(f.clock.elapsed(), Duration::ZERO);
 }
 
 #[test]
 fn a_sync_waiter_is_refused_once_the_clock_passes_its_deadline() {
     let f = fixture();
-    let go = AtomicU32::new(0);
-    let snapshot = || f.registry.adaptive_limit(&id("held")).unwrap().snapshot();
-    std::thread::scope(|s| {
-        let holder = s.spawn(|| {
-            f.api.held(&|| {
-                while go.load(Ordering::SeqCst) == 0 {
-                    std::thread::yield_now();
-                }
-                Ok(1)
-            })
-        });
-        while snapshot().in_flight == 0 {
-            std::thread::yield_now();
-        }
-        let waiter = s.spawn(|| f.api.held(&ok));
-        while snapshot().waiting == 0 {
-            std::thread::yield_now();
-        }
+    let (held, refused) = holder_and_waiter(&f, || {
         f.clock.advance(50 * MS);
-        let refused = waiter.join().unwrap();
-        assert!(matches!(refused, Err(ApiError::Rejected(Rejection::LimitExceeded { .. }))), "{refused:?}");
-        go.store(1, Ordering::SeqCst);
-        assert_eq!(holder.join().unwrap(), Ok(1));
+        while f.registry.adaptive_limit(&id("held")).unwrap().snapshot().waiting > 0 {
+            std::thread::yield_now(); // the waiter sees the deadline passed and leaves
+        }
     });
-    assert_eq!((snapshot().in_flight, snapshot().waiting), (0, 0));
+    assert_eq!(held, Ok(1));
+    assert!(matches!(refused, Err(ApiError::Rejected(Rejection::LimitExceeded { .. }))), "{refused:?}");
 }
 
 #[test]
