@@ -1,43 +1,20 @@
-//! Typed event listeners: registered on the registry builder, called synchronously, free when absent.
+//! Events: typed listeners registered on the registry builder (called synchronously, free when
+//! absent), and [`Subscription`]s that attach to a built registry ([`Registry::subscribe`]).
+//!
+//! [`Registry::subscribe`]: crate::Registry::subscribe
+
+mod subscription;
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::adaptive_limit::AdaptiveLimitEvent;
-use crate::bulkhead::BulkheadEvent;
-use crate::circuit_breaker::CircuitBreakerEvent;
-use crate::rate_limiter::RateLimiterEvent;
-use crate::retry::RetryEvent;
-use crate::timeout::TimeoutEvent;
+pub(crate) use subscription::Hub;
+pub use subscription::Subscription;
+
+use crate::registry::{PolicyKind, for_each_policy};
 
 /// A registered listener of events of type `E`.
-#[allow(unreachable_pub)] // named by the sealed `Event` machinery only
-pub type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
-
-/// The listeners of every event type, as registered on the builder.
-#[derive(Clone, Default)]
-#[allow(unreachable_pub)] // named by the sealed `Event` machinery only
-pub struct Listeners {
-    pub(crate) retry: Vec<Listener<RetryEvent>>,
-    pub(crate) rate_limiter: Vec<Listener<RateLimiterEvent>>,
-    pub(crate) timeout: Vec<Listener<TimeoutEvent>>,
-    pub(crate) bulkhead: Vec<Listener<BulkheadEvent>>,
-    pub(crate) circuit_breaker: Vec<Listener<CircuitBreakerEvent>>,
-    pub(crate) adaptive_limit: Vec<Listener<AdaptiveLimitEvent>>,
-}
-
-impl fmt::Debug for Listeners {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Listeners")
-            .field("retry", &self.retry.len())
-            .field("rate_limiter", &self.rate_limiter.len())
-            .field("timeout", &self.timeout.len())
-            .field("bulkhead", &self.bulkhead.len())
-            .field("circuit_breaker", &self.circuit_breaker.len())
-            .field("adaptive_limit", &self.adaptive_limit.len())
-            .finish()
-    }
-}
+pub(crate) type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
 
 pub(crate) mod sealed {
     use super::{Listener, Listeners};
@@ -46,16 +23,10 @@ pub(crate) mod sealed {
     pub trait Sealed: Sized {
         fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>>;
 
-        /// The metric handles one instance records this event type into (feature `metrics`),
-        /// registered once when the instance is built so recording never allocates.
-        #[cfg(feature = "metrics")]
-        type Metrics: Send + Sync;
+        fn listeners_in(listeners: &Listeners) -> &[Listener<Self>];
 
-        #[cfg(feature = "metrics")]
-        fn register_metrics(instance: &std::sync::Arc<str>) -> Self::Metrics;
-
-        #[cfg(feature = "metrics")]
-        fn record(&self, metrics: &Self::Metrics);
+        /// The event as a subscriber receives it.
+        fn into_any(self) -> super::AnyEvent;
     }
 }
 
@@ -63,76 +34,162 @@ pub(crate) mod sealed {
 /// [`CircuitBreakerEvent`], and the event enum of each other policy.
 pub trait Event: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {}
 
-/// Makes an event enum listenable, its listeners kept in `Listeners::$field`.
-/// With feature `metrics`, the type names its metric handles and how an event records into them.
-macro_rules! event_type {
-    ($ty:ty => $field:ident, metrics: $metrics:ty, register: $register:path, record: $record:path) => {
-        impl $crate::events::sealed::Sealed for $ty {
-            fn listeners_of(listeners: &mut $crate::events::Listeners) -> &mut Vec<$crate::events::Listener<Self>> {
-                &mut listeners.$field
-            }
+/// Per policy of the list: its listeners' field, its `Event` impl, its `AnyEvent` variant.
+macro_rules! event_parts {
+    ($({ $module:ident: $policy:ident($($types:tt)*), $event:ident => $variant:ident, $human:literal, $($rest:tt)* })*) => {
+        $(use crate::$module::$event;)*
 
-            #[cfg(feature = "metrics")]
-            type Metrics = $metrics;
+        /// The listeners of every event type, as registered on the builder, and the subscribers
+        /// that attach after build.
+        #[derive(Default)]
+        #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
+        pub struct Listeners {
+            pub(crate) hub: Arc<Hub>,
+            $(pub(crate) $module: Vec<Listener<$event>>,)*
+        }
 
-            #[cfg(feature = "metrics")]
-            fn register_metrics(instance: &std::sync::Arc<str>) -> Self::Metrics {
-                $register(instance)
-            }
-
-            #[cfg(feature = "metrics")]
-            fn record(&self, metrics: &Self::Metrics) {
-                $record(self, metrics)
+        impl fmt::Debug for Listeners {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct("Listeners")$(.field(stringify!($module), &self.$module.len()))*.finish()
             }
         }
-        impl $crate::events::Event for $ty {}
+
+        $(
+            impl sealed::Sealed for $event {
+                fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
+                    &mut listeners.$module
+                }
+
+                fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
+                    &listeners.$module
+                }
+
+                fn into_any(self) -> AnyEvent {
+                    AnyEvent::$variant(self)
+                }
+
+            }
+
+            impl Published for $event {
+                type Policy = crate::$module::policy::$policy;
+            }
+
+            impl Event for $event {}
+        )*
+
+        /// Every event a registry publishes, as a [`Subscription`] delivers it: one variant per
+        /// policy.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use resilience4cata::events::AnyEvent;
+        /// use resilience4cata::{GiveUpReason, RetryEvent};
+        ///
+        /// let event = AnyEvent::Retry(RetryEvent::GaveUp {
+        ///     instance: Arc::from("shop::Api::get"),
+        ///     attempts: 3,
+        ///     reason: GiveUpReason::MaxAttempts,
+        /// });
+        /// assert_eq!((event.policy(), event.instance()), ("retry", "shop::Api::get"));
+        /// ```
+        #[derive(Clone, Debug, PartialEq)]
+        #[non_exhaustive]
+        pub enum AnyEvent {
+            $(
+                #[doc = concat!("A ", $human, "'s event.")]
+                $variant($event),
+            )*
+        }
+
+        impl AnyEvent {
+            /// The instance id of the policy that published the event.
+            pub fn instance(&self) -> &str {
+                match self {
+                    $(AnyEvent::$variant(e) => e.instance(),)*
+                }
+            }
+
+            /// The policy's attribute name: `"retry"`, `"circuit_breaker"`, `"rate_limiter"`, …
+            pub fn policy(&self) -> &'static str {
+                match self {
+                    $(AnyEvent::$variant(_) => <crate::$module::policy::$policy as PolicyKind>::NAME,)*
+                }
+            }
+        }
     };
 }
 
-event_type!(RetryEvent => retry, metrics: crate::retry::metrics::RetryMetrics,
-    register: crate::retry::metrics::RetryMetrics::register, record: crate::retry::metrics::RetryMetrics::record);
-event_type!(RateLimiterEvent => rate_limiter, metrics: crate::rate_limiter::metrics::RateLimiterMetrics,
-    register: crate::rate_limiter::metrics::RateLimiterMetrics::register,
-    record: crate::rate_limiter::metrics::RateLimiterMetrics::record);
-event_type!(TimeoutEvent => timeout, metrics: crate::timeout::metrics::TimeoutMetrics,
-    register: crate::timeout::metrics::TimeoutMetrics::register, record: crate::timeout::metrics::TimeoutMetrics::record);
-event_type!(BulkheadEvent => bulkhead, metrics: crate::bulkhead::metrics::BulkheadMetrics,
-    register: crate::bulkhead::metrics::BulkheadMetrics::register,
-    record: crate::bulkhead::metrics::BulkheadMetrics::record);
-event_type!(CircuitBreakerEvent => circuit_breaker, metrics: crate::circuit_breaker::metrics::CircuitBreakerMetrics,
-    register: crate::circuit_breaker::metrics::CircuitBreakerMetrics::register,
-    record: crate::circuit_breaker::metrics::CircuitBreakerMetrics::record);
-event_type!(AdaptiveLimitEvent => adaptive_limit, metrics: crate::adaptive_limit::metrics::AdaptiveLimitMetrics,
-    register: crate::adaptive_limit::metrics::AdaptiveLimitMetrics::register,
-    record: crate::adaptive_limit::metrics::AdaptiveLimitMetrics::record);
+for_each_policy!(event_parts);
 
-/// What one policy instance publishes to: nothing is built unless someone listens.
-pub(crate) struct Publisher<E: Event> {
-    listeners: Box<[Listener<E>]>,
-    #[cfg(feature = "metrics")]
-    metrics: <E as sealed::Sealed>::Metrics,
+/// An event type of a policy of the list: which policy publishes it (for its metric handles).
+pub(crate) trait Published: Event {
+    type Policy: PolicyKind<Event = Self>;
 }
 
-impl<E: Event> Publisher<E> {
-    /// The publisher of one instance: its listeners, and (feature `metrics`) its metric handles.
-    pub(crate) fn new(listeners: &[Listener<E>], instance: &std::sync::Arc<str>) -> Self {
+/// What one policy instance publishes to: nothing is built unless someone listens.
+pub(crate) struct Publisher<E: Published> {
+    listeners: Box<[Listener<E>]>,
+    hub: Arc<Hub>,
+    #[cfg(feature = "metrics")]
+    metrics: <E::Policy as PolicyKind>::Metrics,
+}
+
+impl<E: Published> Publisher<E> {
+    /// The publisher of one instance: its listeners, the registry's subscribers, and (feature
+    /// `metrics`) its metric handles.
+    pub(crate) fn new(listeners: &Listeners, instance: &Arc<str>) -> Self {
+        Self::with(<E as sealed::Sealed>::listeners_in(listeners), Arc::clone(&listeners.hub), instance)
+    }
+
+    /// A publisher outside any registry, for unit tests of one state machine.
+    #[cfg(test)]
+    pub(crate) fn detached(listeners: &[Listener<E>], instance: &Arc<str>) -> Self {
+        Self::with(listeners, Arc::default(), instance)
+    }
+
+    fn with(listeners: &[Listener<E>], hub: Arc<Hub>, instance: &Arc<str>) -> Self {
         #[cfg(not(feature = "metrics"))]
         let _ = instance;
         Publisher {
             listeners: listeners.into(),
+            hub,
             #[cfg(feature = "metrics")]
-            metrics: <E as sealed::Sealed>::register_metrics(instance),
+            metrics: <E::Policy as PolicyKind>::register_metrics(instance),
         }
     }
 
-    /// Whether anyone listens (so per-call events can be skipped entirely). The `tracing` and
-    /// `metrics` features always listen.
+    /// Whether anyone wants the event itself (so per-call events can be skipped entirely): a
+    /// listener, a live [`Subscription`], or (feature `tracing`) a tracing subscriber interested in
+    /// `resilience4cata` at DEBUG. Metrics never need the event: sites update the handles directly
+    /// (see [`publish!`]).
     #[inline]
     pub(crate) fn is_active(&self) -> bool {
-        !self.listeners.is_empty() || cfg!(feature = "tracing") || cfg!(feature = "metrics")
+        self.has_listeners() || self.is_watched()
     }
 
-    /// Builds the event only when someone listens, then hands it to every listener in order.
+    /// Whether a listener was registered on the builder: fixed for the instance's whole life.
+    #[inline]
+    pub(crate) fn has_listeners(&self) -> bool {
+        !self.listeners.is_empty()
+    }
+
+    /// Whether a [`Subscription`] is alive (one relaxed load) or a tracing subscriber is
+    /// interested (feature `tracing`: the level filter's relaxed load when none is installed, then
+    /// the callsite's cached interest): both may change at any time.
+    #[inline]
+    pub(crate) fn is_watched(&self) -> bool {
+        self.hub.has_subscribers() || tracing_wants_events()
+    }
+
+    /// The instance's metric handles (feature `metrics`), registered when it was built.
+    #[cfg(feature = "metrics")]
+    #[inline]
+    pub(crate) fn metrics(&self) -> &<E::Policy as PolicyKind>::Metrics {
+        &self.metrics
+    }
+
+    /// Builds the event only when someone wants it, then hands it to tracing, every listener in
+    /// order, and every subscriber. Metric handles are updated by the caller ([`publish!`]).
     #[inline]
     pub(crate) fn emit(&self, make: impl FnOnce() -> E) {
         if self.is_active() {
@@ -144,15 +201,41 @@ impl<E: Event> Publisher<E> {
     fn emit_cold(&self, event: E) {
         #[cfg(feature = "tracing")]
         tracing::event!(target: "resilience4cata", tracing::Level::DEBUG, event = ?event);
-        #[cfg(feature = "metrics")]
-        sealed::Sealed::record(&event, &self.metrics);
         for listener in self.listeners.iter() {
             listener(&event);
+        }
+        if self.hub.has_subscribers() {
+            self.hub.publish(&sealed::Sealed::into_any(event));
         }
     }
 }
 
-impl<E: Event> fmt::Debug for Publisher<E> {
+/// Whether a tracing subscriber wants this crate's events (always false without feature `tracing`).
+#[inline]
+fn tracing_wants_events() -> bool {
+    #[cfg(feature = "tracing")]
+    return tracing::enabled!(target: "resilience4cata", tracing::Level::DEBUG);
+    #[cfg(not(feature = "tracing"))]
+    false
+}
+
+/// Publishes one event of `$events` (a `Publisher`): with feature `metrics`, runs `$record` on the
+/// instance's metric handles (bound to `$m`), a direct handle update that never builds the event;
+/// then builds the event with `$make` only if someone wants it (`Publisher::emit`).
+macro_rules! publish {
+    ($events:expr, |$m:ident| $record:expr, $make:expr) => {{
+        let events = &$events;
+        #[cfg(feature = "metrics")]
+        {
+            let $m = events.metrics();
+            $record;
+        }
+        events.emit($make);
+    }};
+}
+pub(crate) use publish;
+
+impl<E: Published> fmt::Debug for Publisher<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Publisher").field("listeners", &self.listeners.len()).finish()
     }
@@ -193,7 +276,7 @@ mod tracing_tests {
     fn every_event_is_a_tracing_event() {
         let seen = Arc::new(AtomicUsize::new(0));
         let instance: Arc<str> = Arc::from("m::A::f");
-        let publisher = Publisher::<RetryEvent>::new(&[], &instance);
+        let publisher = Publisher::<RetryEvent>::detached(&[], &instance);
         tracing::subscriber::with_default(Count(Arc::clone(&seen)), || {
             publisher.emit(|| RetryEvent::GaveUp {
                 instance: Arc::clone(&instance),
@@ -202,5 +285,76 @@ mod tracing_tests {
             });
         });
         assert_eq!(seen.load(Ordering::SeqCst), 1);
+    }
+
+    /// With the feature on but no tracing subscriber interested, the event is not even built.
+    #[test]
+    fn no_event_is_built_without_an_interested_subscriber() {
+        let built = AtomicUsize::new(0);
+        let instance: Arc<str> = Arc::from("m::A::f");
+        let publisher = Publisher::<RetryEvent>::detached(&[], &instance);
+        let make = || {
+            built.fetch_add(1, Ordering::SeqCst);
+            RetryEvent::Retrying { instance: Arc::clone(&instance), attempt: 1, delay: std::time::Duration::ZERO }
+        };
+        assert!(!publisher.is_active());
+        publisher.emit(make);
+        assert_eq!(built.load(Ordering::SeqCst), 0);
+
+        let seen = Arc::new(AtomicUsize::new(0));
+        tracing::subscriber::with_default(Count(Arc::clone(&seen)), || publisher.emit(make));
+        assert_eq!((built.load(Ordering::SeqCst), seen.load(Ordering::SeqCst)), (1, 1));
+    }
+
+    /// The zero-wait quick path stays on with the feature: it steps aside, per retry, only while a
+    /// subscriber is interested, which then sees every `Retrying` event.
+    #[test]
+    fn the_quick_path_publishes_to_an_interested_subscriber() {
+        use crate::__private::{Failure, RetryConfigBuilder, RetryPolicy};
+        use crate::registry::{Registered, Registry};
+
+        let registry = Registry::builder().build().unwrap();
+        let attrs = RetryConfigBuilder::new().max_attempts(3).delay(std::time::Duration::ZERO);
+        let policy = RetryPolicy::build(&registry, "m::A::quick", None, None, false, attrs).unwrap();
+        let fail_three_times = || {
+            let mut call = policy.start();
+            while policy.retry_after(&mut call, Failure::Retryable) {}
+            call.attempts()
+        };
+        assert_eq!(fail_three_times(), 3);
+        let seen = Arc::new(AtomicUsize::new(0));
+        let attempts = tracing::subscriber::with_default(Count(Arc::clone(&seen)), fail_three_times);
+        assert_eq!((attempts, seen.load(Ordering::SeqCst)), (3, 3), "2 Retrying + 1 GaveUp");
+    }
+}
+
+/// Feature `metrics`: handles are updated without building the event.
+#[cfg(all(test, feature = "metrics"))]
+mod metrics_tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    use super::*;
+
+    #[test]
+    fn metrics_update_handles_without_building_the_event() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let instance: Arc<str> = Arc::from("m::A::f");
+        let publisher = metrics::with_local_recorder(&recorder, || Publisher::<RetryEvent>::detached(&[], &instance));
+        let built = AtomicUsize::new(0);
+        for _ in 0..2 {
+            publish!(publisher, |m| m.retrying(), || {
+                built.fetch_add(1, Ordering::SeqCst);
+                RetryEvent::Retrying { instance: Arc::clone(&instance), attempt: 1, delay: std::time::Duration::ZERO }
+            });
+        }
+        assert_eq!(built.load(Ordering::SeqCst), 0, "only tracing, listeners and subscribers need the event");
+        let retries = snapshotter.snapshot().into_vec().into_iter().find_map(|(key, _, _, value)| {
+            (key.key().name() == "resilience4cata_retry_retries_total").then_some(value)
+        });
+        assert_eq!(retries, Some(DebugValue::Counter(2)));
     }
 }

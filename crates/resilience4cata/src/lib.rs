@@ -9,7 +9,7 @@ pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod clock;
 mod error;
-mod events;
+pub mod events;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;

@@ -567,3 +567,15 @@ mod pipeline {
         assert_eq!((s.limit, s.in_flight), (4, 0), "⌊5 × 0.9⌋");
     }
 }
+
+#[test]
+fn a_subscription_sees_adaptive_limit_events() {
+    let f = fixture();
+    let mut events = f.registry.subscribe(8);
+    let _ = f.api.call(&fail);
+    let seen = events.try_recv().expect("one event");
+    let expected = AdaptiveLimitEvent::LimitChanged { instance: id("call").into(), from: 20, to: 18 };
+    assert_eq!(seen, resilience4cata::events::AnyEvent::AdaptiveLimit(expected));
+    assert_eq!((seen.instance(), seen.policy()), (id("call").as_str(), "adaptive_limit"));
+    assert!(events.try_recv().is_none());
+}

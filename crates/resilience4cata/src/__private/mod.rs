@@ -23,6 +23,7 @@ pub use crate::error::RegistryError;
 pub use crate::rate_limiter::RateLimiterConfigBuilder;
 pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;
+use crate::registry::{Registered, for_each_policy};
 pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
 pub use crate::timeout::TimeoutConfigBuilder;
@@ -52,52 +53,21 @@ pub struct Site {
     pub is_async: bool,
 }
 
-/// Builds (or finds, when shared by name) the retry instance of one method.
-pub fn retry(registry: &Registry, site: Site, attrs: RetryConfigBuilder) -> Result<RetryPolicy, RegistryError> {
-    RetryPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
+/// One constructor per policy of the list, named after the attribute: builds (or finds, when
+/// shared by `name`) the instance of one method.
+macro_rules! constructors {
+    ($({ $module:ident: $policy:ident($builder:ident, $($types:tt)*), $($rest:tt)* })*) => {$(
+        #[doc = concat!("Builds (or finds, when shared by name) the `", stringify!($module), "` instance of one method.")]
+        pub fn $module(
+            registry: &Registry,
+            site: Site,
+            attrs: $builder,
+        ) -> Result<$policy, RegistryError> {
+            <$policy as Registered>::build(registry, site.id, site.name, site.config, site.is_async, attrs)
+        }
+    )*};
 }
-
-/// Builds (or finds, when shared by name) the rate limiter instance of one method.
-pub fn rate_limiter(
-    registry: &Registry,
-    site: Site,
-    attrs: RateLimiterConfigBuilder,
-) -> Result<RateLimiterPolicy, RegistryError> {
-    RateLimiterPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
-}
-
-/// Builds (or finds, when shared by name) the bulkhead instance of one method.
-pub fn bulkhead(
-    registry: &Registry,
-    site: Site,
-    attrs: BulkheadConfigBuilder,
-) -> Result<BulkheadPolicy, RegistryError> {
-    BulkheadPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
-}
-
-/// Builds (or finds, when shared by name) the adaptive limit instance of one method.
-pub fn adaptive_limit(
-    registry: &Registry,
-    site: Site,
-    attrs: AdaptiveLimitConfigBuilder,
-) -> Result<AdaptiveLimitPolicy, RegistryError> {
-    AdaptiveLimitPolicy::build(registry, site.id, site.name, site.config, site.is_async, attrs)
-}
-
-/// Builds (or finds) the timeout instance of one async method; a timeout has no `name`, its id is
-/// always the derived one.
-pub fn timeout(registry: &Registry, site: Site, attrs: TimeoutConfigBuilder) -> Result<TimeoutPolicy, RegistryError> {
-    TimeoutPolicy::build(registry, site.id, site.config, site.is_async, attrs)
-}
-
-/// Builds (or finds, when shared by name) the circuit breaker instance of one method.
-pub fn circuit_breaker(
-    registry: &Registry,
-    site: Site,
-    attrs: CircuitBreakerConfigBuilder,
-) -> Result<CircuitBreakerPolicy, RegistryError> {
-    CircuitBreakerPolicy::build(registry, site.id, site.name, site.config, &attrs)
-}
+for_each_policy!(constructors);
 
 /// A duration literal checked at compile time, rebuilt from its nanoseconds.
 #[inline]

@@ -5,40 +5,41 @@ use std::sync::Arc;
 
 use metrics::{Counter, Gauge};
 
-use super::AdaptiveLimitEvent;
-
-/// The per-event handles of one instance: updates never allocate.
+/// One instance's handles: updates never allocate.
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
 pub struct AdaptiveLimitMetrics {
     rejected: Counter,
+    limit: Gauge,
+    in_flight: Gauge,
 }
 
 impl AdaptiveLimitMetrics {
     pub(crate) fn register(instance: &Arc<str>) -> Self {
         let id = instance.to_string();
         AdaptiveLimitMetrics {
-            rejected: metrics::counter!("resilience4cata_adaptive_limit_rejected_total", "instance" => id),
+            rejected: metrics::counter!("resilience4cata_adaptive_limit_rejected_total", "instance" => id.clone()),
+            limit: metrics::gauge!("resilience4cata_adaptive_limit_limit", "instance" => id.clone()),
+            in_flight: metrics::gauge!("resilience4cata_adaptive_limit_in_flight", "instance" => id),
         }
     }
 
-    pub(crate) fn record(event: &AdaptiveLimitEvent, metrics: &Self) {
-        if let AdaptiveLimitEvent::Rejected { .. } = event {
-            metrics.rejected.increment(1);
-        }
+    /// A call took a slot.
+    pub(crate) fn entered(&self) {
+        self.in_flight.increment(1.0);
     }
-}
 
-/// The gauges the instance moves itself: the limit on every change, in-flight on every call.
-pub(crate) struct Gauges {
-    pub(crate) limit: Gauge,
-    pub(crate) in_flight: Gauge,
-}
+    /// A call gave its slot back.
+    pub(crate) fn left(&self) {
+        self.in_flight.decrement(1.0);
+    }
 
-impl Gauges {
-    pub(crate) fn register(instance: &Arc<str>, initial_limit: u32) -> Self {
-        let id = instance.to_string();
-        let limit = metrics::gauge!("resilience4cata_adaptive_limit_limit", "instance" => id.clone());
-        limit.set(f64::from(initial_limit));
-        Gauges { limit, in_flight: metrics::gauge!("resilience4cata_adaptive_limit_in_flight", "instance" => id) }
+    /// The limit is now `limit` (also set once when the instance is built).
+    pub(crate) fn limit(&self, limit: u32) {
+        self.limit.set(f64::from(limit));
+    }
+
+    /// A `Rejected` event.
+    pub(crate) fn rejected(&self) {
+        self.rejected.increment(1);
     }
 }

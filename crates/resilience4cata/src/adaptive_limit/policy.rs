@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use super::algorithm::{Aimd, Gradient2, LimitAlgorithm, Vegas};
 use super::state::{Slots, Wake};
-use super::{AdaptiveLimitConfig, AdaptiveLimitEvent, AdaptiveLimitSnapshot, Algorithm};
+use super::{AdaptiveLimitConfig, AdaptiveLimitConfigBuilder, AdaptiveLimitEvent, AdaptiveLimitSnapshot, Algorithm};
 use crate::clock::{Timer, nanos};
-use crate::events::{Listener, Publisher};
+use crate::error::RegistryError;
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
 /// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
@@ -75,8 +77,6 @@ pub(crate) struct AdaptiveLimitState {
     engine: Engine,
     timer: Arc<Timer>,
     events: Publisher<AdaptiveLimitEvent>,
-    #[cfg(feature = "metrics")]
-    gauges: super::metrics::Gauges,
 }
 
 impl fmt::Debug for AdaptiveLimitState {
@@ -90,15 +90,15 @@ impl AdaptiveLimitState {
         instance: Arc<str>,
         config: AdaptiveLimitConfig,
         timer: Arc<Timer>,
-        listeners: &[Listener<AdaptiveLimitEvent>],
+        events: Publisher<AdaptiveLimitEvent>,
     ) -> Self {
         if config.algorithm == Algorithm::Aimd {
             timer.keep_coarse_fresh(); // Aimd dates calls on the coarse clock
         }
+        #[cfg(feature = "metrics")]
+        events.metrics().limit(config.initial_limit);
         AdaptiveLimitState {
-            events: Publisher::new(listeners, &instance),
-            #[cfg(feature = "metrics")]
-            gauges: super::metrics::Gauges::register(&instance, config.initial_limit),
+            events,
             slots: Slots::new(config.initial_limit),
             engine: Engine::new(&config),
             instance,
@@ -131,7 +131,7 @@ impl AdaptiveLimitState {
     #[inline]
     fn permit(&self, in_flight: u32) -> AdaptiveLimitPermit<'_> {
         #[cfg(feature = "metrics")]
-        self.gauges.in_flight.increment(1.0);
+        self.events.metrics().entered();
         AdaptiveLimitPermit { state: Some(self), start: self.now(), in_flight }
     }
 
@@ -152,7 +152,9 @@ impl AdaptiveLimitState {
 
     #[cold]
     fn refuse(&self) -> Rejection {
-        self.events.emit(|| AdaptiveLimitEvent::Rejected { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.rejected(), || AdaptiveLimitEvent::Rejected {
+            instance: Arc::clone(&self.instance)
+        });
         Rejection::LimitExceeded { instance: Arc::clone(&self.instance) }
     }
 
@@ -160,7 +162,7 @@ impl AdaptiveLimitState {
     #[inline]
     fn finish(&self, start: u64, in_flight: u32, outcome: LimitOutcome) {
         #[cfg(feature = "metrics")]
-        self.gauges.in_flight.decrement(1.0);
+        self.events.metrics().left();
         if outcome == LimitOutcome::Ignored {
             return self.slots.release();
         }
@@ -181,9 +183,11 @@ impl AdaptiveLimitState {
 
     #[cold]
     fn changed(&self, from: u32, to: u32) {
-        #[cfg(feature = "metrics")]
-        self.gauges.limit.set(f64::from(to));
-        self.events.emit(|| AdaptiveLimitEvent::LimitChanged { instance: Arc::clone(&self.instance), from, to });
+        publish!(self.events, |m| m.limit(to), || AdaptiveLimitEvent::LimitChanged {
+            instance: Arc::clone(&self.instance),
+            from,
+            to
+        });
     }
 
     fn deadline(&self) -> u64 {
@@ -312,5 +316,43 @@ impl AdaptiveLimitPolicy {
             Some(decided) => decided,
             None => self.state.wait_async().await,
         }
+    }
+}
+
+impl PolicyKind for AdaptiveLimitPolicy {
+    type Builder = AdaptiveLimitConfigBuilder;
+    type State = AdaptiveLimitState;
+    type Event = AdaptiveLimitEvent;
+    type Snapshot = AdaptiveLimitSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::AdaptiveLimitMetrics;
+
+    fn check(inner: &Inner, id: &str, is_async: bool, c: &AdaptiveLimitConfig) -> Result<(), RegistryError> {
+        match is_async && c.enabled && !c.max_wait.is_zero() {
+            true => inner.require_async_clock(id, "this async method may wait for an adaptive limit slot"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: AdaptiveLimitConfig,
+        events: Publisher<AdaptiveLimitEvent>,
+    ) -> AdaptiveLimitState {
+        AdaptiveLimitState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<AdaptiveLimitState>) -> Self {
+        AdaptiveLimitPolicy::new(state)
+    }
+
+    fn snapshot(state: &AdaptiveLimitState) -> AdaptiveLimitSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::AdaptiveLimitMetrics::register(instance)
     }
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
 use crate::registry::Layer;
-use crate::retry::config::layered_builder;
+use crate::registry::layered_builder;
 
 /// A bulkhead's resolved configuration: every key has a value.
 ///
@@ -41,10 +41,19 @@ layered_builder! {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resilience4cata::bulkhead::BulkheadConfigBuilder;
+    /// use resilience4cata::{Pipeline, Registry};
     ///
-    /// let ten = BulkheadConfigBuilder::new().max_concurrent_calls(10).max_wait(Duration::from_millis(20));
-    /// # let _ = ten;
+    /// let registry = Registry::builder()
+    ///     .bulkhead_defaults(|b| b.max_wait(Duration::from_millis(5)))
+    ///     .bulkhead("database", |b| b.max_concurrent_calls(16))
+    ///     .bulkhead_instance("shop::Db::query", |b| b.max_concurrent_calls(4))
+    ///     .build()?;
+    /// Pipeline::builder(&registry, "shop::Db::query").bulkhead_config("database").build::<u32, std::io::Error>()?;
+    /// let snapshot = registry.snapshot();
+    /// let c = &snapshot.bulkheads()[0].config;
+    /// // built-in < registry defaults < named config < instance override
+    /// assert_eq!((c.max_concurrent_calls, c.max_wait), (4, Duration::from_millis(5)));
+    /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     BulkheadConfigBuilder => BulkheadConfig {
         /// `enabled`: `false` lets every call through untouched.

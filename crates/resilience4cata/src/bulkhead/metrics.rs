@@ -4,8 +4,6 @@ use std::sync::Arc;
 
 use metrics::{Counter, Gauge};
 
-use super::BulkheadEvent;
-
 /// One instance's handles: updates never allocate.
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
 pub struct BulkheadMetrics {
@@ -24,14 +22,19 @@ impl BulkheadMetrics {
         }
     }
 
-    pub(crate) fn record(event: &BulkheadEvent, metrics: &Self) {
-        match event {
-            BulkheadEvent::Permitted { .. } => {
-                metrics.permitted.increment(1);
-                metrics.in_flight.increment(1.0);
-            }
-            BulkheadEvent::Rejected { .. } => metrics.rejected.increment(1),
-            BulkheadEvent::Finished { .. } => metrics.in_flight.decrement(1.0),
-        }
+    /// A `Permitted` event: one more call inside.
+    pub(crate) fn permitted(&self) {
+        self.permitted.increment(1);
+        self.in_flight.increment(1.0);
+    }
+
+    /// A `Rejected` event.
+    pub(crate) fn rejected(&self) {
+        self.rejected.increment(1);
+    }
+
+    /// A `Finished` event: one call fewer inside.
+    pub(crate) fn finished(&self) {
+        self.in_flight.decrement(1.0);
     }
 }

@@ -71,8 +71,9 @@
 //! | [`BulkheadEvent::Rejected`] | a call was refused with `BulkheadFull` |
 //! | [`BulkheadEvent::Finished`] | a call gave its slot back, however it ended |
 //!
-//! All three are per-call events, built only when a listener is registered (or the `tracing`
-//! feature is on): an unobserved bulkhead pays a branch for each. A disabled bulkhead publishes
+//! All three are per-call events, built only when a listener, a subscription or an interested
+//! `tracing` subscriber wants them (feature `metrics` updates its handles without building them):
+//! an unobserved bulkhead pays a branch for each. A disabled bulkhead publishes
 //! nothing. The snapshot reports slots in flight, available and waiters.
 
 mod config;

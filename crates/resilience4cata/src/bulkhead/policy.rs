@@ -7,9 +7,11 @@ use std::task::Poll;
 use std::time::Duration;
 
 use super::state::{Queued, Slots, Wake, Withdrawn};
-use super::{BulkheadConfig, BulkheadEvent, BulkheadSnapshot};
+use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapshot};
 use crate::clock::{Timer, nanos};
-use crate::events::{Listener, Publisher};
+use crate::error::RegistryError;
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
 /// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
@@ -30,9 +32,8 @@ impl BulkheadState {
         instance: Arc<str>,
         config: BulkheadConfig,
         timer: Arc<Timer>,
-        listeners: &[Listener<BulkheadEvent>],
+        events: Publisher<BulkheadEvent>,
     ) -> Self {
-        let events = Publisher::new(listeners, &instance);
         BulkheadState { slots: Slots::new(config.max_concurrent_calls), instance, config, timer, events }
     }
 
@@ -49,13 +50,13 @@ impl BulkheadState {
 
     #[inline]
     fn permit(&self) -> BulkheadPermit<'_> {
-        self.events.emit(|| BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
         BulkheadPermit { state: Some(self) }
     }
 
     #[cold]
     fn refuse(&self) -> Rejection {
-        self.events.emit(|| BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
         Rejection::BulkheadFull { instance: Arc::clone(&self.instance) }
     }
 
@@ -152,7 +153,9 @@ impl Drop for BulkheadPermit<'_> {
     fn drop(&mut self) {
         if let Some(state) = self.state {
             state.slots.release();
-            state.events.emit(|| BulkheadEvent::Finished { instance: Arc::clone(&state.instance) });
+            publish!(state.events, |m| m.finished(), || BulkheadEvent::Finished {
+                instance: Arc::clone(&state.instance)
+            });
         }
     }
 }
@@ -209,6 +212,44 @@ impl BulkheadPolicy {
     }
 }
 
+impl PolicyKind for BulkheadPolicy {
+    type Builder = BulkheadConfigBuilder;
+    type State = BulkheadState;
+    type Event = BulkheadEvent;
+    type Snapshot = BulkheadSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::BulkheadMetrics;
+
+    fn check(inner: &Inner, id: &str, is_async: bool, c: &BulkheadConfig) -> Result<(), RegistryError> {
+        match is_async && c.enabled && !c.max_wait.is_zero() {
+            true => inner.require_async_clock(id, "this async method may wait for a bulkhead slot"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: BulkheadConfig,
+        events: Publisher<BulkheadEvent>,
+    ) -> BulkheadState {
+        BulkheadState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<BulkheadState>) -> Self {
+        BulkheadPolicy::new(state)
+    }
+
+    fn snapshot(state: &BulkheadState) -> BulkheadSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::BulkheadMetrics::register(instance)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;
@@ -217,6 +258,7 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
+    use crate::events::Listener;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -230,7 +272,12 @@ mod tests {
         listeners: &[Listener<BulkheadEvent>],
     ) -> BulkheadPolicy {
         let timer = Arc::new(Clock::from(clock).into_timer());
-        BulkheadPolicy::new(Arc::new(BulkheadState::new("bh".into(), config, timer, listeners)))
+        BulkheadPolicy::new(Arc::new(BulkheadState::new(
+            "bh".into(),
+            config,
+            timer,
+            Publisher::detached(listeners, &"bh".into()),
+        )))
     }
 
     fn block_on<F: Future>(f: F) -> F::Output {

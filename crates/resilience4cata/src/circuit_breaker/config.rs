@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
 use crate::registry::Layer;
-use crate::retry::config::layered_builder;
+use crate::registry::layered_builder;
 
 /// How the breaker's window of recent outcomes is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -101,13 +101,22 @@ layered_builder! {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resilience4cata::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
+    /// use resilience4cata::circuit_breaker::WindowType;
+    /// use resilience4cata::{Pipeline, Registry};
     ///
-    /// let layer = CircuitBreakerConfigBuilder::new()
-    ///     .window_type(WindowType::Time)
-    ///     .window_size(30)
-    ///     .slow_call_duration(Duration::from_secs(2));
-    /// # let _ = layer;
+    /// let registry = Registry::builder()
+    ///     .circuit_breaker_defaults(|c| c.window_type(WindowType::Time).slow_call_duration(Duration::from_secs(2)))
+    ///     .circuit_breaker("external", |c| c.window_size(30).minimum_calls(10))
+    ///     .circuit_breaker_instance("shop::InventoryApi::reserve", |c| c.minimum_calls(20))
+    ///     .build()?;
+    /// Pipeline::builder(&registry, "shop::InventoryApi::reserve")
+    ///     .circuit_breaker_config("external")
+    ///     .build::<u32, std::io::Error>()?;
+    /// let snapshot = registry.snapshot();
+    /// let c = &snapshot.circuit_breakers()[0].config;
+    /// // built-in < registry defaults < named config < instance override
+    /// assert_eq!((c.window_type, c.window_size, c.minimum_calls), (WindowType::Time, 30, 20));
+    /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     CircuitBreakerConfigBuilder => CircuitBreakerConfig {
         /// `enabled`: `false` lets every call through unrecorded.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use metrics::Counter;
 
-use super::{CircuitBreakerEvent, State};
+use super::State;
 
 const STATES: [(State, &str); 5] = [
     (State::Closed, "closed"),
@@ -41,18 +41,25 @@ impl CircuitBreakerMetrics {
         }
     }
 
-    pub(crate) fn record(event: &CircuitBreakerEvent, metrics: &Self) {
-        match event {
-            CircuitBreakerEvent::Success { slow, .. } => metrics.count(&metrics.successes, *slow),
-            CircuitBreakerEvent::Failure { slow, .. } => metrics.count(&metrics.failures, *slow),
-            CircuitBreakerEvent::Ignored { .. } => metrics.ignored.increment(1),
-            CircuitBreakerEvent::CallNotPermitted { .. } => metrics.not_permitted.increment(1),
-            CircuitBreakerEvent::StateTransition { to, .. } => {
-                if let Some(i) = STATES.iter().position(|(s, _)| s == to) {
-                    metrics.transitions[i].increment(1);
-                }
-            }
-            CircuitBreakerEvent::Reset { .. } => {}
+    /// A `Success` or `Failure` event.
+    pub(crate) fn recorded(&self, failed: bool, slow: bool) {
+        self.count(if failed { &self.failures } else { &self.successes }, slow);
+    }
+
+    /// An `Ignored` event.
+    pub(crate) fn ignored(&self) {
+        self.ignored.increment(1);
+    }
+
+    /// A `CallNotPermitted` event.
+    pub(crate) fn not_permitted(&self) {
+        self.not_permitted.increment(1);
+    }
+
+    /// A `StateTransition` event, counted by the state entered.
+    pub(crate) fn transition(&self, to: State) {
+        if let Some(i) = STATES.iter().position(|(s, _)| *s == to) {
+            self.transitions[i].increment(1);
         }
     }
 

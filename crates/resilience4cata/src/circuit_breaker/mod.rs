@@ -118,10 +118,10 @@
 mod config;
 mod events;
 mod half_open;
+mod handle;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;
-mod registry;
 mod snapshot;
 mod state;
 mod stripes;
@@ -132,11 +132,9 @@ pub use config::{
     WindowType,
 };
 pub use events::CircuitBreakerEvent;
-pub use registry::CircuitBreakerHandle;
+pub use handle::CircuitBreakerHandle;
 pub use snapshot::CircuitBreakerSnapshot;
 pub use state::State;
-
-pub(crate) use state::CircuitBreakerState;
 
 #[cfg(test)]
 mod tests;

@@ -5,52 +5,12 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
+pub use super::state::Outcome;
 use super::state::{CircuitBreakerState, Ticket};
+use super::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerEvent, CircuitBreakerSnapshot};
 use crate::Rejection;
-
-/// How the breaker records one call's outcome.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// Counts as a success (an `Ok`, or an `Err` outside `record_on`).
-    Success,
-    /// Counts as a failure.
-    Failure,
-    /// Not recorded at all (`ignore_on`, or a local rejection of an inner policy); a half-open
-    /// probe gives its permit back.
-    Ignored,
-}
-
-impl Outcome {
-    /// What a rejection carried by an `Err` decides before any pattern is consulted: local
-    /// refusals (rate limiter, bulkhead, adaptive limit) are not recorded, a timeout and a nested
-    /// breaker's refusal are failures (the dependency is slow or down); `None` for anything else.
-    #[inline]
-    pub fn of_rejection(rejection: Option<&Rejection>) -> Option<Outcome> {
-        match rejection? {
-            Rejection::RateLimitExceeded { .. } | Rejection::BulkheadFull { .. } | Rejection::LimitExceeded { .. } => {
-                Some(Outcome::Ignored)
-            }
-            Rejection::CallTimeout { .. } | Rejection::CallNotPermitted { .. } => Some(Outcome::Failure),
-        }
-    }
-
-    /// Classifies an `Err`: its rejection first (see [`of_rejection`](Self::of_rejection)), then
-    /// `ignore_on` (not recorded), then `record_on` (a failure); anything else counts as a success.
-    /// The pattern checks run only when needed.
-    #[inline]
-    pub fn of_error(
-        rejection: Option<&Rejection>,
-        ignored: impl FnOnce() -> bool,
-        recorded: impl FnOnce() -> bool,
-    ) -> Outcome {
-        match Outcome::of_rejection(rejection) {
-            Some(outcome) => outcome,
-            None if ignored() => Outcome::Ignored,
-            None if recorded() => Outcome::Failure,
-            None => Outcome::Success,
-        }
-    }
-}
+use crate::events::Publisher;
+use crate::registry::{Inner, PolicyKind};
 
 /// The field the generated code keeps for one method's breaker.
 #[derive(Clone)]
@@ -168,5 +128,35 @@ impl Drop for Permit<'_> {
 impl fmt::Debug for Permit<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Permit").field("instance", &self.state.instance).finish_non_exhaustive()
+    }
+}
+impl PolicyKind for CircuitBreakerPolicy {
+    type Builder = CircuitBreakerConfigBuilder;
+    type State = CircuitBreakerState;
+    type Event = CircuitBreakerEvent;
+    type Snapshot = CircuitBreakerSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::CircuitBreakerMetrics;
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: CircuitBreakerConfig,
+        events: Publisher<CircuitBreakerEvent>,
+    ) -> CircuitBreakerState {
+        CircuitBreakerState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<CircuitBreakerState>) -> Self {
+        CircuitBreakerPolicy::new(state)
+    }
+
+    fn snapshot(state: &CircuitBreakerState) -> CircuitBreakerSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::CircuitBreakerMetrics::register(instance)
     }
 }

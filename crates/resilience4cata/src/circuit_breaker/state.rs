@@ -26,12 +26,55 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
 use super::half_open::{Done, Probes, Take};
-use super::policy::Outcome;
 use super::window::{FAILED, SLOW, Tally, Window};
 use super::{CircuitBreakerConfig, CircuitBreakerEvent, CircuitBreakerSnapshot, WindowType};
 use crate::Rejection;
 use crate::clock::{Timer, nanos};
-use crate::events::Publisher;
+use crate::events::{Publisher, publish};
+
+/// How the breaker records one call's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Counts as a success (an `Ok`, or an `Err` outside `record_on`).
+    Success,
+    /// Counts as a failure.
+    Failure,
+    /// Not recorded at all (`ignore_on`, or a local rejection of an inner policy); a half-open
+    /// probe gives its permit back.
+    Ignored,
+}
+
+impl Outcome {
+    /// What a rejection carried by an `Err` decides before any pattern is consulted: local
+    /// refusals (rate limiter, bulkhead, adaptive limit) are not recorded, a timeout and a nested
+    /// breaker's refusal are failures (the dependency is slow or down); `None` for anything else.
+    #[inline]
+    pub fn of_rejection(rejection: Option<&Rejection>) -> Option<Outcome> {
+        match rejection? {
+            Rejection::RateLimitExceeded { .. } | Rejection::BulkheadFull { .. } | Rejection::LimitExceeded { .. } => {
+                Some(Outcome::Ignored)
+            }
+            Rejection::CallTimeout { .. } | Rejection::CallNotPermitted { .. } => Some(Outcome::Failure),
+        }
+    }
+
+    /// Classifies an `Err`: its rejection first (see [`of_rejection`](Self::of_rejection)), then
+    /// `ignore_on` (not recorded), then `record_on` (a failure); anything else counts as a success.
+    /// The pattern checks run only when needed.
+    #[inline]
+    pub fn of_error(
+        rejection: Option<&Rejection>,
+        ignored: impl FnOnce() -> bool,
+        recorded: impl FnOnce() -> bool,
+    ) -> Outcome {
+        match Outcome::of_rejection(rejection) {
+            Some(outcome) => outcome,
+            None if ignored() => Outcome::Ignored,
+            None if recorded() => Outcome::Failure,
+            None => Outcome::Success,
+        }
+    }
+}
 
 /// The state of a circuit breaker.
 ///
@@ -232,7 +275,9 @@ impl CircuitBreakerState {
     #[cold]
     fn refuse(&self) -> Rejection {
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
-        self.events.emit(|| CircuitBreakerEvent::CallNotPermitted { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.not_permitted(), || CircuitBreakerEvent::CallNotPermitted {
+            instance: Arc::clone(&self.instance)
+        });
         Rejection::CallNotPermitted { instance: Arc::clone(&self.instance) }
     }
 
@@ -328,6 +373,8 @@ impl CircuitBreakerState {
 
     #[inline(always)]
     fn recorded(&self, bits: u8) {
+        #[cfg(feature = "metrics")]
+        self.events.metrics().recorded(bits & FAILED != 0, bits & SLOW != 0);
         if self.events.is_active() {
             self.publish_recorded(bits);
         }
@@ -347,7 +394,9 @@ impl CircuitBreakerState {
     }
 
     fn ignored(&self) {
-        self.events.emit(|| CircuitBreakerEvent::Ignored { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.ignored(), || CircuitBreakerEvent::Ignored {
+            instance: Arc::clone(&self.instance)
+        });
     }
 
     #[cold]
@@ -400,7 +449,7 @@ impl CircuitBreakerState {
 
     fn transitioned(&self, from: u64, to: u64) {
         if from != to {
-            self.events.emit(|| CircuitBreakerEvent::StateTransition {
+            publish!(self.events, |m| m.transition(state_of(to)), || CircuitBreakerEvent::StateTransition {
                 instance: Arc::clone(&self.instance),
                 from: state_of(from),
                 to: state_of(to),

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::policy::{CircuitBreakerPolicy, Outcome};
+use super::state::CircuitBreakerState;
 use super::*;
 use crate::Rejection;
 use crate::clock::{Clock, ManualClock};
@@ -28,7 +29,7 @@ fn breaker(layer: CircuitBreakerConfigBuilder) -> Fixture {
     let sink = Arc::clone(&events);
     let listener: Listener<CircuitBreakerEvent> = Arc::new(move |e| sink.lock().unwrap().push(e.clone()));
     let instance: Arc<str> = Arc::from("cb");
-    let publisher = Publisher::new(&[listener], &instance);
+    let publisher = Publisher::detached(&[listener], &instance);
     let state = Arc::new(CircuitBreakerState::new(instance, config, timer, publisher));
     Fixture { clock, cb: CircuitBreakerPolicy::new(Arc::clone(&state)), state, events }
 }

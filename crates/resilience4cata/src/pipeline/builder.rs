@@ -25,7 +25,7 @@ use crate::circuit_breaker::policy::CircuitBreakerPolicy;
 use crate::error::RegistryError;
 use crate::rate_limiter::RateLimiterConfigBuilder;
 use crate::rate_limiter::policy::RateLimiterPolicy;
-use crate::registry::{Layer, Registry};
+use crate::registry::{Layer, Registered, Registry};
 use crate::retry::RetryConfigBuilder;
 use crate::retry::policy::RetryPolicy;
 use crate::timeout::TimeoutConfigBuilder;
@@ -324,7 +324,7 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
             RetryPolicy::build(registry, id, None, config, is_async, attrs)
         })?;
         let circuit_breaker = Wanted::resolve(wants.circuit_breaker, |config, attrs| {
-            CircuitBreakerPolicy::build(registry, id, None, config, &attrs)
+            CircuitBreakerPolicy::build(registry, id, None, config, is_async, attrs)
         })?;
         let rate_limiter = Wanted::resolve(wants.rate_limiter, |config, attrs| {
             RateLimiterPolicy::build(registry, id, None, config, is_async, attrs)
@@ -332,8 +332,9 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
         let adaptive_limit = Wanted::resolve(wants.adaptive_limit, |config, attrs| {
             AdaptiveLimitPolicy::build(registry, id, None, config, is_async, attrs)
         })?;
-        let timeout =
-            Wanted::resolve(wants.timeout, |config, attrs| TimeoutPolicy::build(registry, id, config, true, attrs))?;
+        let timeout = Wanted::resolve(wants.timeout, |config, attrs| {
+            TimeoutPolicy::build(registry, id, None, config, true, attrs)
+        })?;
         let bulkhead = Wanted::resolve(wants.bulkhead, |config, attrs| {
             BulkheadPolicy::build(registry, id, None, config, is_async, attrs)
         })?;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
 use crate::registry::Layer;
-use crate::retry::config::layered_builder;
+use crate::registry::layered_builder;
 
 /// A rate limiter's resolved configuration: every key has a value.
 ///
@@ -44,10 +44,21 @@ layered_builder! {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resilience4cata::rate_limiter::RateLimiterConfigBuilder;
+    /// use resilience4cata::{Pipeline, Registry};
     ///
-    /// let twenty_per_second = RateLimiterConfigBuilder::new().permits(20).max_wait(Duration::from_millis(50));
-    /// # let _ = twenty_per_second;
+    /// let registry = Registry::builder()
+    ///     .rate_limiter_defaults(|r| r.max_wait(Duration::from_millis(10)))
+    ///     .rate_limiter("partner-quota", |r| r.permits(10))
+    ///     .rate_limiter_instance("shop::PricesApi::quote", |r| r.permits(5))
+    ///     .build()?;
+    /// Pipeline::builder(&registry, "shop::PricesApi::quote")
+    ///     .rate_limiter_config("partner-quota")
+    ///     .build::<u32, std::io::Error>()?;
+    /// let snapshot = registry.snapshot();
+    /// let c = &snapshot.rate_limiters()[0].config;
+    /// // built-in < registry defaults < named config < instance override
+    /// assert_eq!((c.permits, c.max_wait), (5, Duration::from_millis(10)));
+    /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     RateLimiterConfigBuilder => RateLimiterConfig {
         /// `enabled`: `false` lets every call through untouched.

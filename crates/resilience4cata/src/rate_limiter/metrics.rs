@@ -4,8 +4,6 @@ use std::sync::Arc;
 
 use metrics::Counter;
 
-use super::RateLimiterEvent;
-
 /// One instance's handles: increments never allocate.
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
 pub struct RateLimiterMetrics {
@@ -22,10 +20,13 @@ impl RateLimiterMetrics {
         }
     }
 
-    pub(crate) fn record(event: &RateLimiterEvent, metrics: &Self) {
-        match event {
-            RateLimiterEvent::Permitted { .. } => metrics.permitted.increment(1),
-            RateLimiterEvent::Rejected { .. } => metrics.rejected.increment(1),
-        }
+    /// A `Permitted` event.
+    pub(crate) fn permitted(&self) {
+        self.permitted.increment(1);
+    }
+
+    /// A `Rejected` event.
+    pub(crate) fn rejected(&self) {
+        self.rejected.increment(1);
     }
 }

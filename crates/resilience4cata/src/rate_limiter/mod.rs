@@ -80,8 +80,9 @@
 //! | [`RateLimiterEvent::Permitted`] | a call got a permit (`waited` is zero on the pass path) |
 //! | [`RateLimiterEvent::Rejected`] | a call was refused; `retry_after` says when the next permit frees up |
 //!
-//! Both are per-call events: they are built only when a listener is registered (or the `tracing`
-//! feature is on), so an unobserved limiter pays a single branch for them. A disabled limiter
+//! Both are per-call events: they are built only when a listener, a subscription or an interested
+//! `tracing` subscriber wants them (feature `metrics` updates its handles without building them),
+//! so an unobserved limiter pays a single branch for them. A disabled limiter
 //! publishes nothing. The snapshot reports the permits available right now.
 //!
 //! # In the policy order

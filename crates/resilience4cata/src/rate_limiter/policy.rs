@@ -4,9 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::state::{AtomicGcra, Decision};
-use super::{RateLimiterConfig, RateLimiterEvent, RateLimiterSnapshot};
+use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterEvent, RateLimiterSnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
-use crate::events::{Listener, Publisher};
+use crate::error::RegistryError;
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
 /// A rate limiter instance's shared state: one per instance id.
@@ -26,10 +28,9 @@ impl RateLimiterState {
         instance: Arc<str>,
         config: RateLimiterConfig,
         timer: Arc<Timer>,
-        listeners: &[Listener<RateLimiterEvent>],
+        events: Publisher<RateLimiterEvent>,
     ) -> Self {
         timer.keep_coarse_fresh();
-        let events = Publisher::new(listeners, &instance);
         RateLimiterState {
             gcra: AtomicGcra::new(&config),
             max_wait: nanos(config.max_wait),
@@ -94,7 +95,10 @@ impl RateLimiterState {
 
     #[inline]
     fn permitted(&self, waited: Duration) {
-        self.events.emit(|| RateLimiterEvent::Permitted { instance: Arc::clone(&self.instance), waited });
+        publish!(self.events, |m| m.permitted(), || RateLimiterEvent::Permitted {
+            instance: Arc::clone(&self.instance),
+            waited
+        });
     }
 
     /// After the wait for a reserved permit: `Ok` unless shutdown cut it short (the reserved permit
@@ -112,7 +116,10 @@ impl RateLimiterState {
     #[cold]
     fn refuse(&self, retry_after: u64) -> Rejection {
         let retry_after = Duration::from_nanos(retry_after);
-        self.events.emit(|| RateLimiterEvent::Rejected { instance: Arc::clone(&self.instance), retry_after });
+        publish!(self.events, |m| m.rejected(), || RateLimiterEvent::Rejected {
+            instance: Arc::clone(&self.instance),
+            retry_after
+        });
         Rejection::RateLimitExceeded { instance: Arc::clone(&self.instance), retry_after }
     }
 }
@@ -149,6 +156,44 @@ impl RateLimiterPolicy {
     }
 }
 
+impl PolicyKind for RateLimiterPolicy {
+    type Builder = RateLimiterConfigBuilder;
+    type State = RateLimiterState;
+    type Event = RateLimiterEvent;
+    type Snapshot = RateLimiterSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::RateLimiterMetrics;
+
+    fn check(inner: &Inner, id: &str, is_async: bool, c: &RateLimiterConfig) -> Result<(), RegistryError> {
+        match is_async && c.enabled && !c.max_wait.is_zero() {
+            true => inner.require_async_clock(id, "this async method may wait for a rate limiter permit"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: RateLimiterConfig,
+        events: Publisher<RateLimiterEvent>,
+    ) -> RateLimiterState {
+        RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<RateLimiterState>) -> Self {
+        RateLimiterPolicy::new(state)
+    }
+
+    fn snapshot(state: &RateLimiterState) -> RateLimiterSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::RateLimiterMetrics::register(instance)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;
@@ -158,6 +203,7 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
+    use crate::events::Listener;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -171,7 +217,12 @@ mod tests {
         listeners: &[Listener<RateLimiterEvent>],
     ) -> RateLimiterPolicy {
         let timer = Arc::new(Clock::from(clock).into_timer());
-        RateLimiterPolicy::new(Arc::new(RateLimiterState::new("rl".into(), config, timer, listeners)))
+        RateLimiterPolicy::new(Arc::new(RateLimiterState::new(
+            "rl".into(),
+            config,
+            timer,
+            Publisher::detached(listeners, &"rl".into()),
+        )))
     }
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {

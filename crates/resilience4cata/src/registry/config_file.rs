@@ -20,39 +20,35 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
 
-use super::{Configs, Layer};
-use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, Algorithm};
-use crate::bulkhead::BulkheadConfigBuilder;
-use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
+use super::{Configs, Layer, PolicyConfigs, for_each_policy};
+use crate::circuit_breaker::WindowType;
 use crate::error::{RegistryError, codes};
-use crate::rate_limiter::RateLimiterConfigBuilder;
-use crate::retry::{Backoff, Jitter, RetryConfigBuilder};
-use crate::timeout::TimeoutConfigBuilder;
+use crate::retry::{Backoff, Jitter};
 
-/// The policy sections of one level of the key tree (`[defaults.<policy>]`, …).
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct PolicyTables {
-    /// `[….retry]`
-    #[serde(default)]
-    pub retry: Option<RetryConfigBuilder>,
-    /// `[….rate_limiter]`
-    #[serde(default)]
-    pub rate_limiter: Option<RateLimiterConfigBuilder>,
-    /// `[….bulkhead]`
-    #[serde(default)]
-    pub bulkhead: Option<BulkheadConfigBuilder>,
-    /// `[….timeout]`
-    #[serde(default)]
-    pub timeout: Option<TimeoutConfigBuilder>,
-    /// `[….circuit_breaker]`
-    #[serde(default)]
-    pub circuit_breaker: Option<CircuitBreakerConfigBuilder>,
-    /// `[….adaptive_limit]`
-    #[serde(default)]
-    pub adaptive_limit: Option<AdaptiveLimitConfigBuilder>,
+/// The policy sections of one level of the key tree (`[defaults.<policy>]`, …), and how they merge
+/// into the builder's layers: one field per policy of the list.
+macro_rules! policy_tables {
+    ($({ $module:ident: $policy:ident($builder:ident, $($types:tt)*), $($rest:tt)* })*) => {
+        /// The policy sections of one level of the key tree (`[defaults.<policy>]`, …).
+        #[derive(Clone, Debug, Default, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[non_exhaustive]
+        pub struct PolicyTables {
+            $(
+                #[doc = concat!("`[….", stringify!($module), "]`")]
+                #[serde(default)]
+                pub $module: Option<crate::$module::$builder>,
+            )*
+        }
+
+        impl PolicyTables {
+            fn merge_into(self, targets: &mut PolicyConfigs, level: &Level) {
+                $(merge_into(&mut targets.$module, level, self.$module);)*
+            }
+        }
+    };
 }
+for_each_policy!(policy_tables);
 
 /// A whole configuration: `defaults`, named `configs` and per-id `instances`. Deserialize it from
 /// any serde format (it can sit inside an application's own configuration) and hand it to
@@ -80,33 +76,11 @@ pub struct RegistryConfig {
     pub instances: BTreeMap<String, PolicyTables>,
 }
 
-/// The builder's layers that a configuration feeds.
-pub(crate) struct Targets<'a> {
-    pub(crate) retry: &'a mut Configs<RetryConfigBuilder>,
-    pub(crate) circuit_breaker: &'a mut Configs<CircuitBreakerConfigBuilder>,
-    pub(crate) rate_limiter: &'a mut Configs<RateLimiterConfigBuilder>,
-    pub(crate) bulkhead: &'a mut Configs<BulkheadConfigBuilder>,
-    pub(crate) timeout: &'a mut Configs<TimeoutConfigBuilder>,
-    pub(crate) adaptive_limit: &'a mut Configs<AdaptiveLimitConfigBuilder>,
-}
-
 /// Which layer one level of the key tree feeds.
 enum Level {
     Defaults,
     Named(String),
     Instance(String),
-}
-
-impl Targets<'_> {
-    fn merge(&mut self, level: &Level, tables: PolicyTables) {
-        let PolicyTables { retry, circuit_breaker, rate_limiter, bulkhead, timeout, adaptive_limit } = tables;
-        merge_into(self.retry, level, retry);
-        merge_into(self.circuit_breaker, level, circuit_breaker);
-        merge_into(self.rate_limiter, level, rate_limiter);
-        merge_into(self.bulkhead, level, bulkhead);
-        merge_into(self.timeout, level, timeout);
-        merge_into(self.adaptive_limit, level, adaptive_limit);
-    }
 }
 
 fn merge_into<B: Layer>(configs: &mut Configs<B>, level: &Level, builder: Option<B>) {
@@ -142,13 +116,13 @@ impl RegistryConfig {
     }
 
     /// Merges every section into the builder's layers, key by key.
-    pub(crate) fn apply(self, mut targets: Targets<'_>) {
-        targets.merge(&Level::Defaults, self.defaults);
+    pub(crate) fn apply(self, targets: &mut PolicyConfigs) {
+        self.defaults.merge_into(targets, &Level::Defaults);
         for (name, tables) in self.configs {
-            targets.merge(&Level::Named(name), tables);
+            tables.merge_into(targets, &Level::Named(name));
         }
         for (id, tables) in self.instances {
-            targets.merge(&Level::Instance(id), tables);
+            tables.merge_into(targets, &Level::Instance(id));
         }
     }
 }
@@ -225,12 +199,18 @@ pub(crate) use config_enum;
 
 config_enum!(Backoff { "fixed" => Backoff::Fixed, "exponential" => Backoff::Exponential });
 config_enum!(Jitter { "full" => Jitter::Full, "equal" => Jitter::Equal, "none" => Jitter::None });
-config_enum!(Algorithm { "aimd" => Algorithm::Aimd, "gradient2" => Algorithm::Gradient2, "vegas" => Algorithm::Vegas });
+config_enum!(crate::adaptive_limit::Algorithm {
+    "aimd" => crate::adaptive_limit::Algorithm::Aimd,
+    "gradient2" => crate::adaptive_limit::Algorithm::Gradient2,
+    "vegas" => crate::adaptive_limit::Algorithm::Vegas,
+});
 config_enum!(WindowType { "count" => WindowType::Count, "time" => WindowType::Time });
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::circuit_breaker::CircuitBreakerConfigBuilder;
+    use crate::retry::RetryConfigBuilder;
 
     fn err(text: &str) -> RegistryError {
         RegistryConfig::from_toml(text, "app.toml").unwrap_err()

@@ -111,3 +111,49 @@ impl<C: PartialEq + fmt::Debug + Clone, S> Instances<C, S> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner).values().map(|(_, s)| Arc::clone(s)).collect()
     }
 }
+
+/// Makes a policy's layered configuration builder `$builder` for its resolved `$config`: one
+/// `Option` per key, a chaining setter named after each key, `overlay` (for `Layer::merge`) and
+/// `fill` (unset keys from `$config::default()`, for `Layer::resolve`); with feature `serde` it
+/// also derives the config-file `Deserialize` (unknown keys refused).
+macro_rules! layered_builder {
+    ($(#[$meta:meta])* $builder:ident => $config:ident { $($(#[$kdoc:meta])* $key:ident : $ty:ty),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq)]
+        #[cfg_attr(feature = "serde", derive(serde::Deserialize), serde(deny_unknown_fields))]
+        pub struct $builder {
+            $(
+                #[cfg_attr(feature = "serde", serde(default, deserialize_with = "crate::registry::config_file::optional"))]
+                $key: Option<$ty>,
+            )*
+        }
+
+        impl $builder {
+            /// A builder with every key unset.
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            $(
+                $(#[$kdoc])*
+                #[must_use]
+                pub fn $key(mut self, value: $ty) -> Self {
+                    self.$key = Some(value);
+                    self
+                }
+            )*
+
+            fn overlay(&mut self, over: &Self) {
+                $(if over.$key.is_some() { self.$key = over.$key.clone(); })*
+            }
+
+            fn fill(&self) -> $config {
+                let mut config = $config::default();
+                $(if let Some(v) = &self.$key { config.$key = v.clone().into(); })*
+                config
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use layered_builder;

@@ -6,26 +6,18 @@
 #[cfg(feature = "serde")]
 pub(crate) mod config_file;
 mod layer;
+mod policies;
 
 use std::fmt;
 use std::sync::Arc;
 
-pub(crate) use layer::{Configs, Instances, Layer};
+pub(crate) use layer::{Configs, Instances, Layer, layered_builder};
+pub use policies::RegistrySnapshot;
+pub(crate) use policies::{PolicyConfigs, PolicyKind, Registered, Stores, for_each_policy, policy_handle};
 
-use crate::adaptive_limit::policy::AdaptiveLimitState;
-use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, AdaptiveLimitSnapshot};
-use crate::bulkhead::policy::BulkheadState;
-use crate::bulkhead::{BulkheadConfigBuilder, BulkheadSnapshot};
-use crate::circuit_breaker::{CircuitBreakerConfigBuilder, CircuitBreakerSnapshot, CircuitBreakerState};
 use crate::clock::{Clock, Timer};
 use crate::error::{RegistryError, codes};
 use crate::events::{Event, Listeners};
-use crate::rate_limiter::policy::RateLimiterState;
-use crate::rate_limiter::{RateLimiterConfigBuilder, RateLimiterSnapshot};
-use crate::retry::policy::RetryState;
-use crate::retry::{RetryConfigBuilder, RetrySnapshot};
-use crate::timeout::policy::TimeoutState;
-use crate::timeout::{TimeoutConfigBuilder, TimeoutSnapshot};
 
 /// Holds configuration, listeners, the clock and the state of every policy instance.
 ///
@@ -46,44 +38,11 @@ pub struct Registry {
     inner: Arc<Inner>,
 }
 
-/// One policy kind's configuration layers and live instances.
-pub(crate) struct Kind<B: Layer, S> {
-    pub(crate) configs: Configs<B>,
-    pub(crate) instances: Instances<B::Config, S>,
-}
-
-impl<B: Layer, S> Kind<B, S> {
-    fn new(configs: Configs<B>) -> Self {
-        Kind { configs, instances: Instances::default() }
-    }
-
-    /// The one way a policy instance comes to be: resolve `id`'s layers over `attrs`
-    /// (`R4C-REG-004`, `R4C-REG-003`), let the policy `check` the resolved config, then find the
-    /// shared state or `make` it (`R4C-REG-008` if the id resolves differently elsewhere).
-    pub(crate) fn instance(
-        &self,
-        id: &str,
-        config: Option<&str>,
-        attrs: &B,
-        check: impl FnOnce(&B::Config) -> Result<(), RegistryError>,
-        make: impl FnOnce(Arc<str>, B::Config) -> S,
-    ) -> Result<Arc<S>, RegistryError> {
-        let resolved = self.configs.resolve(id, config, attrs)?;
-        check(&resolved)?;
-        self.instances.get_or_create(B::POLICY, id, resolved, make)
-    }
-}
-
 pub(crate) struct Inner {
     pub(crate) timer: Arc<Timer>,
     pub(crate) seed: u64,
     pub(crate) listeners: Listeners,
-    pub(crate) retry: Kind<RetryConfigBuilder, RetryState>,
-    pub(crate) circuit_breaker: Kind<CircuitBreakerConfigBuilder, CircuitBreakerState>,
-    pub(crate) rate_limiter: Kind<RateLimiterConfigBuilder, RateLimiterState>,
-    pub(crate) bulkhead: Kind<BulkheadConfigBuilder, BulkheadState>,
-    pub(crate) timeout: Kind<TimeoutConfigBuilder, TimeoutState>,
-    pub(crate) adaptive_limit: Kind<AdaptiveLimitConfigBuilder, AdaptiveLimitState>,
+    pub(crate) stores: Stores,
 }
 
 impl Inner {
@@ -115,15 +74,34 @@ impl Registry {
 
     /// Every policy instance built so far, with its resolved configuration and current state.
     pub fn snapshot(&self) -> RegistrySnapshot {
-        let inner = &*self.inner;
-        RegistrySnapshot {
-            retries: inner.retry.instances.all().iter().map(|s| s.snapshot()).collect(),
-            circuit_breakers: self.circuit_breaker_snapshots(),
-            rate_limiters: inner.rate_limiter.instances.all().iter().map(|s| s.snapshot()).collect(),
-            bulkheads: inner.bulkhead.instances.all().iter().map(|s| s.snapshot()).collect(),
-            timeouts: inner.timeout.instances.all().iter().map(|s| s.snapshot()).collect(),
-            adaptive_limits: inner.adaptive_limit.instances.all().iter().map(|s| s.snapshot()).collect(),
-        }
+        RegistrySnapshot::of(&self.inner.stores)
+    }
+
+    /// Attaches a subscriber to this built registry: a bounded, lossy stream of every event any of
+    /// its policies publishes from now on. Each subscriber buffers up to `capacity` events (at
+    /// least one); when it falls behind, the oldest are dropped and counted in
+    /// [`Subscription::lost`]. Publishers never wait for a subscriber, and while none is attached
+    /// publishing costs one relaxed atomic load more than it would without this method.
+    ///
+    /// ```
+    /// use resilience4cata::events::AnyEvent;
+    /// use resilience4cata::{Pipeline, Registry, RetryEvent};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let mut events = registry.subscribe(64);
+    /// let pipeline = Pipeline::builder(&registry, "fetch").retry_with(|r| r.max_attempts(1)).build::<(), &str>()?;
+    /// let _ = pipeline.execute(|| Err("down"));
+    /// match events.try_recv() {
+    ///     Some(AnyEvent::Retry(RetryEvent::GaveUp { attempts, .. })) => assert_eq!(attempts, 1),
+    ///     other => panic!("unexpected {other:?}"),
+    /// }
+    /// drop(events); // unsubscribes
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    ///
+    /// [`Subscription::lost`]: crate::events::Subscription::lost
+    pub fn subscribe(&self, capacity: usize) -> crate::events::Subscription {
+        self.inner.listeners.hub.subscribe(capacity)
     }
 
     /// Interrupts every pending wait between retry attempts, and every later one (sticky): those
@@ -146,30 +124,6 @@ impl fmt::Debug for Registry {
     }
 }
 
-/// Every policy instance of a registry at one moment (`Registry::snapshot`).
-#[derive(Clone, Debug, PartialEq, Default)]
-#[non_exhaustive]
-pub struct RegistrySnapshot {
-    retries: Vec<RetrySnapshot>,
-    circuit_breakers: Vec<CircuitBreakerSnapshot>,
-    pub(crate) rate_limiters: Vec<RateLimiterSnapshot>,
-    pub(crate) bulkheads: Vec<BulkheadSnapshot>,
-    pub(crate) timeouts: Vec<TimeoutSnapshot>,
-    pub(crate) adaptive_limits: Vec<AdaptiveLimitSnapshot>,
-}
-
-impl RegistrySnapshot {
-    /// Every retry instance, ordered by id.
-    pub fn retries(&self) -> &[RetrySnapshot] {
-        &self.retries
-    }
-
-    /// Every circuit breaker instance, ordered by id.
-    pub fn circuit_breakers(&self) -> &[CircuitBreakerSnapshot] {
-        &self.circuit_breakers
-    }
-}
-
 /// Configures a [`Registry`]: defaults, named configurations and per-instance overrides for each
 /// policy, the clock, and event listeners.
 #[must_use]
@@ -180,13 +134,8 @@ pub struct RegistryBuilder {
     clock: Clock,
     seed: Option<u64>,
     listeners: Listeners,
-    retry: Configs<RetryConfigBuilder>,
-    /// Configured through the methods in `circuit_breaker::registry`.
-    pub(crate) circuit_breaker: Configs<CircuitBreakerConfigBuilder>,
-    pub(crate) rate_limiter: Configs<RateLimiterConfigBuilder>,
-    pub(crate) bulkhead: Configs<BulkheadConfigBuilder>,
-    pub(crate) timeout: Configs<TimeoutConfigBuilder>,
-    pub(crate) adaptive_limit: Configs<AdaptiveLimitConfigBuilder>,
+    /// Configured through the `x_defaults` / `x` / `x_instance` trio of each policy (`policies.rs`).
+    policies: PolicyConfigs,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -220,40 +169,11 @@ impl RegistryBuilder {
         self
     }
 
-    /// Overrides built-in retry defaults for every retry of this registry.
-    pub fn retry_defaults(mut self, f: impl FnOnce(RetryConfigBuilder) -> RetryConfigBuilder) -> Self {
-        edit(&mut self.retry.defaults, f);
-        self
-    }
-
-    /// A named retry configuration, chosen with `#[retry(config = "name")]` or `.retry_config("name")`.
-    pub fn retry(mut self, name: impl Into<String>, f: impl FnOnce(RetryConfigBuilder) -> RetryConfigBuilder) -> Self {
-        edit(self.retry.named.entry(name.into()).or_default(), f);
-        self
-    }
-
-    /// Overrides for one retry instance id; they win over everything else.
-    pub fn retry_instance(
-        mut self,
-        id: impl Into<String>,
-        f: impl FnOnce(RetryConfigBuilder) -> RetryConfigBuilder,
-    ) -> Self {
-        edit(self.retry.instances.entry(id.into()).or_default(), f);
-        self
-    }
-
     /// Merges an external configuration (feature `serde`) into the layers, key by key, in call
     /// order with the builder methods.
     #[cfg(feature = "serde")]
     pub fn config(mut self, config: config_file::RegistryConfig) -> Self {
-        config.apply(config_file::Targets {
-            retry: &mut self.retry,
-            circuit_breaker: &mut self.circuit_breaker,
-            rate_limiter: &mut self.rate_limiter,
-            bulkhead: &mut self.bulkhead,
-            timeout: &mut self.timeout,
-            adaptive_limit: &mut self.adaptive_limit,
-        });
+        config.apply(&mut self.policies);
         self
     }
 
@@ -311,12 +231,7 @@ impl RegistryBuilder {
             timer,
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             listeners: self.listeners,
-            retry: Kind::new(self.retry),
-            circuit_breaker: Kind::new(self.circuit_breaker),
-            rate_limiter: Kind::new(self.rate_limiter),
-            bulkhead: Kind::new(self.bulkhead),
-            timeout: Kind::new(self.timeout),
-            adaptive_limit: Kind::new(self.adaptive_limit),
+            stores: self.policies.into_stores(),
         };
         Ok(Registry { inner: Arc::new(inner) })
     }

@@ -90,48 +90,9 @@ impl RetryConfig {
     }
 }
 
-#[allow(unused_macros)]
-macro_rules! layered_builder {
-    ($(#[$meta:meta])* $builder:ident => $config:ident { $($(#[$kdoc:meta])* $key:ident : $ty:ty),* $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Clone, Debug, Default, PartialEq)]
-        #[cfg_attr(feature = "serde", derive(serde::Deserialize), serde(deny_unknown_fields))]
-        pub struct $builder {
-            $(
-                #[cfg_attr(feature = "serde", serde(default, deserialize_with = "crate::registry::config_file::optional"))]
-                $key: Option<$ty>,
-            )*
-        }
-
-        impl $builder {
-            /// A builder with every key unset.
-            pub fn new() -> Self {
-                Self::default()
-            }
-
-            $(
-                $(#[$kdoc])*
-                #[must_use]
-                pub fn $key(mut self, value: $ty) -> Self {
-                    self.$key = Some(value);
-                    self
-                }
-            )*
-
-            fn overlay(&mut self, over: &Self) {
-                $(if over.$key.is_some() { self.$key = over.$key.clone(); })*
-            }
-
-            fn fill(&self) -> $config {
-                let mut config = $config::default();
-                $(if let Some(v) = &self.$key { config.$key = v.clone().into(); })*
-                config
-            }
-        }
-    };
-}
+// Also re-exported here for branches begun when the macro lived in this file.
 #[allow(unused_imports)]
-pub(crate) use layered_builder; // each policy's config builder is made by this macro
+pub(crate) use crate::registry::layered_builder;
 
 layered_builder! {
     /// Retry settings to layer over the defaults: each setter is named after its attribute key and

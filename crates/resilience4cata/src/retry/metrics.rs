@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use metrics::Counter;
 
-use super::{GiveUpReason, RetryEvent};
+use super::GiveUpReason;
 
 const REASONS: [(GiveUpReason, &str); 6] = [
     (GiveUpReason::MaxAttempts, "max_attempts"),
@@ -33,14 +33,15 @@ impl RetryMetrics {
         }
     }
 
-    pub(crate) fn record(event: &RetryEvent, metrics: &Self) {
-        match event {
-            RetryEvent::Retrying { .. } => metrics.retries.increment(1),
-            RetryEvent::GaveUp { reason, .. } => {
-                if let Some(i) = REASONS.iter().position(|(r, _)| r == reason) {
-                    metrics.gave_up[i].increment(1);
-                }
-            }
+    /// A `Retrying` event: one more retry.
+    pub(crate) fn retrying(&self) {
+        self.retries.increment(1);
+    }
+
+    /// A `GaveUp` event, counted by reason.
+    pub(crate) fn gave_up(&self, reason: GiveUpReason) {
+        if let Some(i) = REASONS.iter().position(|(r, _)| *r == reason) {
+            self.gave_up[i].increment(1);
         }
     }
 }
@@ -53,7 +54,7 @@ mod tests {
 
     use crate::__private::{Failure, RetryConfigBuilder, RetryPolicy};
     use crate::clock::ManualClock;
-    use crate::registry::Registry;
+    use crate::registry::{Registered, Registry};
 
     #[test]
     fn retries_and_give_ups_are_counted_per_instance_and_reason() {

@@ -8,8 +8,8 @@ use super::budget::RetryBudget;
 use super::{Backoff, GiveUpReason, Jitter, RetryConfig, RetryConfigBuilder, RetryEvent, RetrySnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::error::RegistryError;
-use crate::events::Publisher;
-use crate::registry::Registry;
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, PolicyKind};
 
 /// What the generated code learnt about a failed attempt before asking the retry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl RetryState {
     }
 
     fn gave_up(&self, call: &RetryCall, reason: GiveUpReason) {
-        self.events.emit(|| RetryEvent::GaveUp {
+        publish!(self.events, |m| m.gave_up(reason), || RetryEvent::GaveUp {
             instance: Arc::clone(&self.instance),
             attempts: call.attempts,
             reason,
@@ -106,47 +106,61 @@ pub struct RetryPolicy {
     counts_start: bool,
     /// `max_attempts` when a retry can be granted without consulting anything but the attempt
     /// count: enabled, zero delay (so zero wait, whatever the backoff and jitter), no
-    /// `max_duration`, no budget, nobody listening. Else 0, which no attempt count is below.
+    /// `max_duration`, no budget, no listener on the builder. Else 0, which no attempt count is
+    /// below. Whether a subscriber or a tracing subscriber wants events is checked on each retry
+    /// (`Publisher::is_watched`); metric handles are updated on the quick path itself.
     quick_below: u32,
 }
 
-impl RetryPolicy {
-    pub(crate) fn build(
-        registry: &Registry,
-        id: &str,
-        name: Option<&str>,
-        config: Option<&str>,
-        is_async: bool,
-        attrs: RetryConfigBuilder,
-    ) -> Result<Self, RegistryError> {
-        let inner = registry.inner();
-        let id = name.unwrap_or(id);
-        let check = |_: &RetryConfig| match is_async {
+impl PolicyKind for RetryPolicy {
+    type Builder = RetryConfigBuilder;
+    type State = RetryState;
+    type Event = RetryEvent;
+    type Snapshot = RetrySnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::RetryMetrics;
+
+    fn check(inner: &Inner, id: &str, is_async: bool, _: &RetryConfig) -> Result<(), RegistryError> {
+        match is_async {
             true => inner.require_async_clock(id, "this async method waits between attempts"),
             false => Ok(()),
-        };
-        let state = inner.retry.instance(id, config, &attrs, check, |instance, config| {
-            let seed = inner.seed ^ fnv1a(&instance);
-            RetryState {
-                budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
-                events: Publisher::new(&inner.listeners.retry, &instance),
-                instance,
-                config,
-                timer: Arc::clone(&inner.timer),
-                rng: AtomicU64::new(seed),
-            }
-        })?;
+        }
+    }
+
+    fn new_state(inner: &Inner, instance: Arc<str>, config: RetryConfig, events: Publisher<RetryEvent>) -> RetryState {
+        RetryState {
+            budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
+            rng: AtomicU64::new(inner.seed ^ fnv1a(&instance)),
+            events,
+            instance,
+            config,
+            timer: Arc::clone(&inner.timer),
+        }
+    }
+
+    fn from_state(state: Arc<RetryState>) -> Self {
         let c = &state.config;
         let counts_start = c.enabled && (c.max_duration.is_some() || state.budget.is_some());
         let quick = c.enabled
             && c.delay.is_zero()
             && c.max_duration.is_none()
             && state.budget.is_none()
-            && !state.events.is_active();
+            && !state.events.has_listeners();
         let quick_below = if quick { c.max_attempts } else { 0 };
-        Ok(RetryPolicy { state, counts_start, quick_below })
+        RetryPolicy { state, counts_start, quick_below }
     }
 
+    fn snapshot(state: &RetryState) -> RetrySnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::RetryMetrics::register(instance)
+    }
+}
+
+impl RetryPolicy {
     /// The instance id.
     pub fn instance(&self) -> &str {
         &self.state.instance
@@ -252,9 +266,15 @@ impl RetryPolicy {
     /// Giving up, a shut-down registry and everything else take the full path.
     #[inline]
     fn quick(&self, call: &mut RetryCall, failure: Failure) -> bool {
-        let go =
-            failure == Failure::Retryable && call.attempts + 1 < self.quick_below && !self.state.timer.is_shut_down();
+        let go = failure == Failure::Retryable
+            && call.attempts + 1 < self.quick_below
+            && !self.state.timer.is_shut_down()
+            && !self.state.events.is_watched();
         call.attempts += u32::from(go);
+        #[cfg(feature = "metrics")]
+        if go {
+            self.state.events.metrics().retrying();
+        }
         go
     }
 
@@ -291,7 +311,7 @@ impl RetryPolicy {
             state.gave_up(call, reason);
             return None;
         }
-        state.events.emit(|| RetryEvent::Retrying {
+        publish!(state.events, |m| m.retrying(), || RetryEvent::Retrying {
             instance: Arc::clone(&state.instance),
             attempt: call.attempts,
             delay: wait,
@@ -328,7 +348,7 @@ mod tests {
     //! The policy driven the way generated code drives it, on the manual clock.
     use super::*;
     use crate::clock::ManualClock;
-    use crate::registry::Registry;
+    use crate::registry::{Registered, Registry};
     use std::sync::Mutex;
 
     fn registry(clock: &ManualClock, events: &Arc<Mutex<Vec<RetryEvent>>>) -> Registry {
@@ -443,9 +463,8 @@ mod tests {
         let quiet = Registry::builder().clock(&clock).build().unwrap();
         let attrs = || RetryConfigBuilder::new().max_attempts(4).delay(Duration::ZERO);
         let policy = RetryPolicy::build(&quiet, "m::A::zero", None, None, false, attrs()).unwrap();
-        // The `tracing` and `metrics` features always listen, which turns the quick path off.
-        let listening = cfg!(any(feature = "tracing", feature = "metrics"));
-        assert_eq!(policy.quick_below, if listening { 0 } else { 4 });
+        // Neither feature `tracing` (no subscriber installed) nor `metrics` turns the quick path off.
+        assert_eq!(policy.quick_below, 4);
         assert_eq!(run(&policy, |_| Some(Failure::Retryable)), (4, false));
         assert_eq!(run(&policy, |n| (n < 3).then_some(Failure::Retryable)), (2, true));
         assert_eq!(run(&policy, |_| Some(Failure::NotRetryable)), (1, false));

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
 use crate::registry::Layer;
-use crate::retry::config::layered_builder;
+use crate::registry::layered_builder;
 
 /// A timeout's resolved configuration: every key has a value.
 ///
@@ -38,10 +38,19 @@ layered_builder! {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resilience4cata::timeout::TimeoutConfigBuilder;
+    /// use resilience4cata::{Pipeline, Registry};
     ///
-    /// let quick = TimeoutConfigBuilder::new().duration(Duration::from_millis(250));
-    /// # let _ = quick;
+    /// let registry = Registry::builder()
+    ///     .timeout_defaults(|t| t.duration(Duration::from_millis(300)))
+    ///     .timeout("slow-partner", |t| t.duration(Duration::from_secs(5)))
+    ///     .timeout_instance("shop::PricesApi::quote", |t| t.enabled(true))
+    ///     .build()?;
+    /// Pipeline::builder(&registry, "shop::PricesApi::quote").timeout_config("slow-partner").build::<u32, std::io::Error>()?;
+    /// let snapshot = registry.snapshot();
+    /// let c = &snapshot.timeouts()[0].config;
+    /// // built-in < registry defaults < named config < instance override
+    /// assert_eq!((c.enabled, c.duration), (true, Duration::from_secs(5)));
+    /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     TimeoutConfigBuilder => TimeoutConfig {
         /// `enabled`: `false` runs attempts without a deadline.

@@ -4,8 +4,6 @@ use std::sync::Arc;
 
 use metrics::Counter;
 
-use super::TimeoutEvent;
-
 /// One instance's handles: increments never allocate.
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
 pub struct TimeoutMetrics {
@@ -18,9 +16,8 @@ impl TimeoutMetrics {
         TimeoutMetrics { timed_out: metrics::counter!("resilience4cata_timeout_timed_out_total", "instance" => id) }
     }
 
-    pub(crate) fn record(event: &TimeoutEvent, metrics: &Self) {
-        match event {
-            TimeoutEvent::TimedOut { .. } => metrics.timed_out.increment(1),
-        }
+    /// A `TimedOut` event.
+    pub(crate) fn timed_out(&self) {
+        self.timed_out.increment(1);
     }
 }

@@ -69,7 +69,6 @@
 
 mod config;
 mod events;
-mod handle;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;

@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 
 use super::state::{Race, against_the_clock, first_poll};
-use super::{TimeoutConfig, TimeoutEvent, TimeoutSnapshot};
+use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
 use crate::clock::{Timer, nanos};
-use crate::events::{Listener, Publisher};
+use crate::error::{RegistryError, codes};
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, PolicyKind};
 use crate::rejection::Rejection;
 
 /// A timeout instance's shared state: one per (derived) instance id.
@@ -29,10 +31,9 @@ impl TimeoutState {
         instance: Arc<str>,
         config: TimeoutConfig,
         timer: Arc<Timer>,
-        listeners: &[Listener<TimeoutEvent>],
+        events: Publisher<TimeoutEvent>,
     ) -> Self {
         timer.keep_coarse_fresh();
-        let events = Publisher::new(listeners, &instance);
         TimeoutState { duration: nanos(config.duration), instance, config, timer, events, timed_out: AtomicU64::new(0) }
     }
 
@@ -48,7 +49,10 @@ impl TimeoutState {
     fn fired(&self) -> Rejection {
         self.timed_out.fetch_add(1, Ordering::Relaxed);
         let timeout = self.config.duration;
-        self.events.emit(|| TimeoutEvent::TimedOut { instance: Arc::clone(&self.instance), timeout });
+        publish!(self.events, |m| m.timed_out(), || TimeoutEvent::TimedOut {
+            instance: Arc::clone(&self.instance),
+            timeout
+        });
         Rejection::CallTimeout { instance: Arc::clone(&self.instance), timeout }
     }
 }
@@ -94,6 +98,56 @@ impl TimeoutPolicy {
     }
 }
 
+impl PolicyKind for TimeoutPolicy {
+    type Builder = TimeoutConfigBuilder;
+    type State = TimeoutState;
+    type Event = TimeoutEvent;
+    type Snapshot = TimeoutSnapshot;
+    #[cfg(feature = "metrics")]
+    type Metrics = super::metrics::TimeoutMetrics;
+
+    /// A blocking call cannot be cancelled: `R4C-REG-001` before anything is resolved.
+    fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
+        match is_async {
+            true => Ok(()),
+            false => Err(RegistryError::new(
+                codes::INVALID_COMBINATION,
+                Some(id),
+                "a timeout needs an async method: a blocking call cannot be cancelled",
+            )),
+        }
+    }
+
+    fn check(inner: &Inner, id: &str, _: bool, c: &TimeoutConfig) -> Result<(), RegistryError> {
+        match c.enabled {
+            true => inner.require_async_clock(id, "this async method runs under a timeout"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: TimeoutConfig,
+        events: Publisher<TimeoutEvent>,
+    ) -> TimeoutState {
+        TimeoutState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn from_state(state: Arc<TimeoutState>) -> Self {
+        TimeoutPolicy::new(state)
+    }
+
+    fn snapshot(state: &TimeoutState) -> TimeoutSnapshot {
+        state.snapshot()
+    }
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+        super::metrics::TimeoutMetrics::register(instance)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -102,13 +156,19 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
+    use crate::events::Listener;
 
     const MS: Duration = Duration::from_millis(1);
 
     fn timeout(clock: &ManualClock, duration: Duration, listeners: &[Listener<TimeoutEvent>]) -> TimeoutPolicy {
         let timer = Arc::new(Clock::from(clock).into_timer());
         let config = TimeoutConfig { duration, ..Default::default() };
-        TimeoutPolicy::new(Arc::new(TimeoutState::new("m::Api::get".into(), config, timer, listeners)))
+        TimeoutPolicy::new(Arc::new(TimeoutState::new(
+            "m::Api::get".into(),
+            config,
+            timer,
+            Publisher::detached(listeners, &"m::Api::get".into()),
+        )))
     }
 
     fn block_on<F: Future>(f: F) -> F::Output {
@@ -200,7 +260,12 @@ mod tests {
         let clock = ManualClock::new();
         let timer = Arc::new(Clock::from(&clock).into_timer());
         let config = TimeoutConfig { enabled: false, duration: MS };
-        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new("x".into(), config, timer, &[])));
+        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new(
+            "x".into(),
+            config,
+            timer,
+            Publisher::detached(&[], &"x".into()),
+        )));
         assert_eq!(block_on(t.run(sleeper(&t, 5 * MS))), Ok(5 * MS));
     }
 
@@ -216,7 +281,12 @@ mod tests {
     fn system_clock_timer_fires_and_a_ready_attempt_skips_it() {
         let timer = Arc::new(Clock::system().into_timer());
         let config = TimeoutConfig { duration: 5 * MS, ..Default::default() };
-        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new("sys".into(), config, timer, &[])));
+        let t = TimeoutPolicy::new(Arc::new(TimeoutState::new(
+            "sys".into(),
+            config,
+            timer,
+            Publisher::detached(&[], &"sys".into()),
+        )));
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
         assert_eq!(rt.block_on(t.run(async { 1 })), Ok(1));
         assert!(rt.block_on(t.run(std::future::pending::<()>())).is_err());

@@ -1,0 +1,355 @@
+//! The policy set, declared once.
+//!
+//! Each policy kind implements [`PolicyKind`] beside its facade (`<policy>/policy.rs`): its
+//! configuration builder, shared state, event, snapshot, and how an instance is checked and made.
+//! [`for_each_policy!`] holds the one list of the policies; every per-policy piece of the registry
+//! follows from it: the registry's stores and the builder's configuration layers
+//! ([`registry_parts!`] below), the `x_defaults` / `x` / `x_instance` builder trio, the handle
+//! lookups, the snapshot lists, the listener table and [`AnyEvent`](crate::events::AnyEvent)
+//! (`events.rs`), the configuration-file tables (`config_file.rs`) and the `__private` constructors.
+//! Adding a policy is its own module, one `impl PolicyKind`, and one line in the list.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::{Configs, Inner, Instances, Layer, Registry};
+use crate::error::RegistryError;
+use crate::events::{Published, Publisher};
+
+/// The resolved configuration of policy kind `P`.
+pub(crate) type ConfigOf<P> = <<P as PolicyKind>::Builder as Layer>::Config;
+
+/// One kind of policy as the registry knows it, implemented by the facade the generated code
+/// holds (`RetryPolicy`, `CircuitBreakerPolicy`, …). Its name, configuration, state, event and
+/// snapshot types, and the three steps that make an instance: `admit` the call site, `check` the
+/// resolved configuration, make the shared `State`.
+pub(crate) trait PolicyKind: Sized + 'static {
+    /// The attribute name, also the key in configuration files and messages.
+    const NAME: &'static str = <Self::Builder as Layer>::POLICY;
+    /// The layered configuration builder (`XConfigBuilder`).
+    type Builder: Layer;
+    /// The state one instance shares between every user of its id.
+    type State: Send + Sync + 'static;
+    /// What the policy publishes.
+    type Event: Published;
+    /// One instance at one moment (`registry.snapshot()`).
+    type Snapshot: Clone + fmt::Debug + PartialEq;
+    /// The metric handles one instance records into (feature `metrics`), registered once when the
+    /// instance is built so recording never allocates.
+    #[cfg(feature = "metrics")]
+    type Metrics: Send + Sync;
+
+    /// Refuses a call site before anything is resolved (a timeout on a blocking method).
+    fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
+        let _ = (id, is_async);
+        Ok(())
+    }
+
+    /// Checks the resolved configuration against the call site (an async wait needs a clock that
+    /// can sleep in a future, `R4C-REG-010`).
+    fn check(inner: &Inner, id: &str, is_async: bool, config: &ConfigOf<Self>) -> Result<(), RegistryError> {
+        let _ = (inner, id, is_async, config);
+        Ok(())
+    }
+
+    /// The shared state of a new instance.
+    fn new_state(
+        inner: &Inner,
+        instance: Arc<str>,
+        config: ConfigOf<Self>,
+        events: Publisher<Self::Event>,
+    ) -> Self::State;
+
+    /// The facade over a (possibly shared) state.
+    fn from_state(state: Arc<Self::State>) -> Self;
+
+    /// One instance's snapshot.
+    fn snapshot(state: &Self::State) -> Self::Snapshot;
+
+    /// Registers the instance's metric handles (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics;
+}
+
+/// Where the registry keeps a policy kind: implemented for every policy of the list by
+/// [`registry_parts!`], so a `PolicyKind` outside the list cannot be built.
+pub(crate) trait Registered: PolicyKind {
+    /// The kind's configuration layers and live instances in `inner`.
+    fn store(inner: &Inner) -> &Store<Self>;
+
+    /// The one way an instance comes to be, for the generated code (`__private`) and pipelines
+    /// alike: admit the call site, resolve `name` (else `id`) through the layers over `attrs`
+    /// (`R4C-REG-004`, `R4C-REG-003`), check, then find the shared state or make it
+    /// (`R4C-REG-008` if the id resolves differently elsewhere).
+    fn build(
+        registry: &Registry,
+        id: &str,
+        name: Option<&str>,
+        config: Option<&str>,
+        is_async: bool,
+        attrs: Self::Builder,
+    ) -> Result<Self, RegistryError> {
+        Self::admit(id, is_async)?;
+        let inner = registry.inner();
+        let id = name.unwrap_or(id);
+        let store = Self::store(inner);
+        let resolved = store.configs.resolve(id, config, &attrs)?;
+        Self::check(inner, id, is_async, &resolved)?;
+        let state = store.instances.get_or_create(Self::NAME, id, resolved, |instance, config| {
+            let events = Publisher::new(&inner.listeners, &instance);
+            Self::new_state(inner, instance, config, events)
+        })?;
+        Ok(Self::from_state(state))
+    }
+}
+
+/// One policy kind's configuration layers and live instances.
+pub(crate) struct Store<P: PolicyKind> {
+    pub(crate) configs: Configs<P::Builder>,
+    pub(crate) instances: Instances<ConfigOf<P>, P::State>,
+}
+
+impl<P: PolicyKind> Store<P> {
+    pub(crate) fn new(configs: Configs<P::Builder>) -> Self {
+        Store { configs, instances: Instances::default() }
+    }
+
+    /// Every instance's snapshot, ordered by id.
+    pub(crate) fn snapshots(&self) -> Vec<P::Snapshot> {
+        self.instances.all().iter().map(|state| P::snapshot(state)).collect()
+    }
+}
+
+/// The list of policies, in nesting order, handed to `$generator` (a macro taking the same
+/// entries). One entry per policy:
+/// `{ module: Facade(ConfigBuilder, Snapshot), Event => AnyEvent variant, "human name", snapshot
+/// list, [defaults, named, instance] builder methods, [HandleType] or [] }`
+/// (the types are named here so the docs show them; they must be the `PolicyKind` impl's).
+/// where `module` is also the field, the `__private` constructor and the config-file table.
+macro_rules! for_each_policy {
+    ($generator:path) => {
+        $generator! {
+            { retry: RetryPolicy(RetryConfigBuilder, RetrySnapshot), RetryEvent => Retry, "retry", retries, [retry_defaults, retry, retry_instance], [] }
+            { circuit_breaker: CircuitBreakerPolicy(CircuitBreakerConfigBuilder, CircuitBreakerSnapshot), CircuitBreakerEvent => CircuitBreaker, "circuit breaker",
+                circuit_breakers, [circuit_breaker_defaults, circuit_breaker, circuit_breaker_instance],
+                [CircuitBreakerHandle] }
+            { rate_limiter: RateLimiterPolicy(RateLimiterConfigBuilder, RateLimiterSnapshot), RateLimiterEvent => RateLimiter, "rate limiter", rate_limiters,
+                [rate_limiter_defaults, rate_limiter, rate_limiter_instance], [RateLimiterHandle] }
+            { adaptive_limit: AdaptiveLimitPolicy(AdaptiveLimitConfigBuilder, AdaptiveLimitSnapshot), AdaptiveLimitEvent => AdaptiveLimit,
+                "adaptive limit", adaptive_limits, [adaptive_limit_defaults, adaptive_limit, adaptive_limit_instance],
+                [AdaptiveLimitHandle] }
+            { timeout: TimeoutPolicy(TimeoutConfigBuilder, TimeoutSnapshot), TimeoutEvent => Timeout, "timeout", timeouts,
+                [timeout_defaults, timeout, timeout_instance], [] }
+            { bulkhead: BulkheadPolicy(BulkheadConfigBuilder, BulkheadSnapshot), BulkheadEvent => Bulkhead, "bulkhead", bulkheads,
+                [bulkhead_defaults, bulkhead, bulkhead_instance], [BulkheadHandle] }
+        }
+    };
+}
+pub(crate) use for_each_policy;
+
+/// The registry's per-policy parts: stores, configuration layers, snapshot lists, builder trio,
+/// handle lookups.
+macro_rules! registry_parts {
+    ($({ $module:ident: $policy:ident($builder:ident, $snapshot:ident), $event:ident => $variant:ident,
+        $human:literal, $list:ident, [$defaults:ident, $named:ident, $instance:ident], [$($handle:ident)?] })*) => {
+        $(use crate::$module::policy::$policy;)*
+        $(use crate::$module::{$builder, $snapshot};)*
+        $($(use crate::$module::$handle;)?)*
+
+        /// Every policy kind's store.
+        pub(crate) struct Stores {
+            $(pub(crate) $module: Store<$policy>,)*
+        }
+
+        /// Every policy kind's configuration layers, as the builder collects them.
+        #[derive(Default)]
+        pub(crate) struct PolicyConfigs {
+            $(pub(crate) $module: Configs<$builder>,)*
+        }
+
+        impl PolicyConfigs {
+            pub(crate) fn into_stores(self) -> Stores {
+                Stores { $($module: Store::new(self.$module),)* }
+            }
+        }
+
+        $(impl Registered for $policy {
+            fn store(inner: &Inner) -> &Store<Self> {
+                &inner.stores.$module
+            }
+        })*
+
+        /// Every policy instance of a registry at one moment (`Registry::snapshot`).
+        #[derive(Clone, Debug, PartialEq, Default)]
+        #[non_exhaustive]
+        pub struct RegistrySnapshot {
+            $($list: Vec<$snapshot>,)*
+        }
+
+        impl RegistrySnapshot {
+            pub(crate) fn of(stores: &Stores) -> Self {
+                RegistrySnapshot { $($list: stores.$module.snapshots(),)* }
+            }
+
+            $(
+                #[doc = concat!("Every ", $human, " instance, ordered by id.")]
+                ///
+                /// ```
+                /// let registry = resilience4cata::Registry::builder().build()?;
+                #[doc = concat!("assert!(registry.snapshot().", stringify!($list), "().is_empty()); // nothing wrapped yet")]
+                /// # Ok::<(), resilience4cata::RegistryError>(())
+                /// ```
+                pub fn $list(&self) -> &[$snapshot] {
+                    &self.$list
+                }
+            )*
+        }
+
+        impl super::RegistryBuilder {
+            $(
+                #[doc = concat!("Overrides built-in ", $human, " defaults for every ", $human, " of this registry \
+                    (see the [`", stringify!($module), "`](crate::", stringify!($module), ") module for each key).")]
+                ///
+                /// ```
+                /// let registry = resilience4cata::Registry::builder()
+                #[doc = concat!("    .", stringify!($defaults), "(|c| c.enabled(false))")]
+                ///     .build()?;
+                /// # Ok::<(), resilience4cata::RegistryError>(())
+                /// ```
+                pub fn $defaults(
+                    mut self,
+                    f: impl FnOnce($builder) -> $builder,
+                ) -> Self {
+                    super::edit(&mut self.policies.$module.defaults, f);
+                    self
+                }
+
+                #[doc = concat!("A named ", $human, " configuration, chosen with `#[", stringify!($module),
+                    "(config = \"name\")]` or `.", stringify!($module), "_config(\"name\")` on a pipeline.")]
+                ///
+                /// ```
+                /// let registry = resilience4cata::Registry::builder()
+                #[doc = concat!("    .", stringify!($named), "(\"quiet\", |c| c.enabled(false))")]
+                ///     .build()?;
+                /// # Ok::<(), resilience4cata::RegistryError>(())
+                /// ```
+                pub fn $named(
+                    mut self,
+                    name: impl Into<String>,
+                    f: impl FnOnce($builder) -> $builder,
+                ) -> Self {
+                    super::edit(self.policies.$module.named.entry(name.into()).or_default(), f);
+                    self
+                }
+
+                #[doc = concat!("Overrides for one ", $human, " instance id; they win over everything else.")]
+                ///
+                /// ```
+                /// let registry = resilience4cata::Registry::builder()
+                #[doc = concat!("    .", stringify!($instance), "(\"shop::InventoryApi::stock\", |c| c.enabled(false))")]
+                ///     .build()?;
+                /// # Ok::<(), resilience4cata::RegistryError>(())
+                /// ```
+                pub fn $instance(
+                    mut self,
+                    id: impl Into<String>,
+                    f: impl FnOnce($builder) -> $builder,
+                ) -> Self {
+                    super::edit(self.policies.$module.instances.entry(id.into()).or_default(), f);
+                    self
+                }
+            )*
+        }
+
+        impl Registry {
+            $($(
+                #[doc = concat!("The ", $human, " instance `id` (its `name`, or the derived \
+                    `<module_path>::<Trait>::<method>`), once a wrapper or pipeline has built it; see [`",
+                    stringify!($handle), "`].")]
+                pub fn $module(&self, id: &str) -> Option<$handle> {
+                    <$policy as Registered>::store(self.inner()).instances.get(id).map($handle::of_state)
+                }
+            )?)*
+        }
+
+        /// Each policy's attribute name, `__private` constructor, config builder and facade, in
+        /// nesting order, for the test that holds the macro's list to this one.
+        #[cfg(test)]
+        pub(crate) const LISTED: &[[&str; 4]] =
+            &[$([<$policy as PolicyKind>::NAME, stringify!($module), stringify!($builder), stringify!($policy)]),*];
+    };
+}
+
+for_each_policy!(registry_parts);
+
+/// A policy's public handle: the instance id and its snapshot. Manual controls go in an `impl` of
+/// the policy's own.
+macro_rules! policy_handle {
+    ($(#[$meta:meta])* $handle:ident for $policy:ty => $snapshot:ty) => {
+        $(#[$meta])*
+        #[derive(Clone)]
+        pub struct $handle {
+            state: ::std::sync::Arc<<$policy as $crate::registry::PolicyKind>::State>,
+        }
+
+        impl $handle {
+            /// The handle of one live instance (the registry's lookup).
+            pub(crate) fn of_state(state: ::std::sync::Arc<<$policy as $crate::registry::PolicyKind>::State>) -> Self {
+                $handle { state }
+            }
+
+            /// The instance id.
+            pub fn instance(&self) -> &str {
+                &self.state.instance
+            }
+
+            /// The configuration and the instance's live state.
+            pub fn snapshot(&self) -> $snapshot {
+                <$policy as $crate::registry::PolicyKind>::snapshot(&self.state)
+            }
+        }
+
+        impl ::std::fmt::Debug for $handle {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct(stringify!($handle)).field("instance", &self.instance()).finish_non_exhaustive()
+            }
+        }
+    };
+}
+pub(crate) use policy_handle;
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::LISTED;
+
+    /// `field: "value"` in a macro-side `PolicySpec` source.
+    fn spec_field<'a>(source: &'a str, field: &str) -> Option<&'a str> {
+        let start = source.find(&format!("\n    {field}: \""))? + field.len() + 8;
+        source[start..].split('"').next()
+    }
+
+    /// A policy half-registered (in the macro's `POLICIES` but not in `for_each_policy!`, or the
+    /// other way round, or in another order, or with another constructor, builder or facade)
+    /// fails here.
+    #[test]
+    fn the_macro_and_the_runtime_list_the_same_policies_in_the_same_order() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../resilience4cata-macros/src/policy");
+        let index = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+        let list = &index[index.find("POLICIES: &[&PolicySpec] = &[").unwrap()..];
+        let list = &list[..list.find("];").unwrap()];
+        let modules: Vec<&str> = list.lines().filter_map(|l| l.trim().strip_prefix('&')?.split("::").next()).collect();
+        let listed: Vec<&str> = LISTED.iter().map(|[name, ..]| *name).collect();
+        assert_eq!(modules, listed, "policy/mod.rs POLICIES vs registry::for_each_policy!");
+        for [name, constructor, builder, facade] in LISTED {
+            let source = std::fs::read_to_string(dir.join(format!("{name}.rs"))).unwrap();
+            let spec = |field| spec_field(&source, field);
+            assert_eq!(
+                [spec("name"), spec("runtime_fn"), spec("builder"), spec("field_ty")],
+                [Some(*name), Some(*constructor), Some(*builder), Some(*facade)],
+                "policy/{name}.rs"
+            );
+        }
+    }
+}
