@@ -65,7 +65,8 @@ pub struct Aimd {
     min: u32,
     max: u32,
     backoff_ratio: f64,
-    latency_timeout: Duration,
+    /// `latency_timeout` in nanoseconds, so the policy's pass path compares two integers.
+    latency_timeout: u64,
 }
 
 impl Aimd {
@@ -81,15 +82,15 @@ impl Aimd {
             min: c.min_limit,
             max: c.max_limit,
             backoff_ratio: c.backoff_ratio,
-            latency_timeout: c.latency_timeout,
+            latency_timeout: crate::clock::nanos(c.latency_timeout),
         }
     }
 
     /// The limit after a sample taken at `limit`, leaving `self` alone: the policy applies it in
     /// the compare-and-set that frees the call's slot.
     #[inline]
-    pub(crate) fn next(&self, limit: u32, rtt: Duration, in_flight: u32, dropped: bool) -> u32 {
-        let next = if dropped || rtt > self.latency_timeout {
+    pub(crate) fn next(&self, limit: u32, rtt_nanos: u64, in_flight: u32, dropped: bool) -> u32 {
+        let next = if dropped || rtt_nanos > self.latency_timeout {
             (f64::from(limit) * self.backoff_ratio) as u32
         } else if u64::from(in_flight) * 2 >= u64::from(limit) {
             limit.saturating_add(1)
@@ -102,7 +103,7 @@ impl Aimd {
 
 impl LimitAlgorithm for Aimd {
     fn on_sample(&mut self, rtt: Duration, in_flight: u32, dropped: bool) -> u32 {
-        self.limit = self.next(self.limit, rtt, in_flight, dropped);
+        self.limit = self.next(self.limit, crate::clock::nanos(rtt), in_flight, dropped);
         self.limit
     }
 

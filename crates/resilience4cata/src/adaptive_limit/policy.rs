@@ -159,26 +159,37 @@ impl AdaptiveLimitState {
     }
 
     /// Frees the slot, feeding the sample to the algorithm unless it is ignored.
-    #[inline]
+    #[inline(always)]
     fn finish(&self, start: u64, in_flight: u32, outcome: LimitOutcome) {
         #[cfg(feature = "metrics")]
         self.events.metrics().left();
         if outcome == LimitOutcome::Ignored {
             return self.slots.release();
         }
-        let rtt = Duration::from_nanos(self.now().saturating_sub(start));
+        let rtt = self.now().saturating_sub(start);
         let dropped = outcome == LimitOutcome::Dropped;
         let (from, to) = match &self.engine {
             Engine::Aimd(aimd) => self.slots.release_with(|limit| aimd.next(limit, rtt, in_flight, dropped)),
-            Engine::Locked(algorithm) => {
-                let mut algorithm = algorithm.lock().unwrap_or_else(PoisonError::into_inner);
-                let to = algorithm.on_sample(rtt, in_flight, dropped);
-                self.slots.release_with(|_| to)
-            }
+            Engine::Locked(algorithm) => self.sample_locked(algorithm, Duration::from_nanos(rtt), in_flight, dropped),
         };
         if from != to {
             self.changed(from, to);
         }
+    }
+
+    /// Gradient2 and Vegas: the update under the algorithm's mutex, then the release that stores
+    /// its limit.
+    #[inline(never)]
+    fn sample_locked(
+        &self,
+        algorithm: &Mutex<Box<dyn LimitAlgorithm + Send>>,
+        rtt: Duration,
+        in_flight: u32,
+        dropped: bool,
+    ) -> (u32, u32) {
+        let mut algorithm = algorithm.lock().unwrap_or_else(PoisonError::into_inner);
+        let to = algorithm.on_sample(rtt, in_flight, dropped);
+        self.slots.release_with(|_| to)
     }
 
     #[cold]
@@ -270,7 +281,7 @@ impl fmt::Debug for AdaptiveLimitPermit<'_> {
 
 impl AdaptiveLimitPermit<'_> {
     /// Gives the slot back and feeds the outcome (with the call's duration) to the algorithm.
-    #[inline]
+    #[inline(always)]
     pub fn finish(mut self, outcome: LimitOutcome) {
         if let Some(state) = self.state.take() {
             state.finish(self.start, self.in_flight, outcome);
