@@ -8,8 +8,8 @@ mod subscription;
 use std::fmt;
 use std::sync::Arc;
 
-pub(crate) use subscription::Hub;
 pub use subscription::Subscription;
+pub(crate) use subscription::{Hub, any_subscription};
 
 use crate::registry::{PolicyKind, for_each_policy};
 
@@ -43,6 +43,7 @@ macro_rules! event_parts {
         /// that attach after build.
         #[derive(Default)]
         #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
+        #[doc(hidden)]
         pub struct Listeners {
             pub(crate) hub: Arc<Hub>,
             $(pub(crate) $module: Vec<Listener<$event>>,)*
@@ -164,7 +165,8 @@ impl<E: Published> Publisher<E> {
     /// (see [`publish!`]).
     #[inline]
     pub(crate) fn is_active(&self) -> bool {
-        self.has_listeners() || self.is_watched()
+        // One test of both words: as cheap as the listener check alone.
+        (self.listeners.len() | any_subscription()) != 0 || tracing_wants_events()
     }
 
     /// Whether a listener was registered on the builder: fixed for the instance's whole life.
@@ -173,12 +175,12 @@ impl<E: Published> Publisher<E> {
         !self.listeners.is_empty()
     }
 
-    /// Whether a [`Subscription`] is alive (one relaxed load) or a tracing subscriber is
-    /// interested (feature `tracing`: the level filter's relaxed load when none is installed, then
-    /// the callsite's cached interest): both may change at any time.
+    /// Whether a [`Subscription`] may want the event (any registry's: one relaxed load of a static)
+    /// or a tracing subscriber is interested (feature `tracing`: the level filter's relaxed load
+    /// when none is installed, then the callsite's cached interest): both may change at any time.
     #[inline]
     pub(crate) fn is_watched(&self) -> bool {
-        self.hub.has_subscribers() || tracing_wants_events()
+        any_subscription() != 0 || tracing_wants_events()
     }
 
     /// The instance's metric handles (feature `metrics`), registered when it was built.

@@ -11,7 +11,7 @@ use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapsh
 use crate::clock::{Timer, nanos};
 use crate::error::RegistryError;
 use crate::events::{Publisher, publish};
-use crate::registry::{Inner, PolicyKind};
+use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
@@ -212,13 +212,14 @@ impl BulkheadPolicy {
     }
 }
 
-impl PolicyKind for BulkheadPolicy {
-    type Builder = BulkheadConfigBuilder;
-    type State = BulkheadState;
-    type Event = BulkheadEvent;
-    type Snapshot = BulkheadSnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::BulkheadMetrics;
+policy_kind! {
+    BulkheadPolicy {
+        builder: BulkheadConfigBuilder,
+        state: BulkheadState,
+        event: BulkheadEvent,
+        snapshot: BulkheadSnapshot,
+        metrics: BulkheadMetrics,
+    }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &BulkheadConfig) -> Result<(), RegistryError> {
         match is_async && c.enabled && !c.max_wait.is_zero() {
@@ -234,19 +235,6 @@ impl PolicyKind for BulkheadPolicy {
         events: Publisher<BulkheadEvent>,
     ) -> BulkheadState {
         BulkheadState::new(instance, config, Arc::clone(&inner.timer), events)
-    }
-
-    fn from_state(state: Arc<BulkheadState>) -> Self {
-        BulkheadPolicy::new(state)
-    }
-
-    fn snapshot(state: &BulkheadState) -> BulkheadSnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::BulkheadMetrics::register(instance)
     }
 }
 

@@ -10,7 +10,7 @@ use super::state::{CircuitBreakerState, Ticket};
 use super::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerEvent, CircuitBreakerSnapshot};
 use crate::Rejection;
 use crate::events::Publisher;
-use crate::registry::{Inner, PolicyKind};
+use crate::registry::{Inner, policy_kind};
 
 /// The field the generated code keeps for one method's breaker.
 #[derive(Clone)]
@@ -130,13 +130,14 @@ impl fmt::Debug for Permit<'_> {
         f.debug_struct("Permit").field("instance", &self.state.instance).finish_non_exhaustive()
     }
 }
-impl PolicyKind for CircuitBreakerPolicy {
-    type Builder = CircuitBreakerConfigBuilder;
-    type State = CircuitBreakerState;
-    type Event = CircuitBreakerEvent;
-    type Snapshot = CircuitBreakerSnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::CircuitBreakerMetrics;
+policy_kind! {
+    CircuitBreakerPolicy {
+        builder: CircuitBreakerConfigBuilder,
+        state: CircuitBreakerState,
+        event: CircuitBreakerEvent,
+        snapshot: CircuitBreakerSnapshot,
+        metrics: CircuitBreakerMetrics,
+    }
 
     fn new_state(
         inner: &Inner,
@@ -145,18 +146,5 @@ impl PolicyKind for CircuitBreakerPolicy {
         events: Publisher<CircuitBreakerEvent>,
     ) -> CircuitBreakerState {
         CircuitBreakerState::new(instance, config, Arc::clone(&inner.timer), events)
-    }
-
-    fn from_state(state: Arc<CircuitBreakerState>) -> Self {
-        CircuitBreakerPolicy::new(state)
-    }
-
-    fn snapshot(state: &CircuitBreakerState) -> CircuitBreakerSnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::CircuitBreakerMetrics::register(instance)
     }
 }

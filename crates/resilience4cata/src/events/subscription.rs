@@ -2,7 +2,9 @@
 //!
 //! A publisher pushes a clone of the event into every subscriber's queue without waiting on it: a
 //! full queue drops its oldest event and counts the loss. While nobody subscribes, the only cost on
-//! a publishing path is one relaxed load of the subscriber count.
+//! a publishing path is one relaxed load of a process-wide count of live subscriptions (a static,
+//! so no pointer is followed); only when it is not zero does a publisher look at its own
+//! registry's subscribers.
 
 use std::fmt;
 use std::future::poll_fn;
@@ -15,10 +17,20 @@ use crossbeam_queue::ArrayQueue;
 
 use super::AnyEvent;
 
+/// Live subscriptions in the process, of every registry: the one load a publisher pays while there
+/// are none.
+static SUBSCRIPTIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any registry of the process has a live subscription (one relaxed load of a static).
+#[inline]
+pub(crate) fn any_subscription() -> usize {
+    SUBSCRIPTIONS.load(Ordering::Relaxed)
+}
+
 /// The subscribers of one registry.
 #[derive(Default)]
 pub(crate) struct Hub {
-    /// How many subscriptions are alive: the one load a publisher pays while there are none.
+    /// How many of this registry's subscriptions are alive.
     count: AtomicUsize,
     queues: RwLock<Vec<Arc<Queue>>>,
 }
@@ -57,6 +69,7 @@ impl Hub {
         let mut queues = self.queues.write().unwrap_or_else(PoisonError::into_inner);
         queues.push(Arc::clone(&queue));
         self.count.store(queues.len(), Ordering::Relaxed);
+        SUBSCRIPTIONS.fetch_add(1, Ordering::Relaxed);
         Subscription { hub: Arc::clone(self), queue }
     }
 
@@ -64,6 +77,7 @@ impl Hub {
         let mut queues = self.queues.write().unwrap_or_else(PoisonError::into_inner);
         queues.retain(|q| !Arc::ptr_eq(q, queue));
         self.count.store(queues.len(), Ordering::Relaxed);
+        SUBSCRIPTIONS.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

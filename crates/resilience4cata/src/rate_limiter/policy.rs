@@ -8,7 +8,7 @@ use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterEvent, RateL
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::error::RegistryError;
 use crate::events::{Publisher, publish};
-use crate::registry::{Inner, PolicyKind};
+use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// A rate limiter instance's shared state: one per instance id.
@@ -156,13 +156,14 @@ impl RateLimiterPolicy {
     }
 }
 
-impl PolicyKind for RateLimiterPolicy {
-    type Builder = RateLimiterConfigBuilder;
-    type State = RateLimiterState;
-    type Event = RateLimiterEvent;
-    type Snapshot = RateLimiterSnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::RateLimiterMetrics;
+policy_kind! {
+    RateLimiterPolicy {
+        builder: RateLimiterConfigBuilder,
+        state: RateLimiterState,
+        event: RateLimiterEvent,
+        snapshot: RateLimiterSnapshot,
+        metrics: RateLimiterMetrics,
+    }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &RateLimiterConfig) -> Result<(), RegistryError> {
         match is_async && c.enabled && !c.max_wait.is_zero() {
@@ -178,19 +179,6 @@ impl PolicyKind for RateLimiterPolicy {
         events: Publisher<RateLimiterEvent>,
     ) -> RateLimiterState {
         RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events)
-    }
-
-    fn from_state(state: Arc<RateLimiterState>) -> Self {
-        RateLimiterPolicy::new(state)
-    }
-
-    fn snapshot(state: &RateLimiterState) -> RateLimiterSnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::RateLimiterMetrics::register(instance)
     }
 }
 

@@ -103,6 +103,40 @@ pub(crate) trait Registered: PolicyKind {
     }
 }
 
+/// Implements [`PolicyKind`] for a facade: the associated types and the items every policy writes
+/// alike (`from_state` is `Facade::new`, `snapshot` is `State::snapshot`, the metric handles are
+/// `<policy>::metrics::$metrics::register`); the policy's own `admit` / `check` / `new_state`
+/// follow the braces.
+macro_rules! policy_kind {
+    ($policy:ident { builder: $builder:ty, state: $state:ty, event: $event:ty, snapshot: $snapshot:ty,
+        metrics: $metrics:ident $(,)? } $($item:item)*) => {
+        impl $crate::registry::PolicyKind for $policy {
+            type Builder = $builder;
+            type State = $state;
+            type Event = $event;
+            type Snapshot = $snapshot;
+            #[cfg(feature = "metrics")]
+            type Metrics = super::metrics::$metrics;
+
+            fn from_state(state: ::std::sync::Arc<$state>) -> Self {
+                $policy::new(state)
+            }
+
+            fn snapshot(state: &$state) -> $snapshot {
+                state.snapshot()
+            }
+
+            #[cfg(feature = "metrics")]
+            fn register_metrics(instance: &::std::sync::Arc<str>) -> Self::Metrics {
+                super::metrics::$metrics::register(instance)
+            }
+
+            $($item)*
+        }
+    };
+}
+pub(crate) use policy_kind;
+
 /// One policy kind's configuration layers and live instances.
 pub(crate) struct Store<P: PolicyKind> {
     pub(crate) configs: Configs<P::Builder>,

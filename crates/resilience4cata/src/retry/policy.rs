@@ -9,7 +9,7 @@ use super::{Backoff, GiveUpReason, Jitter, RetryConfig, RetryConfigBuilder, Retr
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::error::RegistryError;
 use crate::events::{Publisher, publish};
-use crate::registry::{Inner, PolicyKind};
+use crate::registry::{Inner, policy_kind};
 
 /// What the generated code learnt about a failed attempt before asking the retry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,13 +112,14 @@ pub struct RetryPolicy {
     quick_below: u32,
 }
 
-impl PolicyKind for RetryPolicy {
-    type Builder = RetryConfigBuilder;
-    type State = RetryState;
-    type Event = RetryEvent;
-    type Snapshot = RetrySnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::RetryMetrics;
+policy_kind! {
+    RetryPolicy {
+        builder: RetryConfigBuilder,
+        state: RetryState,
+        event: RetryEvent,
+        snapshot: RetrySnapshot,
+        metrics: RetryMetrics,
+    }
 
     fn check(inner: &Inner, id: &str, is_async: bool, _: &RetryConfig) -> Result<(), RegistryError> {
         match is_async {
@@ -137,8 +138,11 @@ impl PolicyKind for RetryPolicy {
             timer: Arc::clone(&inner.timer),
         }
     }
+}
 
-    fn from_state(state: Arc<RetryState>) -> Self {
+impl RetryPolicy {
+    /// The facade over a (possibly shared) state: what `start` and the quick path need, computed once.
+    pub(crate) fn new(state: Arc<RetryState>) -> Self {
         let c = &state.config;
         let counts_start = c.enabled && (c.max_duration.is_some() || state.budget.is_some());
         let quick = c.enabled
@@ -150,17 +154,6 @@ impl PolicyKind for RetryPolicy {
         RetryPolicy { state, counts_start, quick_below }
     }
 
-    fn snapshot(state: &RetryState) -> RetrySnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::RetryMetrics::register(instance)
-    }
-}
-
-impl RetryPolicy {
     /// The instance id.
     pub fn instance(&self) -> &str {
         &self.state.instance

@@ -11,7 +11,7 @@ use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
 use crate::clock::{Timer, nanos};
 use crate::error::{RegistryError, codes};
 use crate::events::{Publisher, publish};
-use crate::registry::{Inner, PolicyKind};
+use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// A timeout instance's shared state: one per (derived) instance id.
@@ -98,13 +98,14 @@ impl TimeoutPolicy {
     }
 }
 
-impl PolicyKind for TimeoutPolicy {
-    type Builder = TimeoutConfigBuilder;
-    type State = TimeoutState;
-    type Event = TimeoutEvent;
-    type Snapshot = TimeoutSnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::TimeoutMetrics;
+policy_kind! {
+    TimeoutPolicy {
+        builder: TimeoutConfigBuilder,
+        state: TimeoutState,
+        event: TimeoutEvent,
+        snapshot: TimeoutSnapshot,
+        metrics: TimeoutMetrics,
+    }
 
     /// A blocking call cannot be cancelled: `R4C-REG-001` before anything is resolved.
     fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
@@ -132,19 +133,6 @@ impl PolicyKind for TimeoutPolicy {
         events: Publisher<TimeoutEvent>,
     ) -> TimeoutState {
         TimeoutState::new(instance, config, Arc::clone(&inner.timer), events)
-    }
-
-    fn from_state(state: Arc<TimeoutState>) -> Self {
-        TimeoutPolicy::new(state)
-    }
-
-    fn snapshot(state: &TimeoutState) -> TimeoutSnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::TimeoutMetrics::register(instance)
     }
 }
 
