@@ -14,7 +14,7 @@ use super::{AdaptiveLimitConfig, AdaptiveLimitConfigBuilder, AdaptiveLimitEvent,
 use crate::clock::{Timer, nanos};
 use crate::error::RegistryError;
 use crate::events::{Publisher, publish};
-use crate::registry::{Inner, PolicyKind};
+use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
@@ -330,13 +330,14 @@ impl AdaptiveLimitPolicy {
     }
 }
 
-impl PolicyKind for AdaptiveLimitPolicy {
-    type Builder = AdaptiveLimitConfigBuilder;
-    type State = AdaptiveLimitState;
-    type Event = AdaptiveLimitEvent;
-    type Snapshot = AdaptiveLimitSnapshot;
-    #[cfg(feature = "metrics")]
-    type Metrics = super::metrics::AdaptiveLimitMetrics;
+policy_kind! {
+    AdaptiveLimitPolicy {
+        builder: AdaptiveLimitConfigBuilder,
+        state: AdaptiveLimitState,
+        event: AdaptiveLimitEvent,
+        snapshot: AdaptiveLimitSnapshot,
+        metrics: AdaptiveLimitMetrics,
+    }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &AdaptiveLimitConfig) -> Result<(), RegistryError> {
         match is_async && c.enabled && !c.max_wait.is_zero() {
@@ -352,18 +353,5 @@ impl PolicyKind for AdaptiveLimitPolicy {
         events: Publisher<AdaptiveLimitEvent>,
     ) -> AdaptiveLimitState {
         AdaptiveLimitState::new(instance, config, Arc::clone(&inner.timer), events)
-    }
-
-    fn from_state(state: Arc<AdaptiveLimitState>) -> Self {
-        AdaptiveLimitPolicy::new(state)
-    }
-
-    fn snapshot(state: &AdaptiveLimitState) -> AdaptiveLimitSnapshot {
-        state.snapshot()
-    }
-
-    #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-        super::metrics::AdaptiveLimitMetrics::register(instance)
     }
 }
