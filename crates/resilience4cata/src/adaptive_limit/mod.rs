@@ -19,8 +19,8 @@
 //!
 //! Pass path: one compare-and-set takes a slot, one read-modify-write gives it back, and with Aimd
 //! that same write stores the new limit: no lock, no allocation. Gradient2 and Vegas keep
-//! floating-point state, updated under a mutex held only for the update (about twenty
-//! instructions). Aimd dates calls on the coarse clock (one atomic load, within about a
+//! floating-point state, updated under a mutex held only for the update itself (a lock on their
+//! finish path, uncontended unless two calls finish at once). Aimd dates calls on the coarse clock (one atomic load, within about a
 //! millisecond of the system clock: ample against a 5 s `latency_timeout`); Gradient2 and Vegas
 //! read the exact clock twice per call, since their signal is the latency itself.
 //!
