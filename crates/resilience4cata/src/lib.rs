@@ -10,6 +10,8 @@ pub mod circuit_breaker;
 pub mod clock;
 mod error;
 pub mod events;
+#[cfg(all(test, feature = "metrics"))]
+mod metrics_counters;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;
@@ -41,7 +43,7 @@ pub mod prelude {
 /// Test support: a manual clock and a deterministic registry.
 #[cfg(feature = "testing")]
 pub mod testing {
-    pub use crate::clock::ManualClock;
+    pub use crate::clock::manual::ManualClock;
 
     /// A registry builder on `clock` with a fixed jitter seed, so runs are deterministic: waits
     /// advance the manual clock and return at once, sync and async.

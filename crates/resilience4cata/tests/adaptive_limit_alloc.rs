@@ -2,22 +2,13 @@
 //! not), with the counting global allocator that counts only the calling thread.
 #![allow(async_fn_in_trait)] // the trait under test is this crate's own
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Rejection, ResilienceError, resilient};
+use testkit::alloc::allocations_during;
+use testkit::now;
 
-mod common;
-use common::allocations_during;
-
-fn ready<F: Future>(f: F) -> F::Output {
-    match pin!(f).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the pass path does not wait"),
-    }
-}
+#[global_allocator]
+static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
 
 #[derive(Debug, PartialEq, ResilienceError)]
 pub enum Down {
@@ -88,10 +79,10 @@ fn every_algorithm_passes_and_moves_the_limit_without_allocating() {
 #[test]
 fn async_pass_path_allocates_nothing() {
     let api = api();
-    ready(api.aimd_async(false)).unwrap();
+    now(api.aimd_async(false)).unwrap();
     let n = allocations_during(|| {
         for i in 0..1000u32 {
-            assert_eq!(ready(api.aimd_async(i % 7 == 0)).is_err(), i % 7 == 0);
+            assert_eq!(now(api.aimd_async(i % 7 == 0)).is_err(), i % 7 == 0);
         }
     });
     assert_eq!(n, 0);

@@ -102,6 +102,10 @@ fn classified(
                 _ => #p::Failure::Retryable,
             },
             #p::Verdict::Fail => #p::Failure::ClassifierFailed,
+            // `Verdict` is `#[non_exhaustive]`: a verdict added later gives up as `Fail` does until
+            // this expansion learns it.
+            #[allow(unreachable_patterns)]
+            _ => #p::Failure::ClassifierFailed,
         };
         if !#retry_after {
             break #give_up;

@@ -8,6 +8,7 @@ use crate::registry::layered_builder;
 
 /// How the breaker's window of recent outcomes is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WindowType {
     /// The last `window_size` recorded calls.
     Count,

@@ -135,6 +135,18 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1); // not retryable
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    ///
+    /// Like every consuming method of the pipeline and its builder, it is `#[must_use]`: the rule
+    /// is on the pipeline it returns, so dropping that one is an error under `deny(unused_must_use)`.
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// # use resilience4cata::{Pipeline, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let files = Pipeline::builder(&registry, "files").retry().build::<u32, std::io::Error>().unwrap();
+    /// files.retry_on(|_| true);
+    /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn retry_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         self.rules.decide = match self.rules.decide {
             Decide::Patterns { abort_on, .. } => Decide::Patterns { retry_on: Some(Arc::new(f)), abort_on },
@@ -160,6 +172,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn abort_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         self.rules.decide = match self.rules.decide {
             Decide::Patterns { retry_on, .. } => Decide::Patterns { retry_on, abort_on: Some(Arc::new(f)) },
@@ -190,6 +203,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(registry.circuit_breaker("prices").unwrap().state(), State::Closed);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn record_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         if let Some(guards) = &mut self.guards {
             guards.record_on = Some(Arc::new(f));
@@ -216,6 +230,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(registry.circuit_breaker("prices").unwrap().snapshot().buffered_calls, 0);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn ignore_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         if let Some(guards) = &mut self.guards {
             guards.ignore_on = Some(Arc::new(f));
@@ -269,6 +284,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(poll.execute(|| { n += 1; Ok(n - 1) }), Ok(1)); // the first `Ok(0)` was retried
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn classifier(mut self, f: impl Fn(&Result<T, E>) -> Verdict + Send + Sync + 'static) -> Self {
         let on_exhausted = match self.rules.decide {
             Decide::Classifier { on_exhausted, .. } => on_exhausted,
@@ -295,6 +311,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(poll.execute(|| Ok(0)), Err("still empty".to_owned()));
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn on_exhausted_result(mut self, f: impl Fn(T) -> Result<T, E> + Send + Sync + 'static) -> Self {
         if let Decide::Classifier { on_exhausted, .. } = &mut self.rules.decide {
             *on_exhausted = Some(Arc::new(f));
@@ -325,6 +342,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn detect_rejections(mut self) -> Self
     where
         E: ResilienceError,
@@ -371,7 +389,7 @@ impl<T, E, M> Pipeline<T, E, M> {
         }
     }
 
-    /// One blocking attempt through the policies inside the retry (§6), innermost the caller's call.
+    /// One blocking attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
     #[inline(always)]
     fn attempt(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         match &self.guards {
@@ -423,7 +441,7 @@ impl<T, E, M> Pipeline<T, E, M> {
         }
     }
 
-    /// One async attempt through the policies inside the retry (§6), innermost the caller's call.
+    /// One async attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
     pub(super) async fn attempt_async<Fut: Future<Output = Result<T, E>>>(
         &self,
         f: impl FnOnce() -> Fut,

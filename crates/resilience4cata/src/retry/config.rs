@@ -7,6 +7,7 @@ use crate::registry::Layer;
 
 /// How the base wait grows between attempts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backoff {
     /// Every wait is `delay`.
     Fixed,
@@ -16,6 +17,7 @@ pub enum Backoff {
 
 /// How the base wait is randomised.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Jitter {
     /// Uniform in `[0, base]`.
     Full,
