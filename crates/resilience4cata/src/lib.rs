@@ -17,6 +17,7 @@ pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;
+mod scope;
 pub mod timeout;
 
 pub use clock::Clock;
@@ -31,6 +32,7 @@ pub use rejection::{Rejection, ResilienceError};
 /// `Serialize`).
 pub use resilience4cata_macros::{ResilienceError, resilient};
 pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot, Verdict};
+pub use scope::{MethodIds, WrapperBuilder};
 
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {

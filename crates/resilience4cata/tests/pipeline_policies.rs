@@ -43,8 +43,9 @@ fn retry_after(outcome: Result<u32, QuoteError>) -> Duration {
 }
 
 /// The annotated example: `retry(max_attempts = 3, delay = "100ms")` around
-/// `rate_limiter(permits = 1, period = "1s")`. Every attempt asks for its own permit, so attempts 2
-/// and 3 are refused, and the refusal is retried like any error (after the backoff).
+/// `rate_limiter(permits = 1, period = "1s")`. Every attempt asks for its own permit, so attempt 2
+/// is refused; the retry waits the refusal's `retry_after` (900 ms, more than its 200 ms backoff:
+/// SPEC §7.1, "Delay from the failure"), so attempt 3 gets the next permit.
 #[test]
 fn every_retry_attempt_takes_its_own_permit_whatever_the_builder_order() {
     for limiter_first in [false, true] {
@@ -67,9 +68,9 @@ fn every_retry_attempt_takes_its_own_permit_whatever_the_builder_order() {
             calls += 1;
             Err(QuoteError::Down)
         });
-        assert_eq!(calls, 1, "attempts 2 and 3 found no permit");
-        assert_eq!(retry_after(outcome), 700 * MS, "the last attempt, at 300 ms, was refused");
-        assert_eq!(clock.elapsed(), 300 * MS);
+        assert_eq!(calls, 2, "attempt 2 found no permit, attempt 3 did");
+        assert!(matches!(outcome, Err(QuoteError::Down)), "{outcome:?}");
+        assert_eq!(clock.elapsed(), 1_000 * MS, "100 ms backoff, then the limiter's 900 ms");
         let last = events.all().last().cloned().unwrap();
         assert_eq!(
             last,

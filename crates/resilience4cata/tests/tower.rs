@@ -263,13 +263,14 @@ fn the_response_future_is_send() {
 }
 
 /// Through a rate limiter and a timeout: a refused attempt never reaches the service, a hanging
-/// one is cut at its deadline and retried with a ready clone of the service.
+/// one is cut at its deadline and retried with a ready clone of the service; a refusal whose
+/// `retry_after` would outlast `max_duration` gives up at once (SPEC §7.1, "Delay from the failure").
 #[test]
 fn inner_policies_run_around_each_attempt_of_the_service() {
     let clock = ManualClock::new();
     let (registry, events) = registry(&clock);
     let pipeline = Pipeline::builder(&registry, "quotes")
-        .retry_with(|r| r.max_attempts(3).delay(ms(100)))
+        .retry_with(|r| r.max_attempts(3).delay(ms(100)).max_duration(ms(1_000)))
         .timeout_with(|t| t.duration(ms(250)))
         .rate_limiter_with(|l| l.permits(2).period(Duration::from_secs(10)))
         .build::<u32, Error>()
@@ -292,10 +293,11 @@ fn inner_policies_run_around_each_attempt_of_the_service() {
     let err = block_on(service.oneshot(6)).unwrap_err();
     assert!(matches!(err.rejection(), Some(Rejection::RateLimitExceeded { .. })), "{err:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 2, "refused attempts never reached the service");
+    assert_eq!(clock.elapsed(), ms(350), "the next permit is 4.65 s away, past max_duration: no wait");
     let gave_up = events.all().last().cloned().unwrap();
     assert_eq!(
         gave_up,
-        RetryEvent::GaveUp { instance: "quotes".into(), attempts: 3, reason: GiveUpReason::MaxAttempts }
+        RetryEvent::GaveUp { instance: "quotes".into(), attempts: 1, reason: GiveUpReason::MaxDuration }
     );
 }
 
@@ -315,4 +317,82 @@ fn a_bulkhead_slot_is_held_while_the_service_runs() {
     });
     assert_eq!(block_on(pipeline.layer().layer(service).oneshot(1)).unwrap(), 2, "one slot in use inside");
     assert_eq!(registry.bulkhead("jobs").unwrap().snapshot().in_flight, 0);
+}
+
+/// A request that is not `Clone`: a body that may be a one-shot stream.
+enum Body {
+    Buffered(u32),
+    Stream(std::sync::mpsc::Receiver<u32>),
+}
+
+fn copy_buffered(body: &Body) -> Option<Body> {
+    match body {
+        Body::Buffered(n) => Some(Body::Buffered(*n)),
+        Body::Stream(_) => None,
+    }
+}
+
+/// Fails the first `failures` calls, then answers the body's value.
+fn flaky_body_service(
+    failures: u32,
+    calls: Arc<AtomicU32>,
+) -> impl Service<Body, Response = u32, Error = Error, Future: Send> + Clone + Send + 'static {
+    service_fn(move |body: Body| {
+        let call = calls.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            if call <= failures {
+                return Err(Error::other("unavailable"));
+            }
+            Ok(match body {
+                Body::Buffered(n) => n,
+                Body::Stream(rx) => rx.recv().unwrap_or(0),
+            })
+        }
+    })
+}
+
+/// `clone_request`: a copyable request is retried like any; one the hook cannot copy gets one
+/// attempt and the retry is not asked (no event); a request that becomes uncopyable mid-call ends
+/// it with the attempt that takes the original.
+#[test]
+fn requests_that_cannot_be_copied_get_one_attempt() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let layer = pipeline(&registry, 3).layer().clone_request(copy_buffered);
+
+    let calls = Arc::new(AtomicU32::new(0));
+    let service = layer.layer(flaky_body_service(2, Arc::clone(&calls)));
+    assert_eq!(block_on(service.oneshot(Body::Buffered(7))).unwrap(), 7);
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "copied for attempts 1 and 2, the original for 3");
+    assert_eq!(clock.elapsed(), ms(300));
+
+    events.clear();
+    let calls = Arc::new(AtomicU32::new(0));
+    let service = layer.layer(flaky_body_service(1, Arc::clone(&calls)));
+    let (tx, rx) = std::sync::mpsc::channel();
+    tx.send(9).unwrap();
+    let err = block_on(service.oneshot(Body::Stream(rx))).unwrap_err();
+    assert_eq!(err.to_string(), "unavailable");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "a stream is sent once");
+    assert!(events.is_empty(), "the retry was not asked: {:?}", events.all());
+    assert_eq!(clock.elapsed(), ms(300), "no wait");
+}
+
+#[test]
+fn a_hook_that_stops_copying_ends_the_call_with_the_original() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let copies = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&copies);
+    let layer = pipeline(&registry, 5).layer().clone_request(move |body: &Body| {
+        // The first copy only: then the request is treated as uncopyable.
+        (counted.fetch_add(1, Ordering::SeqCst) == 0).then(|| copy_buffered(body)).flatten()
+    });
+    let calls = Arc::new(AtomicU32::new(0));
+    let service = layer.layer(flaky_body_service(10, Arc::clone(&calls)));
+    assert!(block_on(service.oneshot(Body::Buffered(1))).is_err());
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "a copy, then the original; no third attempt");
+    let retrying = events.all().iter().filter(|e| matches!(e, RetryEvent::Retrying { .. })).count();
+    assert_eq!(retrying, 1);
+    assert_eq!(clock.elapsed(), ms(100));
 }

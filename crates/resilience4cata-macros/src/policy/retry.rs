@@ -43,6 +43,7 @@ static KEYS: &[KeySpec] = &[
     key("abort_on_if", Kind::FnPath, Role::Code),
     key("classifier", Kind::FnPath, Role::Code),
     key("on_exhausted_result", Kind::FnPath, Role::Code),
+    key("delay_from", Kind::FnPath, Role::Code),
     key("name", Kind::Str, Role::Name),
     key("config", Kind::Str, Role::Config),
 ];

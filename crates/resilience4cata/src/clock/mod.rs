@@ -1,9 +1,9 @@
 //! Time for every policy: one clock per registry, injected, never read behind its back.
 //!
 //! Policy code never calls `Instant::now()`, `thread::sleep` or `tokio::time::sleep`; it asks the
-//! registry's [`Timer`], which offers
-//! - an exact reading ([`Timer::now`]), a `clock_gettime` on the system clock, used only off success paths;
-//! - a *coarse* reading ([`Timer::coarse_now`]), one atomic load: the last exact reading, kept fresh by a
+//! registry's `Timer` (crate-private), which offers
+//! - an exact reading (`Timer::now`), a `clock_gettime` on the system clock, used only off success paths;
+//! - a *coarse* reading (`Timer::coarse_now`), one atomic load: the last exact reading, kept fresh by a
 //!   ticker thread on the system clock (started by the first policy that needs it) and exact under the
 //!   manual clock. A coarse reading is never ahead of real time, so a policy that decides on it errs
 //!   towards refusing; it re-reads the exact clock before it refuses;
