@@ -4,6 +4,7 @@
 
 #[doc(hidden)]
 pub mod __private;
+pub mod adaptive_limit;
 pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod clock;

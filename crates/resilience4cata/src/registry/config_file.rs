@@ -264,6 +264,11 @@ pub(crate) use config_enum;
 
 config_enum!(Backoff { "fixed" => Backoff::Fixed, "exponential" => Backoff::Exponential });
 config_enum!(Jitter { "full" => Jitter::Full, "equal" => Jitter::Equal, "none" => Jitter::None });
+config_enum!(crate::adaptive_limit::Algorithm {
+    "aimd" => crate::adaptive_limit::Algorithm::Aimd,
+    "gradient2" => crate::adaptive_limit::Algorithm::Gradient2,
+    "vegas" => crate::adaptive_limit::Algorithm::Vegas,
+});
 config_enum!(WindowType { "count" => WindowType::Count, "time" => WindowType::Time });
 
 #[cfg(test)]
