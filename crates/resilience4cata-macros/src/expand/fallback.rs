@@ -2,7 +2,8 @@
 //! call the fallback method through the wrapper with the arguments and a `FallbackContext`.
 //!
 //! The attempt count comes from the layer that makes attempts: `__r4c_attempts` starts at 1 and the
-//! retry layer sets it when it gives up (see `expand/retry.rs`). Each of the fallback's types goes
+//! retry layer sets it when it gives up (see `expand/retry.rs`); the hedge layer counts into it
+//! every attempt it starts (see `expand/hedge.rs`). Each of the fallback's types goes
 //! through a `__private` conversion spanned on the fallback's own token, so a parameter, context or
 //! return type that does not match is one `[R4C-SIG-031]` there.
 

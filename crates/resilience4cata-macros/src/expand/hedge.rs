@@ -8,7 +8,9 @@ use syn::Type;
 use super::{Ctx, private};
 use crate::validate::Settings;
 
-/// `self.<field>.run(move || async move { <inner> }, |e| <is CallNotPermitted>).await`.
+/// `self.<field>.run(move || async move { <inner> }, |e| <is CallNotPermitted>).await`, or
+/// `run_counting(&mut __r4c_attempts, …)` under a `#[fallback]`, so the fallback's
+/// `FallbackContext::attempts` is every attempt the hedge started, a refused one included.
 ///
 /// The closure is `move` and holds only references (`self`, and each owned argument rebound as a
 /// reference, which the attempt clones with `attempt_arg`), so every attempt's future borrows the
@@ -18,12 +20,25 @@ pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> 
     let field = ctx.field();
     let err = ctx.err_type();
     let owned = ctx.method.args.iter().filter(|a| !matches!(a.ty, Type::Reference(_))).map(|a| &a.ident);
+    // The fallback layer outside declares `__r4c_attempts` (at 1, for a call that never got here).
+    let (run, counted) = if crate::policy::has_fallback(ctx.method) {
+        (
+            quote!(run_counting),
+            quote!({
+                __r4c_attempts = 0;
+                &mut __r4c_attempts
+            },),
+        )
+    } else {
+        (quote!(run), TokenStream::new())
+    };
     quote! {{
         #[allow(unused_imports)]
         use #p::{ProbeFallback as _, ProbeRejection as _};
         #(let #owned = &#owned;)*
         self.#field
-            .run(
+            .#run(
+                #counted
                 move || async move { #inner },
                 |__r4c_error: &#err| (&#p::Probe(__r4c_error)).is_call_not_permitted(),
             )

@@ -281,3 +281,23 @@ fn a_hedged_method_races_attempts_made_by_a_move_closure_over_references() {
     let breaker = out.find("__r4c_circuit_breaker_get . acquire").unwrap();
     assert!(hedge < breaker, "the breaker is inside each hedged attempt:\n{out}");
 }
+
+#[test]
+fn a_hedge_under_a_fallback_counts_its_attempts_into_the_fallback_context() {
+    let out = expand(quote! {
+        pub trait Api {
+            #[hedge(delay = "50ms")]
+            #[fallback(method = cached)]
+            async fn get(&self, key: String) -> Result<u32, E>;
+            async fn cached(&self, key: String, ctx: FallbackContext<E>) -> Result<u32, E>;
+        }
+    });
+    let counted = ". run_counting ({ __r4c_attempts = 0 ; & mut __r4c_attempts } , move || async move {";
+    assert!(out.contains(counted), "missing `{counted}` in\n{out}");
+    assert!(!out.contains(". run (move"), "a hedge under a fallback counts its attempts:\n{out}");
+    // The counter is the fallback layer's, declared outside the race and read after it.
+    let declared = out.find("let mut __r4c_attempts : u32 = 1 ;").unwrap();
+    let race = out.find(". run_counting").unwrap();
+    let read = out.find("self . __r4c_fallback_get . apply (__r4c_error , __r4c_attempts)").unwrap();
+    assert!(declared < race && race < read, "{out}");
+}

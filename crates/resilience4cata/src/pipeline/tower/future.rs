@@ -275,7 +275,14 @@ where
                             }
                             outcome
                         }
-                        AttemptProj::Hedged { future } => ready!(future.as_mut().poll(cx)),
+                        AttemptProj::Hedged { future } => {
+                            // `execute_async` ran the whole call, its fallback included: a second
+                            // `fall_back` would hand the fallback's own `Err` to it again.
+                            let outcome = ready!(future.as_mut().poll(cx));
+                            this.attempt.set(Attempt::Idle);
+                            *this.phase = Phase::Done;
+                            return Poll::Ready(outcome);
+                        }
                         AttemptProj::Idle => unreachable!("an attempt is in flight while calling"),
                     };
                     this.attempt.set(Attempt::Idle);
