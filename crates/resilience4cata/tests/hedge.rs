@@ -339,10 +339,10 @@ fn an_instance_override_reaches_the_hedge() {
 fn a_config_file_reaches_the_hedge_and_its_range_is_checked() {
     let clock = ManualClock::new();
     let toml = format!("[instances.\"{}\".hedge]\nmax_hedged_attempts = 9\n", id("find"));
-    let registry = testing::registry(&clock).config_toml(&toml).build().unwrap();
-    let err = ResilientSearch::new(Backend::new(&clock, &[]), &registry).err().unwrap();
-    assert_eq!(err.code(), "R4C-REG-003");
-    assert!(err.to_string().contains("max_hedged_attempts"), "{err}");
+    // The range is checked as the file is read (R4C-CFG-004, with the key's line), before any wrapper.
+    let err = testing::registry(&clock).config_toml(&toml).build().unwrap_err();
+    assert_eq!(err.code(), "R4C-CFG-004");
+    assert!(err.to_string().contains("config:2:") && err.to_string().contains("max_hedged_attempts"), "{err}");
     let err = testing::registry(&clock).config_toml("[defaults.hedge]\ndelays = \"1s\"\n").build().unwrap_err();
     assert_eq!(err.code(), "R4C-CFG-002");
 }
