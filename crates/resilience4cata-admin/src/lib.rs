@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /` | the live dashboard: one self-contained page (no CDN, no build step, works offline) |
 //! | `GET /snapshot` | `registry.snapshot()` as JSON (field names: `docs/admin.md`) |
-//! | `GET /counters` | what the admin counted from events since it started (retries, give-ups by reason) |
+//! | `GET /counters` | what the admin counted from events since it started (retries, hedged calls, fallbacks applied, adaptive-limit moves) |
 //! | `GET /events` | Server-Sent Events, one JSON object per policy event |
 //! | `GET /metrics` | Prometheus text exposition of every instance |
 //! | `POST /circuit-breakers/{id}/{force-open,disable,reset}` | only with a token: the breaker's manual controls |

@@ -81,11 +81,28 @@ fn describe() {
     metrics::describe_gauge!("r4c_bulkhead_max_concurrent_calls", "slots in all (the limit)");
     metrics::describe_gauge!("r4c_retry_budget_allowed_retries", "retries the budget's current window allows");
     metrics::describe_gauge!("r4c_retry_budget_retries", "retries granted in the budget's current window");
+    metrics::describe_gauge!("r4c_adaptive_limit_limit", "the adaptive limit's current concurrency limit");
+    metrics::describe_gauge!("r4c_adaptive_limit_in_flight", "calls holding a slot of the adaptive limit");
+    metrics::describe_gauge!("r4c_adaptive_limit_waiting", "calls waiting for a slot of the adaptive limit");
     metrics::describe_counter!("r4c_timeout_timed_out_total", "attempts cut off at their deadline");
     metrics::describe_counter!("r4c_retry_retries_total", "retries since the admin started");
     metrics::describe_counter!(
         "r4c_retry_gave_up_total",
         "retried calls that gave up since the admin started, by reason"
+    );
+    metrics::describe_counter!(
+        "r4c_hedge_hedged_calls_total",
+        "calls that started an extra attempt and ended since the admin started, by outcome"
+    );
+    metrics::describe_counter!("r4c_hedge_extra_attempts_total", "extra attempts started since the admin started");
+    metrics::describe_counter!("r4c_fallback_applied_total", "calls answered by the fallback since the admin started");
+    metrics::describe_counter!(
+        "r4c_adaptive_limit_changes_total",
+        "moves of the adaptive limit since the admin started, by direction"
+    );
+    metrics::describe_counter!(
+        "r4c_adaptive_limit_rejected_total",
+        "calls the adaptive limit refused since the admin started"
     );
     metrics::describe_counter!("r4c_admin_events_lost_total", "events the admin's counting subscription missed");
 }
@@ -103,6 +120,12 @@ fn record_snapshot(snapshot: &RegistrySnapshot) {
         gauge!("r4c_bulkhead_available", "instance" => id.clone()).set(b.available);
         gauge!("r4c_bulkhead_waiting", "instance" => id.clone()).set(b.waiting);
         gauge!("r4c_bulkhead_max_concurrent_calls", "instance" => id).set(b.config.max_concurrent_calls);
+    }
+    for a in snapshot.adaptive_limits() {
+        let id = a.instance.to_string();
+        gauge!("r4c_adaptive_limit_limit", "instance" => id.clone()).set(a.limit);
+        gauge!("r4c_adaptive_limit_in_flight", "instance" => id.clone()).set(a.in_flight);
+        gauge!("r4c_adaptive_limit_waiting", "instance" => id).set(a.waiting);
     }
     for t in snapshot.timeouts() {
         counter!("r4c_timeout_timed_out_total", "instance" => t.instance.to_string()).absolute(t.timed_out);
@@ -133,6 +156,24 @@ fn record_counts(counts: &Counts) {
         for (reason, n) in &c.gave_up {
             counter!("r4c_retry_gave_up_total", "instance" => id.clone(), "reason" => reason.clone()).absolute(*n);
         }
+    }
+    for (id, h) in &counts.hedges {
+        for (outcome, n) in
+            [("won_by_extra", h.won_by_extra), ("won_by_first", h.won_by_first), ("all_failed", h.all_failed)]
+        {
+            counter!("r4c_hedge_hedged_calls_total", "instance" => id.clone(), "outcome" => outcome).absolute(n);
+        }
+        counter!("r4c_hedge_extra_attempts_total", "instance" => id.clone()).absolute(h.extra_attempts);
+    }
+    for (id, f) in &counts.fallbacks {
+        counter!("r4c_fallback_applied_total", "instance" => id.clone()).absolute(f.applied);
+    }
+    for (id, a) in &counts.adaptive_limits {
+        for (direction, n) in [("increase", a.increases), ("decrease", a.decreases)] {
+            counter!("r4c_adaptive_limit_changes_total", "instance" => id.clone(), "direction" => direction)
+                .absolute(n);
+        }
+        counter!("r4c_adaptive_limit_rejected_total", "instance" => id.clone()).absolute(a.rejected);
     }
     counter!("r4c_admin_events_lost_total").absolute(counts.events_lost);
 }

@@ -164,6 +164,103 @@ async fn counters_count_retries_and_give_ups_since_start() {
     assert_eq!(value_of(&server, "/counters", &["events_lost"]).await, Some(0));
 }
 
+/// Reads a sample of a Prometheus text scrape by metric and labels; `None` when it is absent.
+fn sample(text: &str, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    let sample = scrape
+        .samples
+        .into_iter()
+        .find(|s| s.metric == metric && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))?;
+    match sample.value {
+        prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Counter(v) => Some(v),
+        other => panic!("{metric}: {other:?}"),
+    }
+}
+
+async fn scrape(server: &AdminServer) -> String {
+    reqwest::get(url(server, "/metrics")).await.unwrap().text().await.unwrap()
+}
+
+const HEDGE: &str = "shop::Api::search";
+const LIMITED: &str = "shop::Api::price";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hedges_fallbacks_and_adaptive_limits_are_counted_and_exported() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let search = Pipeline::builder(&registry, HEDGE)
+        .hedge_with(|h| h.max_hedged_attempts(1))
+        .build::<u32, std::io::Error>()
+        .unwrap();
+    let price = Pipeline::builder(&registry, LIMITED)
+        .adaptive_limit_with(|a| a.initial_limit(10))
+        .build::<u32, std::io::Error>()
+        .unwrap()
+        .fallback(|_| Ok(0));
+    let server = start(&registry, AdminOptions::new()).await;
+
+    // The first attempt fails, so the hedge starts the second at once: won by the extra attempt.
+    let attempts = Arc::new(AtomicU32::new(0));
+    let answer = search
+        .execute_async(|| {
+            let n = attempts.fetch_add(1, Ordering::SeqCst) + 1;
+            async move { if n == 1 { Err(std::io::Error::other("slow shard")) } else { Ok(n) } }
+        })
+        .await;
+    assert_eq!(answer.unwrap(), 2);
+    // Both attempts fail.
+    assert!(search.execute_async(|| async { Err::<u32, _>(std::io::Error::other("down")) }).await.is_err());
+    // A drop moves the limit 10 → 9 (×0.9), and the fallback answers the call.
+    assert_eq!(price.execute(|| Err(std::io::Error::other("overloaded"))).unwrap(), 0);
+
+    wait_until(|| async { value_of(&server, "/counters", &["hedges", HEDGE, "hedged_calls"]).await == Some(2) }).await;
+    wait_until(|| async {
+        value_of(&server, "/counters", &["adaptive_limits", LIMITED, "decreases"]).await == Some(1)
+    })
+    .await;
+    let counters = json(&server, "/counters").await;
+    assert_eq!(
+        counters["hedges"][HEDGE],
+        serde_json::json!({ "hedged_calls": 2, "extra_attempts": 2, "won_by_extra": 1, "won_by_first": 0, "all_failed": 1 })
+    );
+    assert_eq!(counters["fallbacks"][LIMITED], serde_json::json!({ "applied": 1 }));
+    assert_eq!(
+        counters["adaptive_limits"][LIMITED],
+        serde_json::json!({ "increases": 0, "decreases": 1, "rejected": 0 })
+    );
+
+    let snapshot = json(&server, "/snapshot").await;
+    let limit = &snapshot["adaptive_limits"][0];
+    assert_eq!((limit["instance"].as_str(), limit["limit"].as_u64()), (Some(LIMITED), Some(9)));
+    assert_eq!(snapshot["hedges"][0]["instance"], HEDGE);
+
+    let text = scrape(&server).await;
+    let id = ("instance", HEDGE);
+    assert_eq!(sample(&text, "r4c_hedge_hedged_calls_total", &[id, ("outcome", "won_by_extra")]), Some(1.0));
+    assert_eq!(sample(&text, "r4c_hedge_hedged_calls_total", &[id, ("outcome", "all_failed")]), Some(1.0));
+    assert_eq!(sample(&text, "r4c_hedge_hedged_calls_total", &[id, ("outcome", "won_by_first")]), Some(0.0));
+    assert_eq!(sample(&text, "r4c_hedge_extra_attempts_total", &[id]), Some(2.0));
+    let id = ("instance", LIMITED);
+    assert_eq!(sample(&text, "r4c_fallback_applied_total", &[id]), Some(1.0));
+    assert_eq!(sample(&text, "r4c_adaptive_limit_limit", &[id]), Some(9.0));
+    assert_eq!(sample(&text, "r4c_adaptive_limit_in_flight", &[id]), Some(0.0));
+    assert_eq!(sample(&text, "r4c_adaptive_limit_waiting", &[id]), Some(0.0));
+    assert_eq!(sample(&text, "r4c_adaptive_limit_changes_total", &[id, ("direction", "decrease")]), Some(1.0));
+    assert_eq!(sample(&text, "r4c_adaptive_limit_rejected_total", &[id]), Some(0.0));
+
+    // A call holding a slot shows in the in-flight gauge while it runs.
+    let during = price
+        .execute_async(|| async {
+            let text = scrape(&server).await;
+            Ok(sample(&text, "r4c_adaptive_limit_in_flight", &[("instance", LIMITED)]).unwrap() as u32)
+        })
+        .await;
+    assert_eq!(during.unwrap(), 1);
+}
+
 fn control_url(server: &AdminServer, id: &str, action: &str) -> String {
     let encoded: String = id
         .bytes()
