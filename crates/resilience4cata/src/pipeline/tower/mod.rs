@@ -19,18 +19,21 @@
 //!   policies, so the same reason applies). This is the one place a pipeline boxes; `execute` and
 //!   `execute_async` never do.
 
+mod backpressure;
 mod future;
 
 use std::fmt;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use tower_layer::Layer;
 use tower_service::Service;
 
+use self::backpressure::Backpressure;
 pub use self::future::ResponseFuture;
 use self::future::{Attempt, Later, max_attempts};
 use super::Pipeline;
+use super::guards::Reserved;
 use super::kind::SyncOrAsync;
 use crate::ResilienceError;
 use crate::retry::policy::RetryPolicy;
@@ -116,7 +119,7 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn layer(&self) -> PipelineLayer<T, E, M> {
-        PipelineLayer { pipeline: Arc::new(self.clone().detect_rejections()), cloner: ByClone }
+        PipelineLayer { pipeline: Arc::new(self.clone().detect_rejections()), cloner: ByClone, backpressure: false }
     }
 }
 
@@ -160,6 +163,7 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 pub struct PipelineLayer<T, E, M = SyncOrAsync, C = ByClone> {
     pipeline: Arc<Pipeline<T, E, M>>,
     cloner: C,
+    backpressure: bool,
 }
 
 impl<T, E, M> PipelineLayer<T, E, M> {
@@ -196,19 +200,60 @@ impl<T, E, M> PipelineLayer<T, E, M> {
     where
         F: Fn(&Req) -> Option<Req> + Clone + Send + 'static,
     {
-        PipelineLayer { pipeline: self.pipeline, cloner: CloneWith(f) }
+        PipelineLayer { pipeline: self.pipeline, cloner: CloneWith(f), backpressure: self.backpressure }
+    }
+}
+
+impl<T, E, M, C> PipelineLayer<T, E, M, C> {
+    /// Backpressure through `poll_ready`, as tower's `ConcurrencyLimit` and `RateLimit` apply it:
+    /// a service made by this layer is ready only once it holds its next call's rate limiter
+    /// permit and bulkhead slot, and that call's first attempt uses them. See
+    /// [`PipelineLayer`]'s "backpressure" for the two modes and when to pick which.
+    ///
+    /// ```
+    /// use std::task::{Context, Poll, Waker};
+    /// use resilience4cata::{Pipeline, Registry};
+    /// use tower::{Layer, Service, ServiceExt};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let pipeline = Pipeline::builder(&registry, "pool")
+    ///     .bulkhead_with(|b| b.max_concurrent_calls(1))
+    ///     .build::<u32, std::io::Error>()?;
+    /// let backend = tower::service_fn(|n: u32| async move { Ok::<_, std::io::Error>(n) });
+    /// let mut first = pipeline.layer().backpressure().layer(backend);
+    /// let mut second = first.clone(); // a clone starts without a reservation
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(first.poll_ready(&mut cx).is_ready()); // holds the only slot
+    /// assert!(second.poll_ready(&mut cx).is_pending()); // waits for it instead of being refused
+    /// drop(first); // the reservation goes back with the service
+    /// assert!(second.poll_ready(&mut cx).is_ready());
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// assert_eq!(second.call(7).await.unwrap(), 7);
+    /// # });
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn backpressure(mut self) -> Self {
+        self.backpressure = true;
+        self
     }
 }
 
 impl<T, E, M, C: Clone> Clone for PipelineLayer<T, E, M, C> {
     fn clone(&self) -> Self {
-        PipelineLayer { pipeline: Arc::clone(&self.pipeline), cloner: self.cloner.clone() }
+        PipelineLayer {
+            pipeline: Arc::clone(&self.pipeline),
+            cloner: self.cloner.clone(),
+            backpressure: self.backpressure,
+        }
     }
 }
 
 impl<T, E, M, C> fmt::Debug for PipelineLayer<T, E, M, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PipelineLayer").field("pipeline", &self.pipeline).finish_non_exhaustive()
+        f.debug_struct("PipelineLayer")
+            .field("pipeline", &self.pipeline)
+            .field("backpressure", &self.backpressure)
+            .finish_non_exhaustive()
     }
 }
 
@@ -216,7 +261,12 @@ impl<S, T, E, M, C: Clone> Layer<S> for PipelineLayer<T, E, M, C> {
     type Service = PipelineService<S, T, E, M, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        PipelineService { inner, pipeline: Arc::clone(&self.pipeline), cloner: self.cloner.clone() }
+        PipelineService {
+            inner,
+            pipeline: Arc::clone(&self.pipeline),
+            cloner: self.cloner.clone(),
+            backpressure: self.backpressure.then(Backpressure::default),
+        }
     }
 }
 
@@ -239,11 +289,19 @@ pub struct PipelineService<S, T, E, M = SyncOrAsync, C = ByClone> {
     /// Shared with every response future: one reference count up and down per call.
     pipeline: Arc<Pipeline<T, E, M>>,
     cloner: C,
+    /// `Some` under [`PipelineLayer::backpressure`]: what `poll_ready` reserved for the next call.
+    backpressure: Option<Backpressure>,
 }
 
 impl<S: Clone, T, E, M, C: Clone> Clone for PipelineService<S, T, E, M, C> {
+    /// A clone starts without a reservation, as tower expects of a clone of a ready service.
     fn clone(&self) -> Self {
-        PipelineService { inner: self.inner.clone(), pipeline: Arc::clone(&self.pipeline), cloner: self.cloner.clone() }
+        PipelineService {
+            inner: self.inner.clone(),
+            pipeline: Arc::clone(&self.pipeline),
+            cloner: self.cloner.clone(),
+            backpressure: self.backpressure.as_ref().map(|_| Backpressure::default()),
+        }
     }
 }
 
@@ -271,10 +329,14 @@ where
     type Future = ResponseFuture<S, Req, T, E, M, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
+        if let (Some(backpressure), Some(guards)) = (&mut self.backpressure, self.pipeline.guards()) {
+            ready!(backpressure.poll_reserve(guards, cx))?;
+        }
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
+        let reserved = self.backpressure.as_mut().map_or_else(Reserved::default, Backpressure::take);
         let pipeline = &self.pipeline;
         let max_attempts = pipeline.retry_policy().map_or(1, max_attempts);
         let copy = if max_attempts <= 1 { None } else { self.cloner.clone_request(&request) };
@@ -282,11 +344,11 @@ where
             // One attempt only: no retry, or a request that cannot be copied (then the retry is
             // not started, so a budget does not count the call).
             let call = if max_attempts <= 1 { pipeline.retry_policy().map(RetryPolicy::start) } else { None };
-            let first = Attempt::start(pipeline, &mut self.inner, request);
+            let first = Attempt::start(pipeline, &mut self.inner, request, reserved);
             return ResponseFuture::new(Arc::clone(pipeline), call, first, None);
         };
         let call = pipeline.retry_policy().map(RetryPolicy::start);
-        let first = Attempt::start(pipeline, &mut self.inner, copy);
+        let first = Attempt::start(pipeline, &mut self.inner, copy, reserved);
         let service = first.keeps_service().then(|| self.inner.clone());
         let later = Later { service, request: Some(request), max_attempts, cloner: self.cloner.clone() };
         ResponseFuture::new(Arc::clone(pipeline), call, first, Some(later))
