@@ -335,3 +335,38 @@ fn a_service_under_backpressure_stays_send_and_sync() {
         .unwrap();
     send_sync(&pipeline.layer().backpressure().layer(echo()));
 }
+
+/// `Registry::shutdown` ends the waits: a service waiting for a permit gets `RateLimitExceeded` as
+/// its readiness error and gives the permit back; one waiting for a slot is refused on its next
+/// poll; nothing is left reserved.
+#[tokio::test]
+async fn shutdown_ends_the_waits_with_refusals_and_leaves_nothing_reserved() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let limited = Pipeline::builder(&registry, "api")
+        .rate_limiter_with(|l| l.permits(1).period(ms(100)))
+        .build::<u32, Error>()
+        .unwrap()
+        .layer()
+        .backpressure()
+        .layer(echo());
+    let pooled = bulkhead(&registry, "pool", 1).layer().backpressure().layer(echo());
+    let (mut holder, mut slot_waiter) = (pooled.clone(), pooled.clone());
+    holder.ready().await.unwrap();
+    assert!(pending(&mut slot_waiter).await);
+    let mut first = limited.clone();
+    first.ready().await.unwrap();
+    let mut permit_waiter = limited.clone();
+    assert!(pending(&mut permit_waiter).await);
+
+    registry.shutdown();
+    let Err(refused) = permit_waiter.ready().await.map(drop) else { panic!("ready after shutdown") };
+    assert!(matches!(refused.rejection(), Some(Rejection::RateLimitExceeded { .. })));
+    let Err(refused) = slot_waiter.ready().await.map(drop) else { panic!("ready after shutdown") };
+    assert!(matches!(refused.rejection(), Some(Rejection::BulkheadFull { .. })));
+    assert_eq!(slots(&registry, "pool"), (1, 0), "only the holder's slot");
+    drop((holder, first, permit_waiter));
+    assert_eq!(slots(&registry, "pool"), (0, 0));
+    assert_eq!(registry.rate_limiter("api").unwrap().snapshot().available_permits, 1, "both permits back");
+    assert_eq!(clock.elapsed(), Duration::ZERO);
+}

@@ -18,6 +18,11 @@
 //!   which runs the pipeline's own attempt code (their waits, deadlines and slots borrow their
 //!   policies, so the same reason applies). This is the one place a pipeline boxes; `execute` and
 //!   `execute_async` never do.
+//!
+//! Backpressure (opt-in, `backpressure.rs`): `poll_ready` reserves the rate limiter's permit and
+//! the bulkhead's slot for the service's next call (owned, so they live in the service between
+//! `poll_ready` and `call`), and `call` hands them to the first attempt through the same attempt
+//! code (`Guards::run_async` uses what was reserved instead of asking).
 
 mod backpressure;
 mod future;
@@ -138,17 +143,40 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 ///   original request. The service is cloned once per call, only when a retry is possible. With
 ///   a `clone_request` hook, a request it cannot copy gets one attempt, and the retry is not
 ///   asked after it.
-/// - **backpressure**: a bulkhead or rate limiter in the pipeline refuses (after its `max_wait`)
-///   inside the call, as everywhere in this crate; `poll_ready` does not reserve a slot or a
-///   permit. A server that wants tower's backpressure (`poll_ready` pending until there is room)
-///   puts `tower::limit::ConcurrencyLimit` / `RateLimit` outside this layer.
+/// - **backpressure**, two modes:
+///   - *refusal* (the default, the SPEC's): `poll_ready` reserves nothing; a bulkhead or rate
+///     limiter in the pipeline waits up to its `max_wait` inside the call, then refuses it
+///     (`BulkheadFull`, `RateLimitExceeded { retry_after }` in `E`), exactly as a `#[resilient]`
+///     method does. Pick it in a client: the caller gets a fast, typed refusal it can report,
+///     fall back from or retry after `retry_after`.
+///   - *readiness* ([`backpressure`](PipelineLayer::backpressure)): `poll_ready` is `Pending`
+///     until the service holds the rate limiter's next permit (reserved at once, ready when its
+///     time comes on the registry's clock) and a bulkhead slot (in the bulkhead's arrival-order
+///     queue), then it is the inner service's readiness; `max_wait` does not bound these waits,
+///     as in tower's `RateLimit` and `ConcurrencyLimit`. The call's first attempt uses what was
+///     reserved; later attempts (retries) take their own as in the default mode. What the call
+///     does not use is given back: a service dropped ready or while waiting, a first attempt the
+///     breaker refuses (a call the breaker refuses takes no permit, as always). A clone starts
+///     unreserved. A `call` without a ready `poll_ready` does not panic (unlike
+///     `ConcurrencyLimit`): its first attempt asks the policies itself. Pick it in a server or
+///     behind `tower::buffer`/`balance`/`load_shed`, where "not ready" is what queues or sheds
+///     load; bound the wait with tower's `timeout` or `load_shed` in front.
+///   - compared with putting `tower::limit::ConcurrencyLimit` / `RateLimit` outside the layer:
+///     the limits here are the registry's instances (shared by id with every wrapper and
+///     pipeline, with their events, snapshots and configuration); the rate limiter is GCRA
+///     (a burst of `permits`, then one permit every `period / permits`) rather than a fixed
+///     window; a waiting bulkhead place is FIFO. After `Registry::shutdown`, a wait for a permit
+///     ends in `RateLimitExceeded` as the readiness error; a wait for a slot is woken only by a
+///     slot freeing, and is then refused with `BulkheadFull` unless the slot reached it.
 /// - **cost**: the response future is a hand-written state machine (an `async fn` future cannot be
 ///   named on stable Rust) that takes no decision of its own. With a retry and/or a circuit breaker,
 ///   a call allocates nothing unless the retry waits a non-zero time between attempts (that wait is
 ///   one boxed future: the registry clock's sleep borrows the policy); the breaker's permit is an
 ///   owned one (a reference count up and down). With a rate limiter, timeout or bulkhead, each
 ///   attempt is one boxed future running the pipeline's own attempt code, for the same reason.
-///   `execute` and `execute_async` never box.
+///   `execute` and `execute_async` never box. Readiness backpressure adds, per call, a
+///   compare-and-set and a reference count per reserving policy, and no allocation unless a
+///   rate limiter permit must be waited for (its timer, one box).
 ///
 /// ```
 /// use resilience4cata::{Pipeline, Registry};
