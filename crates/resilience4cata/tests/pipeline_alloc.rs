@@ -240,7 +240,7 @@ fn tower_backpressure_adds_no_allocation_on_the_pass_path() {
         call(1);
         allocations(|| assert_eq!(call(5), 5))
     };
-    let default = per_call(tower::util::BoxCloneSyncService::new(pipeline.layer().layer(inner.clone())));
+    let default = per_call(tower::util::BoxCloneSyncService::new(pipeline.layer().layer(inner)));
     let backpressure = per_call(tower::util::BoxCloneSyncService::new(pipeline.layer().backpressure().layer(inner)));
     assert_eq!(backpressure, default);
     assert_eq!(default, 2, "the boxed attempt and the boxed service future");

@@ -370,3 +370,20 @@ async fn shutdown_ends_the_waits_with_refusals_and_leaves_nothing_reserved() {
     assert_eq!(registry.rate_limiter("api").unwrap().snapshot().available_permits, 1, "both permits back");
     assert_eq!(clock.elapsed(), Duration::ZERO);
 }
+
+/// tower's contract is `poll_ready` then `call`; a `call` without it is not a panic here: its first
+/// attempt asks the bulkhead itself, as without the opt-in (and is refused when it is full).
+#[tokio::test]
+async fn a_call_without_readiness_asks_the_policies_itself() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let service = bulkhead(&registry, "pool", 1).layer().backpressure().layer(echo());
+    let mut unready = service.clone();
+    assert_eq!(unready.call(1).await.unwrap(), 1);
+    let mut holder = service.clone();
+    holder.ready().await.unwrap();
+    let Err(refused) = unready.call(2).await else { panic!("the only slot is reserved by `holder`") };
+    assert!(matches!(refused.rejection(), Some(Rejection::BulkheadFull { .. })));
+    assert_eq!(holder.call(3).await.unwrap(), 3);
+    assert_eq!(slots(&registry, "pool"), (0, 0));
+}

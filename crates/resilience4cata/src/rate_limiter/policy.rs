@@ -183,6 +183,9 @@ impl Drop for ReservedPermit {
     }
 }
 
+/// The registry clock's wait for a reserved permit, owning the timer it borrows.
+type Sleep = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Interrupted>> + Send>>;
+
 /// A tower service's reserved permit whose time has not come yet, and the wait for it.
 #[cfg_attr(not(feature = "tower"), allow(dead_code))]
 pub(crate) struct PermitWait {
@@ -190,7 +193,7 @@ pub(crate) struct PermitWait {
     wait: u64,
     /// Boxed because the registry clock's sleep borrows the timer (this owns it); a `Mutex` only
     /// so the service stays `Sync`: it is reached through `get_mut`, never locked.
-    sleep: std::sync::Mutex<std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Interrupted>> + Send>>>,
+    sleep: std::sync::Mutex<Sleep>,
 }
 
 impl std::fmt::Debug for PermitWait {
