@@ -229,14 +229,17 @@ impl RateLimiterPolicy {
                 reserved.consume(); // nothing was taken
                 return Poll::Ready(Err(state.refuse(0)));
             }
-            match state.gcra.acquire(state.timer.now(), u64::MAX) {
+            let now = state.timer.now();
+            match state.gcra.acquire(now, u64::MAX) {
                 Decision::Permit => {
                     state.permitted(Duration::ZERO);
                     return Poll::Ready(Ok(reserved));
                 }
                 Decision::Wait(wait) => {
                     let timer = Arc::clone(&state.timer);
-                    let sleep = Box::pin(async move { timer.sleep_async(Duration::from_nanos(wait)).await });
+                    // An absolute deadline: the clock may move before the timer is first polled.
+                    let due = now.saturating_add(wait);
+                    let sleep = Box::pin(async move { timer.sleep_until_async(due).await });
                     *waiting = Some(PermitWait { permit: reserved, wait, sleep: std::sync::Mutex::new(sleep) });
                 }
                 Decision::Refuse(retry_after) => {
