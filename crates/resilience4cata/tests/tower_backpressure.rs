@@ -51,6 +51,38 @@ fn bulkhead(registry: &Registry, id: &str, max: u32) -> Pipeline<u32, Error> {
     Pipeline::builder(registry, id).bulkhead_with(|b| b.max_concurrent_calls(max)).build().unwrap()
 }
 
+/// A rate limiter of `permits` per `period` as a layer with backpressure around [`echo`].
+fn limited(
+    registry: &Registry,
+    id: &str,
+    permits: u32,
+    period: Duration,
+) -> impl Service<u32, Response = u32, Error = Error, Future: Send> + Clone + Send + Sync + 'static {
+    Pipeline::builder(registry, id)
+        .rate_limiter_with(|l| l.permits(permits).period(period))
+        .build::<u32, Error>()
+        .unwrap()
+        .layer()
+        .backpressure()
+        .layer(echo())
+}
+
+/// Runs `task(0..8)` as eight tasks on a two-thread runtime and sums what they return.
+fn on_two_threads<F>(task: impl Fn(u32) -> F) -> u32
+where
+    F: std::future::Future<Output = u32> + Send + 'static,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    runtime.block_on(async {
+        let tasks: Vec<_> = (0..8u32).map(|t| tokio::spawn(task(t))).collect();
+        let mut total = 0;
+        for task in tasks {
+            total += task.await.unwrap();
+        }
+        total
+    })
+}
+
 /// `(in_flight, waiting)` of the bulkhead `id`.
 fn slots(registry: &Registry, id: &str) -> (u32, u32) {
     let s = registry.bulkhead(id).unwrap().snapshot();
@@ -135,13 +167,7 @@ async fn without_the_opt_in_readiness_is_the_inner_services_and_a_full_bulkhead_
 async fn an_empty_rate_limiter_holds_readiness_until_the_next_permit_then_the_call_proceeds() {
     let clock = ManualClock::new();
     let registry = testing::registry(&clock).build().unwrap();
-    let limited = |id: &str| {
-        Pipeline::builder(&registry, id)
-            .rate_limiter_with(|l| l.permits(2).period(ms(100)))
-            .build::<u32, Error>()
-            .unwrap()
-    };
-    let patient = limited("patient").layer().backpressure().layer(echo());
+    let patient = limited(&registry, "patient", 2, ms(100));
     assert_eq!(patient.clone().oneshot(1).await.unwrap(), 1);
     assert_eq!(patient.clone().oneshot(2).await.unwrap(), 2);
     let mut third = patient.clone();
@@ -155,7 +181,12 @@ async fn an_empty_rate_limiter_holds_readiness_until_the_next_permit_then_the_ca
     assert_eq!(patient.clone().oneshot(4).await.unwrap(), 4);
     assert_eq!(clock.elapsed(), ms(100));
 
-    let eager = limited("eager").layer().layer(echo());
+    let eager = Pipeline::builder(&registry, "eager")
+        .rate_limiter_with(|l| l.permits(2).period(ms(100)))
+        .build::<u32, Error>()
+        .unwrap()
+        .layer()
+        .layer(echo());
     assert_eq!(eager.clone().oneshot(1).await.unwrap(), 1);
     assert_eq!(eager.clone().oneshot(2).await.unwrap(), 2);
     let refused = eager.clone().oneshot(3).await.unwrap_err();
@@ -192,13 +223,7 @@ async fn a_dropped_service_gives_back_its_slot_its_place_in_line_and_its_permit(
     drop(queued);
     assert_eq!(slots(&registry, "pool"), (0, 0));
 
-    let limited = Pipeline::builder(&registry, "api")
-        .rate_limiter_with(|l| l.permits(1).period(ms(100)))
-        .build::<u32, Error>()
-        .unwrap()
-        .layer()
-        .backpressure()
-        .layer(echo());
+    let limited = limited(&registry, "api", 1, ms(100));
     let available = || registry.rate_limiter("api").unwrap().snapshot().available_permits;
     let mut ready = limited.clone();
     ready.ready().await.unwrap();
@@ -287,31 +312,21 @@ fn counts_add_up_under_concurrency() {
         }
     });
     let service = bulkhead(&registry, "pool", MAX).layer().backpressure().layer(backend);
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
-    let answered: u32 = runtime.block_on(async {
-        let tasks: Vec<_> = (0..8u32)
-            .map(|t| {
-                let service = service.clone();
-                tokio::spawn(async move {
-                    let mut answered = 0;
-                    for i in 0..100u32 {
-                        let mut mine = service.clone();
-                        mine.ready().await.unwrap();
-                        if (t + i) % 5 == 0 {
-                            continue; // dropped ready: its slot must come back
-                        }
-                        assert_eq!(mine.call(i).await.unwrap(), i);
-                        answered += 1;
-                    }
-                    answered
-                })
-            })
-            .collect();
-        let mut total = 0;
-        for task in tasks {
-            total += task.await.unwrap();
+    let answered = on_two_threads(|t| {
+        let service = service.clone();
+        async move {
+            let mut answered = 0;
+            for i in 0..100u32 {
+                let mut mine = service.clone();
+                mine.ready().await.unwrap();
+                if (t + i) % 5 == 0 {
+                    continue; // dropped ready: its slot must come back
+                }
+                assert_eq!(mine.call(i).await.unwrap(), i);
+                answered += 1;
+            }
+            answered
         }
-        total
     });
     assert_eq!(answered, 640);
     assert!(most.load(Ordering::SeqCst) <= MAX);
@@ -343,13 +358,7 @@ fn a_service_under_backpressure_stays_send_and_sync() {
 async fn shutdown_ends_the_waits_with_refusals_and_leaves_nothing_reserved() {
     let clock = ManualClock::new();
     let registry = testing::registry(&clock).build().unwrap();
-    let limited = Pipeline::builder(&registry, "api")
-        .rate_limiter_with(|l| l.permits(1).period(ms(100)))
-        .build::<u32, Error>()
-        .unwrap()
-        .layer()
-        .backpressure()
-        .layer(echo());
+    let limited = limited(&registry, "api", 1, ms(100));
     let pooled = bulkhead(&registry, "pool", 1).layer().backpressure().layer(echo());
     let (mut holder, mut slot_waiter) = (pooled.clone(), pooled.clone());
     holder.ready().await.unwrap();
@@ -400,33 +409,17 @@ fn rate_limited_calls_add_up_under_concurrency() {
         .listen(move |e: &resilience4cata::rate_limiter::RateLimiterEvent| sink.lock().unwrap().push(e.clone()))
         .build()
         .unwrap();
-    let service = Pipeline::builder(&registry, "api")
-        .rate_limiter_with(|l| l.permits(10).period(ms(100)))
-        .build::<u32, Error>()
-        .unwrap()
-        .layer()
-        .backpressure()
-        .layer(echo());
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
-    let answered: u32 = runtime.block_on(async {
-        let tasks: Vec<_> = (0..8u32)
-            .map(|t| {
-                let service = service.clone();
-                tokio::spawn(async move {
-                    let mut answered = 0;
-                    for i in 0..(if t < 4 { 13 } else { 12 }) {
-                        assert_eq!(service.clone().oneshot(i).await.unwrap(), i);
-                        answered += 1;
-                    }
-                    answered
-                })
-            })
-            .collect();
-        let mut total = 0;
-        for task in tasks {
-            total += task.await.unwrap();
+    let service = limited(&registry, "api", 10, ms(100));
+    let answered = on_two_threads(|t| {
+        let service = service.clone();
+        async move {
+            let mut answered = 0;
+            for i in 0..(if t < 4 { 13 } else { 12 }) {
+                assert_eq!(service.clone().oneshot(i).await.unwrap(), i);
+                answered += 1;
+            }
+            answered
         }
-        total
     });
     assert_eq!(answered, 100);
     assert_eq!(clock.elapsed(), ms(900));
