@@ -21,9 +21,16 @@ impl Backpressure {
     /// Ready once the pipeline's rate limiter permit and bulkhead slot are held, in the pipeline's
     /// order (the permit first, as an attempt takes them). A refusal (only after
     /// `Registry::shutdown`) is the service's error; a pipeline without either policy is ready at
-    /// once.
-    pub(super) fn poll_reserve<E>(&mut self, guards: &Guards<E>, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
-        if let Some(limiter) = &guards.rate_limiter
+    /// once. A registry clock that cannot wait in a future (the system clock without the `tokio`
+    /// feature) cannot time a permit's wait here: the permit is then left to the attempt, as
+    /// without backpressure, and only the slot is reserved.
+    pub(super) fn poll_reserve<E>(
+        &mut self,
+        guards: &Guards<E>,
+        waits_async: bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), E>> {
+        if let Some(limiter) = guards.rate_limiter.as_ref().filter(|_| waits_async)
             && self.reserved.permit.is_none()
         {
             match ready!(limiter.poll_reserve(&mut self.permit_wait, cx)) {

@@ -167,7 +167,9 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 ///     (a burst of `permits`, then one permit every `period / permits`) rather than a fixed
 ///     window; a waiting bulkhead place is FIFO. After `Registry::shutdown`, a wait for a permit
 ///     ends in `RateLimitExceeded` as the readiness error; a wait for a slot is woken only by a
-///     slot freeing, and is then refused with `BulkheadFull` unless the slot reached it.
+///     slot freeing, and is then refused with `BulkheadFull` unless the slot reached it. On the
+///     system clock without the `tokio` feature nothing can time a wait in `poll_ready`, so only
+///     the bulkhead slot is reserved there and the rate limiter acts inside the call.
 /// - **cost**: the response future is a hand-written state machine (an `async fn` future cannot be
 ///   named on stable Rust) that takes no decision of its own. With a retry and/or a circuit breaker,
 ///   a call allocates nothing unless the retry waits a non-zero time between attempts (that wait is
@@ -358,7 +360,7 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
         if let (Some(backpressure), Some(guards)) = (&mut self.backpressure, self.pipeline.guards()) {
-            ready!(backpressure.poll_reserve(guards, cx))?;
+            ready!(backpressure.poll_reserve(guards, self.pipeline.waits_async(), cx))?;
         }
         self.inner.poll_ready(cx)
     }
