@@ -135,7 +135,8 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 /// (or a [`clone_request`](PipelineLayer::clone_request) hook for requests that are not always
 /// cloneable) and `E: ResilienceError` (so a nested open breaker's refusal is found and never
 /// retried):
-/// - **readiness**: `poll_ready` is the inner service's. The first attempt is sent to the instance
+/// - **readiness**: `poll_ready` is the inner service's (after the reservations of
+///   [`backpressure`](PipelineLayer::backpressure), when asked for). The first attempt is sent to the instance
 ///   the caller drove ready; each later attempt first waits for a clone of the service to be ready.
 ///   An error from that readiness check is that attempt's outcome, judged like any other.
 /// - **requests**: cloned at most once per attempt, and never when only one attempt is possible
