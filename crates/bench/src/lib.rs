@@ -9,7 +9,6 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
-pub mod alloc;
 pub mod cases;
 pub mod exec;
 
@@ -19,6 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use cpu_time::ThreadTime;
+
+/// The counting allocator every bench binary, the `cases` runner and the tests of this crate
+/// allocate through (the workspace's one, from `testkit`).
+pub use testkit::alloc;
 
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;
@@ -268,6 +271,13 @@ pub static CASES: &[Case] = &[
     case!("timeout_pass", "tokio_timeout_async", Async, cases::timeout::tokio_timeout),
     case!("timeout_pass", "tower_timeout_async", Async, cases::timeout::tower_timeout),
     case!("timeout_pass", "tower_resilience_async", Async, cases::timeout::tower_resilience_time_limiter),
+    // Fallback around a retry: a success never consults it; a call that falls back after 3 attempts.
+    case!("fallback", "direct", Sync, cases::baseline::direct),
+    case!("fallback", "ours_retry_only_sync", Sync, cases::ours_fallback::retry_only_sync),
+    case!("fallback", "ours_success_sync", Sync, cases::ours_fallback::success_sync),
+    case!("fallback", "ours_retry_only_async", Async, cases::ours_fallback::retry_only_async),
+    case!("fallback", "ours_success_async", Async, cases::ours_fallback::success_async),
+    case!("fallback", "ours_fallen_back_sync", Sync, cases::ours_fallback::fallen_back_sync),
     // Retry + breaker + rate limiter + bulkhead, all passing.
     case!("full_stack", "ours_sync", Sync, cases::ours_guarded::full_sync),
     case!("full_stack", "ours_async", Async, cases::ours_guarded::full_async),

@@ -41,6 +41,11 @@ pub(crate) const SIG_TRAIT_SHAPE: &str = "R4C-SIG-008";
 pub(crate) const SIG_NOT_FORWARDABLE: &str = "R4C-SIG-009";
 /// `#[timeout]` on a sync method (`R4C-SIG-02x`: the limits' signature rules).
 pub(crate) const SIG_TIMEOUT_SYNC: &str = "R4C-SIG-020";
+/// `#[fallback(method = …)]`: the method is not in the trait, has another signature, or is the
+/// protected method itself (`R4C-SIG-03x`).
+pub(crate) const SIG_FALLBACK_NOT_FOUND: &str = "R4C-SIG-030";
+pub(crate) const SIG_FALLBACK_SIGNATURE: &str = "R4C-SIG-031";
+pub(crate) const SIG_FALLBACK_ITSELF: &str = "R4C-SIG-032";
 /// `#[derive(ResilienceError)]`.
 pub(crate) const DRV_NOT_ENUM: &str = "R4C-DRV-001";
 pub(crate) const DRV_MISSING: &str = "R4C-DRV-002";

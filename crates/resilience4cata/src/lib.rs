@@ -9,17 +9,23 @@ pub mod circuit_breaker;
 pub mod clock;
 mod error;
 pub mod events;
+pub mod fallback;
+#[cfg(all(test, feature = "metrics"))]
+mod metrics_counters;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;
 mod scope;
+#[cfg(feature = "serde")]
+mod serde_millis;
 pub mod timeout;
 
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::Event;
+pub use fallback::FallbackContext;
 pub use pipeline::{Pipeline, PipelineBuilder};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
@@ -34,15 +40,15 @@ pub use scope::{MethodIds, WrapperBuilder};
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backoff, Budget, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder, RegistryError,
-        Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
+        Backoff, Budget, FallbackContext, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder,
+        RegistryError, Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
     };
 }
 
 /// Test support: a manual clock and a deterministic registry.
 #[cfg(feature = "testing")]
 pub mod testing {
-    pub use crate::clock::ManualClock;
+    pub use crate::clock::manual::ManualClock;
 
     /// A registry builder on `clock` with a fixed jitter seed, so runs are deterministic: waits
     /// advance the manual clock and return at once, sync and async.

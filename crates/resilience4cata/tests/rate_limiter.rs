@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use resilience4cata::rate_limiter::RateLimiterEvent;
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Jitter, Registry, Rejection, ResilienceError, resilient};
+use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -92,7 +92,7 @@ fn retry_after(result: Result<u32, QuoteError>) -> Duration {
 }
 
 fn quotes(clock: &ManualClock) -> (ResilientQuotes<Backend>, Registry) {
-    let registry = testing::registry(clock).retry_defaults(|r| r.jitter(Jitter::None)).build().unwrap();
+    let registry = testkit::no_jitter(clock).build().unwrap();
     (ResilientQuotes::new(Backend::default(), &registry).unwrap(), registry)
 }
 
@@ -158,7 +158,7 @@ fn disabled_limiter_lets_everything_through() {
 #[test]
 fn every_retry_attempt_takes_its_own_permit() {
     let clock = ManualClock::new();
-    let registry = testing::registry(&clock).retry_defaults(|r| r.jitter(Jitter::None)).build().unwrap();
+    let registry = testkit::no_jitter(&clock).build().unwrap();
     let quotes = ResilientQuotes::new(Backend { fail: true, ..Backend::default() }, &registry).unwrap();
     let outcome = quotes.retried();
     // Attempt 1 (0 ms) takes the permit and fails; attempt 2 (after the 100 ms backoff) is refused

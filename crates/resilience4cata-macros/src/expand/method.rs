@@ -86,9 +86,10 @@ fn associated(model: &Model, member: &Member) -> TokenStream {
 
 /// `#[cfg] <signature with plain argument names> { body }`. Always inlined: with a mere `#[inline]`,
 /// LLVM keeps a breaker-protected method out of line (its refusal and error arms make it look big),
-/// and the call's prologue, epilogue and result copy then cost more than the breaker itself
-/// (callgrind: 82 instructions per closed-breaker success with `#[inline]`, 58 with this, the bare
-/// call being 15).
+/// and the call's prologue, epilogue and result copy then cost more than the breaker itself. The
+/// `breaker_closed/ours_sync` row of docs/benchmarks.md's "Results" table is measured with this
+/// attribute; swap it for `#[inline]` and rerun `crates/bench/callgrind.sh breaker_closed` to see
+/// the difference.
 fn method_item(model: &Model, method: &Method, body: TokenStream) -> TokenStream {
     let cfg = cfgs(&method.item.attrs);
     let mut sig = signature(method);

@@ -1,4 +1,5 @@
-//! `#[retry(…)]`: keys of SPEC §7.1 and the classifier rules.
+//! `#[retry(…)]`: its keys are the fields of `resilience4cata::retry::RetryConfig`
+//! (documented there), plus the error patterns and the classifier rules.
 
 use super::{KeySpec, Kind, PolicySpec, Role};
 use crate::diag::{

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::PipelineBuilder;
+use super::fallback::Fallback;
 use super::guards::{Guards, Reserved};
 use super::kind::{Blocking, SyncOrAsync};
 use super::rules::{Decide, Rules};
@@ -52,6 +53,10 @@ pub struct Pipeline<T, E, M = SyncOrAsync> {
     /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
     async_waits: bool,
     rules: Rules<T, E>,
+    /// Set by `fallback` / `fallback_async`; applied to the final `Err`.
+    pub(super) fallback: Option<Fallback<T, E>>,
+    /// For `fallback`, which builds its event publisher after `build`.
+    pub(super) registry: Registry,
     mode: PhantomData<fn() -> M>,
 }
 
@@ -63,6 +68,8 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
             guards: self.guards.clone(),
             async_waits: self.async_waits,
             rules: self.rules.clone(),
+            fallback: self.fallback.clone(),
+            registry: self.registry.clone(),
             mode: PhantomData,
         }
     }
@@ -75,6 +82,7 @@ impl<T, E, M> fmt::Debug for Pipeline<T, E, M> {
             .field("retry", &self.retry.as_ref().map(RetryPolicy::instance))
             .field("guards", &self.guards)
             .field("rules", &self.rules)
+            .field("fallback", &self.fallback)
             .finish()
     }
 }
@@ -98,12 +106,20 @@ impl Pipeline<(), ()> {
 
 impl<T, E, M> Pipeline<T, E, M> {
     pub(super) fn from_parts(
+        registry: Registry,
         id: Arc<str>,
         retry: Option<RetryPolicy>,
         guards: Option<Guards<E>>,
         async_waits: bool,
     ) -> Self {
-        Pipeline { id, retry, guards, async_waits, rules: Rules::default(), mode: PhantomData }
+        let rules = Rules::default();
+        Pipeline { id, retry, guards, async_waits, rules, fallback: None, registry, mode: PhantomData }
+    }
+
+    /// The same pipeline in another mode (an async fallback makes it `AsyncOnly`).
+    pub(super) fn into_mode<M2>(self) -> Pipeline<T, E, M2> {
+        let Pipeline { id, retry, guards, async_waits, rules, fallback, registry, mode: _ } = self;
+        Pipeline { id, retry, guards, async_waits, rules, fallback, registry, mode: PhantomData }
     }
 
     /// The pipeline's id: the instance id of each of its policies.
@@ -136,6 +152,18 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1); // not retryable
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    ///
+    /// Like every consuming method of the pipeline and its builder, it is `#[must_use]`: the rule
+    /// is on the pipeline it returns, so dropping that one is an error under `deny(unused_must_use)`.
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// # use resilience4cata::{Pipeline, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let files = Pipeline::builder(&registry, "files").retry().build::<u32, std::io::Error>().unwrap();
+    /// files.retry_on(|_| true);
+    /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn retry_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         self.rules.decide = match self.rules.decide {
             Decide::Patterns { abort_on, .. } => Decide::Patterns { retry_on: Some(Arc::new(f)), abort_on },
@@ -161,6 +189,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn abort_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         self.rules.decide = match self.rules.decide {
             Decide::Patterns { retry_on, .. } => Decide::Patterns { retry_on, abort_on: Some(Arc::new(f)) },
@@ -235,6 +264,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(registry.circuit_breaker("prices").unwrap().state(), State::Closed);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn record_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         if let Some(guards) = &mut self.guards {
             guards.record_on = Some(Arc::new(f));
@@ -260,6 +290,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(registry.circuit_breaker("prices").unwrap().snapshot().buffered_calls, 0);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn ignore_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         if let Some(guards) = &mut self.guards {
             guards.ignore_on = Some(Arc::new(f));
@@ -285,6 +316,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(poll.execute(|| { n += 1; Ok(n - 1) }), Ok(1)); // the first `Ok(0)` was retried
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn classifier(mut self, f: impl Fn(&Result<T, E>) -> Verdict + Send + Sync + 'static) -> Self {
         let on_exhausted = match self.rules.decide {
             Decide::Classifier { on_exhausted, .. } => on_exhausted,
@@ -311,6 +343,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(poll.execute(|| Ok(0)), Err("still empty".to_owned()));
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn on_exhausted_result(mut self, f: impl Fn(T) -> Result<T, E> + Send + Sync + 'static) -> Self {
         if let Decide::Classifier { on_exhausted, .. } = &mut self.rules.decide {
             *on_exhausted = Some(Arc::new(f));
@@ -341,6 +374,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn detect_rejections(mut self) -> Self
     where
         E: ResilienceError,
@@ -351,7 +385,8 @@ impl<T, E, M> Pipeline<T, E, M> {
 
     /// Runs `f` through the pipeline: `f` is called once per attempt, on the caller's thread, and
     /// every wait (between attempts, for a rate limiter permit or a bulkhead slot) blocks this thread
-    /// on the registry's clock. On giving up, the last outcome is returned unchanged. The success
+    /// on the registry's clock. On giving up, the last outcome is returned unchanged, or, when it
+    /// is an `Err` and the pipeline has a [`fallback`](Self::fallback), the fallback's answer. The success
     /// path allocates nothing and reads no clock. Not offered by a pipeline with a timeout
     /// (`M = AsyncOnly`, a `[R4C-SIG-020]` compile error): a blocking call cannot be cancelled.
     ///
@@ -369,7 +404,7 @@ impl<T, E, M> Pipeline<T, E, M> {
         M: Blocking,
     {
         let Some(retry) = &self.retry else {
-            return self.attempt(f);
+            return self.finish(self.attempt(f), 1);
         };
         let mut call = retry.start();
         loop {
@@ -379,19 +414,20 @@ impl<T, E, M> Pipeline<T, E, M> {
                 outcome => outcome,
             };
             let Some(failure) = self.rules.judge(&outcome) else {
-                return outcome;
+                // Accepted by a classifier as it is: the fallback (for an `Err`) counts this attempt.
+                return self.finish(outcome, call.attempts().saturating_add(1));
             };
             let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
                 Some(wait) => retry.wait_blocking(&call, wait),
                 None => false,
             };
             if !again {
-                return self.rules.give_back(outcome);
+                return self.finish(self.rules.give_back(outcome), call.attempts());
             }
         }
     }
 
-    /// One blocking attempt through the policies inside the retry (§6), innermost the caller's call.
+    /// One blocking attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
     #[inline(always)]
     fn attempt(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         match &self.guards {
@@ -426,7 +462,8 @@ impl<T, E, M> Pipeline<T, E, M> {
         Fut: Future<Output = Result<T, E>>,
     {
         let Some(retry) = &self.retry else {
-            return self.attempt_async(f).await;
+            let outcome = self.attempt_async(f).await;
+            return self.finish_async(outcome, 1).await;
         };
         let mut call = retry.start();
         loop {
@@ -435,19 +472,19 @@ impl<T, E, M> Pipeline<T, E, M> {
                 outcome => outcome,
             };
             let Some(failure) = self.rules.judge(&outcome) else {
-                return outcome;
+                return self.finish_async(outcome, call.attempts().saturating_add(1)).await;
             };
             let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
                 Some(wait) => self.wait_async(retry, &call, wait).await,
                 None => false,
             };
             if !again {
-                return self.rules.give_back(outcome);
+                return self.finish_async(self.rules.give_back(outcome), call.attempts()).await;
             }
         }
     }
 
-    /// One async attempt through the policies inside the retry (§6), innermost the caller's call.
+    /// One async attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
     pub(super) async fn attempt_async<Fut: Future<Output = Result<T, E>>>(
         &self,
         f: impl FnOnce() -> Fut,

@@ -40,9 +40,9 @@ pub enum SyncOrAsync {}
 
 /// The modes whose pipelines run blocking calls (`execute`): [`SyncOrAsync`] only. Sealed.
 #[diagnostic::on_unimplemented(
-    message = "[R4C-SIG-020] this pipeline has a timeout, so it offers only `execute_async`: a blocking call cannot be cancelled",
-    label = "`execute` needs a pipeline without a timeout",
-    note = "call `execute_async(|| async {{ … }})` instead, or remove the pipeline's timeout and bound the blocking call itself"
+    message = "[R4C-SIG-020] this pipeline has a timeout or an async fallback, so it offers only `execute_async`: a blocking call cannot be cancelled, nor await a fallback",
+    label = "`execute` needs a pipeline without a timeout or async fallback",
+    note = "call `execute_async(|| async {{ … }})` instead, or remove the pipeline's timeout (bound the blocking call itself) or use a sync `.fallback(…)`"
 )]
 pub trait Blocking: sealed::Sealed {}
 

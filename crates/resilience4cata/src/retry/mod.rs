@@ -118,7 +118,22 @@ pub use events::{GiveUpReason, RetryEvent};
 pub use snapshot::{Budget, RetrySnapshot};
 
 /// A classifier's decision on one attempt's `Result` (`classifier = path`, a `fn(&Result<T, E>) -> Verdict`).
+///
+/// `#[non_exhaustive]`, like the other enums that may grow: a `match` on one needs a `_` arm.
+///
+/// ```compile_fail,E0004
+/// use resilience4cata::Verdict;
+///
+/// fn name(v: Verdict) -> &'static str {
+///     match v {
+///         Verdict::Success => "success",
+///         Verdict::Retry => "retry",
+///         Verdict::Fail => "fail",
+///     }
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Verdict {
     /// Accept the result and return it.
     Success,

@@ -66,8 +66,9 @@ impl RetryState {
         let base = match c.backoff {
             Backoff::Fixed => c.delay,
             // The first retry waits `delay` whatever the multiplier, and a zero delay stays zero:
-            // exact, and no float arithmetic (`powi`, `try_from_secs_f64`: ~70 instructions) on the
-            // most common paths (`max_delay >= delay` is validated).
+            // exact, and no float arithmetic (`powi`, `try_from_secs_f64`: the "Backoff arithmetic"
+            // item of docs/benchmarks.md, "What was fixed on the way") on the most common paths
+            // (`max_delay >= delay` is validated).
             Backoff::Exponential if n <= 1 || c.delay.is_zero() => c.delay,
             Backoff::Exponential => {
                 let grown = c.delay.as_secs_f64() * c.multiplier.powi(n.saturating_sub(1).min(i32::MAX as u32) as i32);

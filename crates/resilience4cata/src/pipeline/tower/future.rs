@@ -14,6 +14,7 @@ use tower_service::Service;
 use super::{ByClone, CloneRequest};
 use crate::circuit_breaker::policy::OwnedPermit;
 use crate::pipeline::Pipeline;
+use crate::pipeline::fallback::{Applied, Falling};
 use crate::pipeline::guards::Reserved;
 use crate::pipeline::kind::SyncOrAsync;
 use crate::retry::policy::{RetryCall, RetryPolicy};
@@ -146,6 +147,8 @@ enum Phase<T, E> {
     Waiting { wait: Wait, failed: Result<T, E> },
     /// Waiting for the service to be ready for the next attempt.
     Readying,
+    /// Awaiting the pipeline's async fallback on the final failure.
+    Falling(Falling<T, E>),
     /// The outcome was returned.
     Done,
 }
@@ -175,6 +178,7 @@ where
             Phase::Calling => "calling",
             Phase::Waiting { .. } => "waiting",
             Phase::Readying => "readying",
+            Phase::Falling(_) => "falling back",
             Phase::Done => "done",
         };
         f.debug_struct("ResponseFuture")
@@ -254,8 +258,22 @@ where
                     if again {
                         continue;
                     }
+                    let attempts = this.call.map_or(1, |c| c.attempts());
+                    match fall_back(this.pipeline, this.pipeline.rules().give_back(failed), attempts) {
+                        Applied::Now(outcome) => {
+                            *this.phase = Phase::Done;
+                            return Poll::Ready(outcome);
+                        }
+                        Applied::Later(future) => {
+                            *this.phase = Phase::Falling(future);
+                            continue;
+                        }
+                    }
+                }
+                Phase::Falling(future) => {
+                    let outcome = ready!(future.as_mut().poll(cx));
                     *this.phase = Phase::Done;
-                    return Poll::Ready(this.pipeline.rules().give_back(failed));
+                    return Poll::Ready(outcome);
                 }
                 Phase::Readying => {
                     let later = this.later.as_mut().expect("only calls that may retry wait for readiness");
@@ -284,10 +302,13 @@ where
                 Phase::Done => panic!("`ResponseFuture` polled after completion"),
             };
             match next(this.pipeline, this.call, outcome) {
-                Next::Return(outcome) => {
-                    *this.phase = Phase::Done;
-                    return Poll::Ready(outcome);
-                }
+                Next::Return(outcome, attempts) => match fall_back(this.pipeline, outcome, attempts) {
+                    Applied::Now(outcome) => {
+                        *this.phase = Phase::Done;
+                        return Poll::Ready(outcome);
+                    }
+                    Applied::Later(future) => *this.phase = Phase::Falling(future),
+                },
                 Next::Wait(wait, failed) => *this.phase = Phase::Waiting { wait, failed },
                 Next::Again => *this.phase = Phase::Readying,
             }
@@ -297,7 +318,8 @@ where
 
 /// What follows an attempt's outcome.
 enum Next<T, E> {
-    Return(Result<T, E>),
+    /// The call's outcome, and the attempts it took (for the fallback).
+    Return(Result<T, E>, u32),
     Wait(Wait, Result<T, E>),
     Again,
 }
@@ -306,23 +328,31 @@ enum Next<T, E> {
 /// that cannot wait in a future) is taken on the spot, a non-zero one becomes a boxed wait.
 fn next<T, E, M>(pipeline: &Pipeline<T, E, M>, call: &mut Option<RetryCall>, outcome: Result<T, E>) -> Next<T, E> {
     let (Some(retry), Some(call)) = (pipeline.retry_policy(), call.as_mut()) else {
-        return Next::Return(outcome);
+        return Next::Return(outcome, 1);
     };
     let Some(failure) = pipeline.rules().judge(&outcome) else {
-        return Next::Return(outcome);
+        return Next::Return(outcome, call.attempts().saturating_add(1));
     };
     match pipeline.rules().next_wait(retry, call, failure, &outcome) {
-        None => Next::Return(pipeline.rules().give_back(outcome)),
+        None => Next::Return(pipeline.rules().give_back(outcome), call.attempts()),
         Some(wait) if wait.is_zero() || !pipeline.waits_async() => {
             if retry.wait_blocking(call, wait) {
                 Next::Again
             } else {
-                Next::Return(pipeline.rules().give_back(outcome))
+                Next::Return(pipeline.rules().give_back(outcome), call.attempts())
             }
         }
         Some(wait) => {
             let (retry, call) = (retry.clone(), *call);
             Next::Wait(Box::pin(async move { retry.wait_async(&call, wait).await }), outcome)
         }
+    }
+}
+
+/// An `Err` that ended the call goes to the pipeline's fallback, if it has one.
+fn fall_back<T, E, M>(pipeline: &Pipeline<T, E, M>, outcome: Result<T, E>, attempts: u32) -> Applied<T, E> {
+    match (outcome, pipeline.fallback_of()) {
+        (Err(error), Some(fallback)) => fallback.apply(error, attempts),
+        (outcome, _) => Applied::Now(outcome),
     }
 }

@@ -14,6 +14,10 @@
 //! - a pipeline whose only inner policy is a circuit breaker: the same, unboxed; each attempt
 //!   takes an owned permit (one reference count up and down), calls the service only if admitted,
 //!   and records the outcome as the generated breaker layer does;
+//! - a pipeline with a fallback ([`Pipeline::fallback`] / [`Pipeline::fallback_async`]): the final
+//!   `Err` goes to it with the attempt count, as in `execute_async`; a sync fallback allocates
+//!   nothing, an async one is the future the pipeline boxes once per fallback call, awaited by the
+//!   response future in a phase of its own;
 //! - a pipeline with a rate limiter, timeout or bulkhead: one boxed future per attempt as well,
 //!   which runs the pipeline's own attempt code (their waits, deadlines and slots borrow their
 //!   policies, so the same reason applies). This is the one place a pipeline boxes; `execute` and
