@@ -4,14 +4,16 @@
 //! not used. Time moves only on the manual clock.
 
 use std::future::poll_fn;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
 use resilience4cata::bulkhead::BulkheadEvent;
+use resilience4cata::rate_limiter::RateLimiterEvent;
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
+use testkit::Recorder;
 use tokio::sync::Semaphore;
 use tower::{Layer, Service, ServiceExt, service_fn};
 
@@ -89,16 +91,18 @@ fn slots(registry: &Registry, id: &str) -> (u32, u32) {
     (s.in_flight, s.waiting)
 }
 
-fn bulkhead_events(clock: &ManualClock) -> (Registry, Arc<Mutex<Vec<BulkheadEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    let registry =
-        testing::registry(clock).listen(move |e: &BulkheadEvent| sink.lock().unwrap().push(e.clone())).build().unwrap();
-    (registry, events)
+fn bulkhead_events(clock: &ManualClock) -> (Registry, Recorder<BulkheadEvent>) {
+    let events = Recorder::default();
+    (events.on(testing::registry(clock)).build().unwrap(), events)
 }
 
-fn rejected(events: &Mutex<Vec<BulkheadEvent>>) -> usize {
-    events.lock().unwrap().iter().filter(|e| matches!(e, BulkheadEvent::Rejected { .. })).count()
+/// How many recorded events `f` accepts.
+fn count<E>(events: &Recorder<E>, f: fn(&E) -> bool) -> usize {
+    events.filter_map(|e| f(e).then_some(())).len()
+}
+
+fn rejected(events: &Recorder<BulkheadEvent>) -> usize {
+    count(events, |e| matches!(e, BulkheadEvent::Rejected { .. }))
 }
 
 #[tokio::test]
@@ -276,7 +280,7 @@ async fn retries_take_their_own_slots_and_a_refused_attempt_gives_the_reservatio
         .unwrap();
     let service = pipeline.layer().backpressure().layer(flaky);
     assert_eq!(service.clone().oneshot(5).await.unwrap(), 5);
-    let permitted = events.lock().unwrap().iter().filter(|e| matches!(e, BulkheadEvent::Permitted { .. })).count();
+    let permitted = count(&events, |e| matches!(e, BulkheadEvent::Permitted { .. }));
     assert_eq!(permitted, 2, "the reserved slot for attempt 1, a fresh one for attempt 2");
     assert_eq!(slots(&registry, "jobs"), (0, 0));
 
@@ -332,10 +336,8 @@ fn counts_add_up_under_concurrency() {
     assert!(most.load(Ordering::SeqCst) <= MAX);
     assert_eq!(rejected(&events), 0);
     assert_eq!(slots(&registry, "pool"), (0, 0), "no slot leaked");
-    let events = events.lock().unwrap();
-    let count = |f: fn(&BulkheadEvent) -> bool| events.iter().filter(|e| f(e)).count();
-    assert_eq!(count(|e| matches!(e, BulkheadEvent::Permitted { .. })), 800, "one slot per ready service");
-    assert_eq!(count(|e| matches!(e, BulkheadEvent::Finished { .. })), 800, "and each came back");
+    assert_eq!(count(&events, |e| matches!(e, BulkheadEvent::Permitted { .. })), 800, "one slot per ready service");
+    assert_eq!(count(&events, |e| matches!(e, BulkheadEvent::Finished { .. })), 800, "and each came back");
 }
 
 #[test]
@@ -403,12 +405,8 @@ async fn a_call_without_readiness_asks_the_policies_itself() {
 #[test]
 fn rate_limited_calls_add_up_under_concurrency() {
     let clock = ManualClock::new();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    let registry = testing::registry(&clock)
-        .listen(move |e: &resilience4cata::rate_limiter::RateLimiterEvent| sink.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap();
+    let events = Recorder::<RateLimiterEvent>::default();
+    let registry = events.on(testing::registry(&clock)).build().unwrap();
     let service = limited(&registry, "api", 10, ms(100));
     let answered = on_two_threads(|t| {
         let service = service.clone();
@@ -423,10 +421,6 @@ fn rate_limited_calls_add_up_under_concurrency() {
     });
     assert_eq!(answered, 100);
     assert_eq!(clock.elapsed(), ms(900));
-    let events = events.lock().unwrap();
-    let permitted = events
-        .iter()
-        .filter(|e| matches!(e, resilience4cata::rate_limiter::RateLimiterEvent::Permitted { .. }))
-        .count();
+    let permitted = count(&events, |e| matches!(e, RateLimiterEvent::Permitted { .. }));
     assert_eq!((permitted, events.len()), (100, 100), "a permit per call and no refusal");
 }
