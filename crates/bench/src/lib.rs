@@ -278,6 +278,10 @@ pub static CASES: &[Case] = &[
     case!("fallback", "ours_retry_only_async", Async, cases::ours_fallback::retry_only_async),
     case!("fallback", "ours_success_async", Async, cases::ours_fallback::success_async),
     case!("fallback", "ours_fallen_back_sync", Sync, cases::ours_fallback::fallen_back_sync),
+    // Hedge whose first attempt answers at once.
+    case!("hedge_first_answers", "direct_async", Async, cases::baseline::direct_async),
+    case!("hedge_first_answers", "ours_async", Async, cases::hedge::ours_async),
+    case!("hedge_first_answers", "seatbelt_async", Async, cases::hedge::seatbelt_async),
     // Retry + breaker + rate limiter + bulkhead, all passing.
     case!("full_stack", "ours_sync", Sync, cases::ours_guarded::full_sync),
     case!("full_stack", "ours_async", Async, cases::ours_guarded::full_async),

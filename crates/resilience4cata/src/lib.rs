@@ -10,6 +10,7 @@ pub mod clock;
 mod error;
 pub mod events;
 pub mod fallback;
+pub mod hedge;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_counters;
 pub mod pipeline;

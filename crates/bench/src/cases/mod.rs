@@ -6,6 +6,7 @@
 
 pub mod baseline;
 pub mod breaker;
+pub mod hedge;
 pub mod limits;
 pub mod ours;
 pub mod ours_fallback;

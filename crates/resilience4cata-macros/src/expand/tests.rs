@@ -254,3 +254,30 @@ fn delay_from_decides_the_wait_of_an_error_before_any_await() {
     );
     assert!(!out.contains("retry_now_from"), "no quick path past a hook: {out}");
 }
+
+#[test]
+fn a_hedged_method_races_attempts_made_by_a_move_closure_over_references() {
+    let out = expand(quote! {
+        pub trait Api {
+            #[hedge(delay = "50ms", max_hedged_attempts = 2)]
+            #[circuit_breaker]
+            async fn get(&self, key: String, page: &str) -> Result<u32, E>;
+        }
+    });
+    for expected in [
+        "__r4c_hedge_get : :: resilience4cata :: __private :: HedgePolicy",
+        ":: resilience4cata :: __private :: hedge (registry",
+        ". delay (:: resilience4cata :: __private :: nanos (50000000u64))",
+        ". max_hedged_attempts (2u32)",
+        "let key = & key ;",
+        ". run (move || async move {",
+        "attempt_arg (key)",
+        "is_call_not_permitted ()",
+    ] {
+        assert!(out.contains(expected), "missing `{expected}` in\n{out}");
+    }
+    assert!(!out.contains("let page = & page"), "a reference argument is not rebound:\n{out}");
+    let hedge = out.find(". run (move").unwrap();
+    let breaker = out.find("__r4c_circuit_breaker_get . acquire").unwrap();
+    assert!(hedge < breaker, "the breaker is inside each hedged attempt:\n{out}");
+}

@@ -9,6 +9,7 @@
 pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
 pub(crate) mod fallback;
+pub(crate) mod hedge;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;
 pub(crate) mod timeout;
@@ -23,6 +24,7 @@ use crate::validate::{Method, Problem, Settings};
 pub(crate) static POLICIES: &[&PolicySpec] = &[
     &fallback::FALLBACK,
     &retry::RETRY,
+    &hedge::HEDGE,
     &circuit_breaker::CIRCUIT_BREAKER,
     &rate_limiter::RATE_LIMITER,
     &timeout::TIMEOUT,
@@ -39,6 +41,11 @@ pub(crate) fn repeats(spec: &PolicySpec) -> bool {
 /// Whether the method has a `#[fallback]`, so the attempt-making layers report their count.
 pub(crate) fn has_fallback(method: &Method) -> bool {
     method.policies.iter().any(|p| std::ptr::eq(p.spec, &fallback::FALLBACK))
+}
+
+/// Whether `method` is hedged, so its attempts run side by side inside one future.
+pub(crate) fn hedged(method: &crate::validate::Method) -> bool {
+    method.policies.iter().any(|p| std::ptr::eq(p.spec, &hedge::HEDGE))
 }
 
 /// The policy named by an attribute path such as `retry`, if it is one of ours.

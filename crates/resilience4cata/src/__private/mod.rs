@@ -21,6 +21,8 @@ pub use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 pub use crate::error::RegistryError;
 pub use crate::fallback::FallbackContext;
 pub use crate::fallback::policy::FallbackPolicy;
+pub use crate::hedge::HedgeConfigBuilder;
+pub use crate::hedge::policy::HedgePolicy;
 pub use crate::rate_limiter::RateLimiterConfigBuilder;
 pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;

@@ -11,6 +11,7 @@ use super::fallback::Fallback;
 use super::guards::{Guards, Reserved};
 use super::kind::{Blocking, SyncOrAsync};
 use super::rules::{Decide, Rules};
+use crate::hedge::policy::HedgePolicy;
 use crate::registry::Registry;
 use crate::retry::Verdict;
 use crate::retry::policy::{RetryCall, RetryPolicy};
@@ -48,6 +49,8 @@ use crate::{Rejection, ResilienceError};
 pub struct Pipeline<T, E, M = SyncOrAsync> {
     id: Arc<str>,
     retry: Option<RetryPolicy>,
+    /// In the retry's place (a pipeline has one or the other): async calls only.
+    hedge: Option<HedgePolicy>,
     /// The policies inside the retry; present only where `E: ResilienceError` was required.
     guards: Option<Guards<E>>,
     /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
@@ -65,6 +68,7 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
         Pipeline {
             id: Arc::clone(&self.id),
             retry: self.retry.clone(),
+            hedge: self.hedge.clone(),
             guards: self.guards.clone(),
             async_waits: self.async_waits,
             rules: self.rules.clone(),
@@ -80,6 +84,7 @@ impl<T, E, M> fmt::Debug for Pipeline<T, E, M> {
         f.debug_struct("Pipeline")
             .field("id", &self.id)
             .field("retry", &self.retry.as_ref().map(RetryPolicy::instance))
+            .field("hedge", &self.hedge.as_ref().map(HedgePolicy::instance))
             .field("guards", &self.guards)
             .field("rules", &self.rules)
             .field("fallback", &self.fallback)
@@ -113,13 +118,20 @@ impl<T, E, M> Pipeline<T, E, M> {
         async_waits: bool,
     ) -> Self {
         let rules = Rules::default();
-        Pipeline { id, retry, guards, async_waits, rules, fallback: None, registry, mode: PhantomData }
+        let fallback = None;
+        Pipeline { id, retry, hedge: None, guards, async_waits, rules, fallback, registry, mode: PhantomData }
     }
 
     /// The same pipeline in another mode (an async fallback makes it `AsyncOnly`).
     pub(super) fn into_mode<M2>(self) -> Pipeline<T, E, M2> {
-        let Pipeline { id, retry, guards, async_waits, rules, fallback, registry, mode: _ } = self;
-        Pipeline { id, retry, guards, async_waits, rules, fallback, registry, mode: PhantomData }
+        let Pipeline { id, retry, hedge, guards, async_waits, rules, fallback, registry, mode: _ } = self;
+        Pipeline { id, retry, hedge, guards, async_waits, rules, fallback, registry, mode: PhantomData }
+    }
+
+    /// Adds the hedge `build` resolved (a pipeline has a retry or a hedge, never both).
+    pub(super) fn with_hedge(mut self, hedge: Option<HedgePolicy>) -> Self {
+        self.hedge = hedge;
+        self
     }
 
     /// The pipeline's id: the instance id of each of its policies.
@@ -461,6 +473,11 @@ impl<T, E, M> Pipeline<T, E, M> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        if let Some(hedge) = &self.hedge {
+            let mut attempts = 0;
+            let outcome = self.hedged(hedge, f, &mut attempts).await;
+            return self.finish_async(outcome, attempts).await;
+        }
         let Some(retry) = &self.retry else {
             let outcome = self.attempt_async(f).await;
             return self.finish_async(outcome, 1).await;
@@ -504,6 +521,20 @@ impl<T, E, M> Pipeline<T, E, M> {
         }
     }
 
+    /// The hedged form of `execute_async`: `f` is called as each attempt starts (several attempts
+    /// may be alive at once), and each attempt passes the inner policies on its own.
+    async fn hedged<F, Fut>(&self, hedge: &HedgePolicy, mut f: F, attempts: &mut u32) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let attempt = || {
+            let call = f();
+            self.attempt_async(move || call)
+        };
+        hedge.run_counting(attempts, attempt, |e| self.rules.is_call_not_permitted(e)).await
+    }
+
     /// A zero wait (the quick path) and a clock that cannot wait in a future never await.
     async fn wait_async(&self, retry: &RetryPolicy, call: &RetryCall, wait: Duration) -> bool {
         if self.async_waits && !wait.is_zero() {
@@ -516,6 +547,12 @@ impl<T, E, M> Pipeline<T, E, M> {
     #[cfg(feature = "tower")]
     pub(super) fn retry_policy(&self) -> Option<&RetryPolicy> {
         self.retry.as_ref()
+    }
+
+    #[cfg(feature = "tower")]
+    /// `max_hedged_attempts` of an enabled hedge: how many request copies a hedged call may need.
+    pub(super) fn hedged_attempts(&self) -> Option<u32> {
+        self.hedge.as_ref().and_then(HedgePolicy::extra_attempts)
     }
 
     #[cfg(feature = "tower")]

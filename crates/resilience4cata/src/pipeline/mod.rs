@@ -86,6 +86,6 @@ mod tower;
 
 pub use builder::PipelineBuilder;
 pub use execute::Pipeline;
-pub use kind::{AsyncOnly, Blocking, Kind, Plain, Rejecting, SyncOrAsync};
+pub use kind::{AsyncOnly, Blocking, Hedged, Kind, Plain, Rejecting, SyncOrAsync};
 #[cfg(feature = "tower")]
 pub use tower::{ByClone, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResponseFuture};

@@ -164,6 +164,7 @@ macro_rules! for_each_policy {
     ($generator:path) => {
         $generator! {
             { retry: RetryPolicy(RetryConfigBuilder, RetrySnapshot), RetryEvent => Retry, "retry", retries, [retry_defaults, retry, retry_instance], [] }
+            { hedge: HedgePolicy(HedgeConfigBuilder, HedgeSnapshot), HedgeEvent => Hedge, "hedge", hedges, [hedge_defaults, hedge, hedge_instance], [] }
             { circuit_breaker: CircuitBreakerPolicy(CircuitBreakerConfigBuilder, CircuitBreakerSnapshot), CircuitBreakerEvent => CircuitBreaker, "circuit breaker",
                 circuit_breakers, [circuit_breaker_defaults, circuit_breaker, circuit_breaker_instance],
                 [CircuitBreakerHandle] }

@@ -67,6 +67,7 @@ pin_project! {
         Breaker { permit: Option<OwnedPermit>, #[pin] future: F },
         Refused { outcome: Option<Result<T, E>> },
         Guarded { future: Guarded<S, T, E> },
+        Hedged { future: Pin<Box<dyn Future<Output = Result<T, E>> + Send>> },
         Idle,
     }
 }
@@ -136,6 +137,42 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
             (outcome, service)
         });
         Attempt::Guarded { future }
+    }
+}
+
+impl<F, S, T, E> Attempt<F, S, T, E> {
+    /// A hedged call, boxed whole: `execute_async` races its attempts, each on a service of its
+    /// own (the ready `service` first, then clones, each made ready before it is called) and its own
+    /// request (the original first, then the `copies` made by the layer's `CloneRequest`, one per
+    /// possible extra attempt), so attempts never wait for one another's service.
+    pub(super) fn hedged<Req, M>(pipeline: Arc<Pipeline<T, E, M>>, service: S, request: Req, copies: Vec<Req>) -> Self
+    where
+        S: Service<Req, Response = T, Error = E, Future = F> + Clone + Send + 'static,
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        Req: Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+        M: 'static,
+    {
+        let spare = service.clone();
+        let mut ready = Some((service, request));
+        let mut copies = copies;
+        let attempt = move || {
+            let (mut service, request, fresh) = match ready.take() {
+                Some((service, request)) => (service, Some(request), false),
+                None => (spare.clone(), copies.pop(), true),
+            };
+            async move {
+                if fresh {
+                    std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+                }
+                match request {
+                    Some(request) => service.call(request).await,
+                    None => unreachable!("one request copy per possible extra attempt"),
+                }
+            }
+        };
+        Attempt::Hedged { future: Box::pin(async move { pipeline.execute_async(attempt).await }) }
     }
 }
 
@@ -245,6 +282,7 @@ where
                             }
                             outcome
                         }
+                        AttemptProj::Hedged { future } => ready!(future.as_mut().poll(cx)),
                         AttemptProj::Idle => unreachable!("an attempt is in flight while calling"),
                     };
                     this.attempt.set(Attempt::Idle);

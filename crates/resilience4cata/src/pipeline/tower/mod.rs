@@ -162,7 +162,8 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 ///     reserved; later attempts (retries) take their own as in the default mode. What the call
 ///     does not use is given back: a service dropped ready or while waiting, a first attempt the
 ///     breaker refuses (a call the breaker refuses takes no permit, as always). A clone starts
-///     unreserved. A `call` without a ready `poll_ready` does not panic (unlike
+///     unreserved. A hedged pipeline does not use the reservation yet: it is given back as the
+///     call starts, and each hedged attempt takes its own. A `call` without a ready `poll_ready` does not panic (unlike
 ///     `ConcurrencyLimit`): its first attempt asks the policies itself. Pick it in a server or
 ///     behind `tower::buffer`/`balance`/`load_shed`, where "not ready" is what queues or sheds
 ///     load; bound the wait with tower's `timeout` or `load_shed` in front.
@@ -373,6 +374,14 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         let reserved = self.backpressure.as_mut().map_or_else(Reserved::default, Backpressure::take);
         let pipeline = &self.pipeline;
+        if let Some(extra) = pipeline.hedged_attempts()
+            && let Some(copies) = (0..extra).map(|_| self.cloner.clone_request(&request)).collect::<Option<Vec<_>>>()
+        {
+            let spare = self.inner.clone();
+            let ready = std::mem::replace(&mut self.inner, spare);
+            let attempt = Attempt::hedged(Arc::clone(pipeline), ready, request, copies);
+            return ResponseFuture::new(Arc::clone(pipeline), None, attempt, None);
+        }
         let max_attempts = pipeline.retry_policy().map_or(1, max_attempts);
         let copy = if max_attempts <= 1 { None } else { self.cloner.clone_request(&request) };
         let Some(copy) = copy else {
