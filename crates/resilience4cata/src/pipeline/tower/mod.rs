@@ -163,8 +163,9 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 ///     does not use is given back: a service dropped ready or while waiting, a first attempt the
 ///     breaker refuses (a call the breaker refuses takes no permit, as always). A clone starts
 ///     unreserved. A hedged pipeline does not use the reservation yet: it is given back as the
-///     call starts, and each hedged attempt takes its own. A `call` without a ready `poll_ready` does not panic (unlike
-///     `ConcurrencyLimit`): its first attempt asks the policies itself. Pick it in a server or
+///     call starts, and each hedged attempt takes its own. A `call` without a ready `poll_ready`
+///     does not panic (unlike `ConcurrencyLimit`): its first attempt asks the policies itself.
+///     Pick it in a server or
 ///     behind `tower::buffer`/`balance`/`load_shed`, where "not ready" is what queues or sheds
 ///     load; bound the wait with tower's `timeout` or `load_shed` in front.
 ///   - compared with putting `tower::limit::ConcurrencyLimit` / `RateLimit` outside the layer:
