@@ -424,3 +424,24 @@ fn rate_limited_calls_add_up_under_concurrency() {
     let permitted = count(&events, |e| matches!(e, RateLimiterEvent::Permitted { .. }));
     assert_eq!((permitted, events.len()), (100, 100), "a permit per call and no refusal");
 }
+
+/// A hedged pipeline gives the reservation back as the call starts and its attempts take their own
+/// slots: the call answers and nothing stays reserved.
+#[tokio::test]
+async fn a_hedged_call_gives_its_reservation_back_and_leaks_nothing() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let service = Pipeline::builder(&registry, "search")
+        .hedge_with(|h| h.delay(ms(100)))
+        .bulkhead_with(|b| b.max_concurrent_calls(2))
+        .build::<u32, Error>()
+        .unwrap()
+        .layer()
+        .backpressure()
+        .layer(echo());
+    let mut ready = service.clone();
+    ready.ready().await.unwrap();
+    assert_eq!(slots(&registry, "search"), (1, 0), "reserved");
+    assert_eq!(ready.call(7).await.unwrap(), 7);
+    assert_eq!(slots(&registry, "search"), (0, 0));
+}
