@@ -48,10 +48,13 @@ impl BulkheadState {
         }
     }
 
+    /// The guard exists before `Permitted` is published, so the slot is owned by it whatever an
+    /// observer does.
     #[inline]
     fn permit(&self) -> BulkheadPermit<'_> {
+        let permit = BulkheadPermit { state: Some(self) };
         self.permitted();
-        BulkheadPermit { state: Some(self) }
+        permit
     }
 
     #[inline]
@@ -276,8 +279,9 @@ impl BulkheadPolicy {
             return Poll::Ready(Ok(OwnedSlot { state: None }));
         }
         let owned = || {
-            state.permitted();
-            OwnedSlot { state: Some(Arc::clone(&self.state)) }
+            let slot = OwnedSlot { state: Some(Arc::clone(&self.state)) };
+            state.permitted(); // after the guard exists, as in `permit`
+            slot
         };
         if let Some(wait) = waiting {
             let ticket = wait.ticket.expect("a waiting place holds its ticket");
