@@ -10,7 +10,11 @@
 //! - `pipeline_retry_breaker_success`: retry + a closed circuit breaker, wrapper vs pipeline;
 //! - `pipeline_tower_retry_success`: a retry layer around a `tower::service_fn`: ours
 //!   (`pipeline.layer()`), tower-resilience's `RetryLayer`, and seatbelt's retry layer (over
-//!   `layered::Execute`, seatbelt's own service form).
+//!   `layered::Execute`, seatbelt's own service form);
+//! - `pipeline_tower_limits_success`: a rate limiter (never empty) and a bulkhead (never full)
+//!   around a `tower::service_fn`, `poll_ready` then `call`: ours refusing
+//!   (`pipeline.layer()`) and with backpressure (`.backpressure()`), and tower's own
+//!   `RateLimit` + `ConcurrencyLimit`.
 
 use std::future::{Ready, ready};
 use std::time::Duration;
@@ -142,5 +146,32 @@ fn tower_retry_success(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, retry_success, retry_breaker_success, tower_retry_success);
+fn tower_limits_success(c: &mut Criterion) {
+    let _entered = enter();
+    let registry = registry();
+    let limits = |id: &str| {
+        Pipeline::builder(&registry, id)
+            .rate_limiter_with(|l| l.permits(u32::MAX).period(Duration::from_secs(1)))
+            .bulkhead_with(|b| b.max_concurrent_calls(25))
+            .build::<u64, Fail>()
+            .expect("a pipeline")
+    };
+    let mut refusing = limits("bench::tower-limits").layer().layer(inner());
+    let mut backpressure = limits("bench::tower-backpressure").layer().backpressure().layer(inner());
+    let mut tower_limits = tower::ServiceBuilder::new()
+        .rate_limit(u64::MAX, Duration::from_secs(1))
+        .concurrency_limit(25)
+        .service(inner());
+    let mut group = c.benchmark_group("pipeline_tower_limits_success");
+    group.bench_function("resilience4cata_refusing", |b| b.iter(|| consume(call_tower(&mut refusing, opaque(1)))));
+    group.bench_function("resilience4cata_backpressure", |b| {
+        b.iter(|| consume(call_tower(&mut backpressure, opaque(1))))
+    });
+    group.bench_function("tower_rate_concurrency_limit", |b| {
+        b.iter(|| consume(call_tower(&mut tower_limits, opaque(1))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, retry_success, retry_breaker_success, tower_retry_success, tower_limits_success);
 criterion_main!(benches);

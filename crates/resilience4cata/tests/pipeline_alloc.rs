@@ -169,3 +169,36 @@ fn the_tower_layer_with_a_breaker_allocates_nothing_on_success() {
     let snapshot = registry.circuit_breaker("tower-breaker").unwrap().snapshot();
     assert_eq!(snapshot.buffered_calls, 2, "both calls were recorded");
 }
+
+/// Backpressure adds no allocation: the reservation in `poll_ready` is a compare-and-set and a
+/// reference count per policy, and a call through a rate limiter and a bulkhead costs the one
+/// boxed attempt it costs without the opt-in.
+#[cfg(feature = "tower")]
+#[test]
+fn tower_backpressure_adds_no_allocation_on_the_pass_path() {
+    use tower::{Layer, Service};
+
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline: Pipeline<u64, std::io::Error> = Pipeline::builder(&registry, "tower-limits")
+        .retry()
+        .rate_limiter_with(|l| l.permits(1_000_000))
+        .bulkhead_with(|b| b.max_concurrent_calls(4))
+        .build()
+        .unwrap();
+    let inner = tower::service_fn(|n: u64| async move { Ok::<_, std::io::Error>(n) });
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut per_call = |mut service: tower::util::BoxCloneSyncService<u64, u64, std::io::Error>| {
+        let mut call = |n: u64| {
+            assert!(service.poll_ready(&mut cx).is_ready());
+            now(service.call(n)).unwrap()
+        };
+        call(1);
+        allocations(|| assert_eq!(call(5), 5))
+    };
+    let default = per_call(tower::util::BoxCloneSyncService::new(pipeline.layer().layer(inner)));
+    let backpressure = per_call(tower::util::BoxCloneSyncService::new(pipeline.layer().backpressure().layer(inner)));
+    assert_eq!(backpressure, default);
+    assert_eq!(default, 2, "the boxed attempt and the boxed service future");
+    assert_eq!(registry.bulkhead("tower-limits").unwrap().snapshot().in_flight, 0);
+}

@@ -53,8 +53,20 @@ impl BulkheadState {
     #[inline]
     fn permit(&self) -> BulkheadPermit<'_> {
         let permit = BulkheadPermit { state: Some(self) };
-        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
+        self.permitted();
         permit
+    }
+
+    #[inline]
+    fn permitted(&self) {
+        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
+    }
+
+    /// Gives a slot back (to the oldest waiter, if any) and says so.
+    #[inline]
+    fn finished(&self) {
+        self.slots.release();
+        publish!(self.events, |m| m.finished(), || BulkheadEvent::Finished { instance: Arc::clone(&self.instance) });
     }
 
     #[cold]
@@ -155,10 +167,45 @@ impl Drop for BulkheadPermit<'_> {
     #[inline]
     fn drop(&mut self) {
         if let Some(state) = self.state {
-            state.slots.release();
-            publish!(state.events, |m| m.finished(), || BulkheadEvent::Finished {
-                instance: Arc::clone(&state.instance)
-            });
+            state.finished();
+        }
+    }
+}
+
+/// A slot taken ahead of its call by a tower service under backpressure (`poll_ready`), owned so
+/// the service can keep it between `poll_ready` and `call`; given back when dropped, used or not.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) struct OwnedSlot {
+    /// `None` for a disabled bulkhead, which counts nothing.
+    state: Option<Arc<BulkheadState>>,
+}
+
+impl Drop for OwnedSlot {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            state.finished();
+        }
+    }
+}
+
+/// A tower service's place in a bulkhead's queue while its `poll_ready` waits for a slot: leaves
+/// the queue when dropped, passing on a slot that reached it meanwhile.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) struct SlotWait {
+    state: Arc<BulkheadState>,
+    /// `None` once the ticket was collected or withdrawn.
+    ticket: Option<u64>,
+}
+
+impl Drop for SlotWait {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take()
+            && self.state.slots.withdraw(ticket) == Withdrawn::WithSlot
+        {
+            self.state.slots.release();
         }
     }
 }
@@ -212,6 +259,60 @@ impl BulkheadPolicy {
             return Err(state.refuse());
         }
         state.wait_async().await
+    }
+}
+
+#[cfg(feature = "tower")]
+impl BulkheadPolicy {
+    /// Backpressure for a tower service's `poll_ready`: a slot now, or `Pending` in the queue
+    /// (arrival order, `waiting` keeps the place) until one is handed over; no `max_wait`, as
+    /// tower's `ConcurrencyLimit`. The pass path is the compare-and-set of
+    /// [`acquire`](Self::acquire) and a reference count; a wait takes the queue's lock. After
+    /// `Registry::shutdown`, the next poll is refused (`BulkheadFull`) unless a slot reached it.
+    pub(crate) fn poll_reserve(
+        &self,
+        waiting: &mut Option<SlotWait>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Result<OwnedSlot, Rejection>> {
+        let state = &*self.state;
+        if !state.config.enabled {
+            return Poll::Ready(Ok(OwnedSlot { state: None }));
+        }
+        let owned = || {
+            let slot = OwnedSlot { state: Some(Arc::clone(&self.state)) };
+            state.permitted(); // after the guard exists, as in `permit`
+            slot
+        };
+        if let Some(wait) = waiting {
+            let ticket = wait.ticket.expect("a waiting place holds its ticket");
+            if state.slots.collect(ticket, Some(cx.waker())) {
+                wait.ticket = None;
+                *waiting = None;
+                return Poll::Ready(Ok(owned()));
+            }
+            if !state.timer.is_shut_down() {
+                return Poll::Pending;
+            }
+            wait.ticket = None;
+            *waiting = None;
+            return Poll::Ready(match state.slots.withdraw(ticket) {
+                Withdrawn::WithSlot => Ok(owned()),
+                Withdrawn::Empty => Err(state.refuse()),
+            });
+        }
+        if state.slots.try_acquire() {
+            return Poll::Ready(Ok(owned()));
+        }
+        if state.timer.is_shut_down() {
+            return Poll::Ready(Err(state.refuse()));
+        }
+        match state.slots.enqueue(Wake::Task(Some(cx.waker().clone()))) {
+            Queued::Acquired => Poll::Ready(Ok(owned())),
+            Queued::Waiting(ticket) => {
+                *waiting = Some(SlotWait { state: Arc::clone(&self.state), ticket: Some(ticket) });
+                Poll::Pending
+            }
+        }
     }
 }
 

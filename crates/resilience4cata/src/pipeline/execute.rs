@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::PipelineBuilder;
 use super::fallback::Fallback;
-use super::guards::Guards;
+use super::guards::{Guards, Reserved};
 use super::kind::{Blocking, SyncOrAsync};
 use super::rules::{Decide, Rules};
 use crate::hedge::policy::HedgePolicy;
@@ -535,9 +535,18 @@ impl<T, E, M> Pipeline<T, E, M> {
         &self,
         f: impl FnOnce() -> Fut,
     ) -> Result<T, E> {
+        self.attempt_reserved(f, Reserved::default()).await
+    }
+
+    /// [`attempt_async`](Self::attempt_async) on a permit or slot already taken (tower backpressure).
+    pub(super) async fn attempt_reserved<Fut: Future<Output = Result<T, E>>>(
+        &self,
+        f: impl FnOnce() -> Fut,
+        reserved: Reserved,
+    ) -> Result<T, E> {
         match &self.guards {
             None => f().await,
-            Some(guards) => guards.run_async(f, self.async_waits).await,
+            Some(guards) => guards.run_async(f, self.async_waits, reserved).await,
         }
     }
 

@@ -10,10 +10,19 @@ use std::future::Future;
 use super::rules::{FindRejection, Predicate};
 use crate::Rejection;
 use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, LimitOutcome};
-use crate::bulkhead::policy::BulkheadPolicy;
+use crate::bulkhead::policy::{BulkheadPolicy, OwnedSlot};
 use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome};
-use crate::rate_limiter::policy::RateLimiterPolicy;
+use crate::rate_limiter::policy::{RateLimiterPolicy, ReservedPermit};
 use crate::timeout::policy::TimeoutPolicy;
+
+/// What a tower service under backpressure took in `poll_ready` for its next call's first attempt
+/// (a rate limiter permit, a bulkhead slot); empty everywhere else. What the attempt does not use
+/// (the breaker refused it) is given back as it drops.
+#[derive(Debug, Default)]
+pub(super) struct Reserved {
+    pub(super) permit: Option<ReservedPermit>,
+    pub(super) slot: Option<OwnedSlot>,
+}
 
 /// The inner policies of a pipeline that has at least one, and how to put their refusals into `E`
 /// (captured by `build`, where `E: ResilienceError` is required).
@@ -168,16 +177,22 @@ impl<E> Guards<E> {
     /// bulkhead slot and the call; the breaker records the outcome (a dropped future records
     /// nothing, as in generated code). Waits block no thread, unless the registry's clock cannot
     /// wait in a future (`waits_async` false, see `Pipeline::execute_async`), in which case they
-    /// block as in [`run`](Self::run).
-    pub(super) async fn run_async<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>
+    /// block as in [`run`](Self::run). A permit or slot in `reserved` is used instead of asking
+    /// the limiter or the bulkhead.
+    pub(super) async fn run_async<T, Fut>(
+        &self,
+        attempt: impl FnOnce() -> Fut,
+        waits_async: bool,
+        reserved: Reserved,
+    ) -> Result<T, E>
     where
         Fut: Future<Output = Result<T, E>>,
     {
         let Some(breaker) = &self.circuit_breaker else {
-            return self.limited_async(attempt, waits_async).await;
+            return self.limited_async(attempt, waits_async, reserved).await;
         };
-        let permit = breaker.acquire().map_err(self.wrap)?;
-        match self.limited_async(attempt, waits_async).await {
+        let permit = breaker.acquire().map_err(self.wrap)?; // a refused attempt gives `reserved` back
+        match self.limited_async(attempt, waits_async, reserved).await {
             Ok(value) => {
                 permit.record(Outcome::Success);
                 Ok(value)
@@ -189,13 +204,23 @@ impl<E> Guards<E> {
         }
     }
 
-    async fn limited_async<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>
+    async fn limited_async<T, Fut>(
+        &self,
+        attempt: impl FnOnce() -> Fut,
+        waits_async: bool,
+        reserved: Reserved,
+    ) -> Result<T, E>
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        if let Some(limiter) = &self.rate_limiter {
-            let permit = if waits_async { limiter.acquire_async().await } else { limiter.acquire() };
-            permit.map_err(self.wrap)?;
+        let Reserved { permit: reserved_permit, slot } = reserved;
+        match (&self.rate_limiter, reserved_permit) {
+            (_, Some(reserved)) => reserved.consume(),
+            (Some(limiter), None) => {
+                let permit = if waits_async { limiter.acquire_async().await } else { limiter.acquire() };
+                permit.map_err(self.wrap)?;
+            }
+            (None, None) => {}
         }
         let permit = match &self.adaptive_limit {
             Some(limit) if waits_async => Some(limit.acquire_async().await.map_err(self.wrap)?),
@@ -203,8 +228,8 @@ impl<E> Guards<E> {
             None => None,
         };
         let outcome = match &self.timeout {
-            None => self.bulkheaded(attempt, waits_async).await,
-            Some(timeout) => match timeout.run(self.bulkheaded(attempt, waits_async)).await {
+            None => self.bulkheaded(attempt, waits_async, slot).await,
+            Some(timeout) => match timeout.run(self.bulkheaded(attempt, waits_async, slot)).await {
                 Ok(outcome) => outcome,
                 Err(rejection) => Err((self.wrap)(rejection)),
             },
@@ -213,13 +238,23 @@ impl<E> Guards<E> {
         outcome
     }
 
-    async fn bulkheaded<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>
+    async fn bulkheaded<T, Fut>(
+        &self,
+        attempt: impl FnOnce() -> Fut,
+        waits_async: bool,
+        reserved: Option<OwnedSlot>,
+    ) -> Result<T, E>
     where
         Fut: Future<Output = Result<T, E>>,
     {
         let Some(bulkhead) = &self.bulkhead else {
             return attempt().await;
         };
+        if let Some(slot) = reserved {
+            let outcome = attempt().await;
+            drop(slot);
+            return outcome;
+        }
         let slot = if waits_async { bulkhead.acquire_async().await } else { bulkhead.acquire() };
         let slot = slot.map_err(self.wrap)?;
         let outcome = attempt().await;

@@ -156,6 +156,112 @@ impl RateLimiterPolicy {
     }
 }
 
+/// A permit taken ahead of its call by a tower service under backpressure (`poll_ready`): handed
+/// to the call's first attempt, which [`consume`](Self::consume)s it; given back to the limiter if
+/// dropped unused (the service dropped, or the breaker refused the attempt).
+#[derive(Debug)]
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) struct ReservedPermit {
+    /// `None` for a disabled limiter, or once used.
+    state: Option<Arc<RateLimiterState>>,
+}
+
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+impl ReservedPermit {
+    /// The attempt goes ahead on this permit.
+    #[inline]
+    pub(crate) fn consume(mut self) {
+        self.state = None;
+    }
+}
+
+impl Drop for ReservedPermit {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            state.gcra.give_back(state.timer.now());
+        }
+    }
+}
+
+/// The registry clock's wait for a reserved permit, owning the timer it borrows.
+type Sleep = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Interrupted>> + Send>>;
+
+/// A tower service's reserved permit whose time has not come yet, and the wait for it.
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) struct PermitWait {
+    permit: ReservedPermit,
+    wait: u64,
+    /// Boxed because the registry clock's sleep borrows the timer (this owns it); a `Mutex` only
+    /// so the service stays `Sync`: it is reached through `get_mut`, never locked.
+    sleep: std::sync::Mutex<Sleep>,
+}
+
+impl std::fmt::Debug for PermitWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermitWait").field("permit", &self.permit).field("wait", &self.wait).finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "tower")]
+impl RateLimiterPolicy {
+    /// Backpressure for a tower service's `poll_ready`: a permit now, or the next one reserved
+    /// (whatever `max_wait` says, as tower's `RateLimit`) and `Pending` until its time on the
+    /// registry's clock (`waiting` keeps the reservation and its timer). The pass path is the one
+    /// of [`acquire`](Self::acquire) and a reference count; only a wait allocates (its timer).
+    /// `Registry::shutdown` ends a wait with `RateLimitExceeded`, giving the permit back.
+    pub(crate) fn poll_reserve(
+        &self,
+        waiting: &mut Option<PermitWait>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<ReservedPermit, Rejection>> {
+        use std::task::Poll;
+        let state = &*self.state;
+        if waiting.is_none() {
+            if !state.config.enabled {
+                return Poll::Ready(Ok(ReservedPermit { state: None }));
+            }
+            let reserved = ReservedPermit { state: Some(Arc::clone(&self.state)) };
+            if state.gcra.try_acquire(state.timer.coarse_now()) {
+                state.permitted(Duration::ZERO);
+                return Poll::Ready(Ok(reserved));
+            }
+            if state.timer.is_shut_down() {
+                reserved.consume(); // nothing was taken
+                return Poll::Ready(Err(state.refuse(0)));
+            }
+            let now = state.timer.now();
+            match state.gcra.acquire(now, u64::MAX) {
+                Decision::Permit => {
+                    state.permitted(Duration::ZERO);
+                    return Poll::Ready(Ok(reserved));
+                }
+                Decision::Wait(wait) => {
+                    let timer = Arc::clone(&state.timer);
+                    // An absolute deadline: the clock may move before the timer is first polled.
+                    let due = now.saturating_add(wait);
+                    let sleep = Box::pin(async move { timer.sleep_until_async(due).await });
+                    *waiting = Some(PermitWait { permit: reserved, wait, sleep: std::sync::Mutex::new(sleep) });
+                }
+                Decision::Refuse(retry_after) => {
+                    reserved.consume(); // nothing was taken
+                    return Poll::Ready(Err(state.refuse(retry_after)));
+                }
+            }
+        }
+        let wait = waiting.as_mut().expect("set above");
+        let sleep = wait.sleep.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let outcome = std::task::ready!(sleep.as_mut().poll(cx));
+        let PermitWait { permit, wait, .. } = waiting.take().expect("polled above");
+        Poll::Ready(match outcome {
+            Ok(()) => {
+                state.permitted(Duration::from_nanos(wait));
+                Ok(permit)
+            }
+            Err(Interrupted) => Err(state.refuse(wait)), // the permit is given back as it drops
+        })
+    }
+}
+
 policy_kind! {
     RateLimiterPolicy {
         builder: RateLimiterConfigBuilder,

@@ -115,6 +115,17 @@ impl AtomicGcra {
     pub(crate) fn available(&self, now: u64) -> u64 {
         self.gcra.available(self.tat.load(Ordering::Relaxed), now)
     }
+
+    /// Gives back a permit taken (or reserved) earlier and never used: TAT moves back by one
+    /// interval, but not below `now`, so a permit whose time has already passed gives back only
+    /// what is left of it and the limiter never gains more than it lost.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn give_back(&self, now: u64) {
+        let interval = self.gcra.interval;
+        let _ = self.tat.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tat| {
+            (tat > now).then(|| tat.saturating_sub(interval).max(now))
+        });
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +139,23 @@ mod tests {
     fn limiter(permits: u32, period_ms: u64) -> AtomicGcra {
         let config = RateLimiterConfig { permits, period: Duration::from_millis(period_ms), ..Default::default() };
         AtomicGcra::new(&config)
+    }
+
+    #[test]
+    fn a_permit_given_back_can_be_taken_again_and_an_expired_one_adds_nothing() {
+        let l = limiter(2, 100); // T = 50 ms
+        assert_eq!((l.acquire(0, 0), l.acquire(0, 0)), (Decision::Permit, Decision::Permit));
+        assert_eq!(l.acquire(0, 0), Decision::Refuse(50 * MS));
+        l.give_back(0);
+        assert_eq!(l.available(0), 1);
+        assert_eq!(l.acquire(0, 0), Decision::Permit);
+        // A reservation 50 ms ahead, given back: the next caller's wait is 50 ms again, not 100.
+        assert_eq!(l.acquire(0, u64::MAX), Decision::Wait(50 * MS));
+        l.give_back(0);
+        assert_eq!(l.acquire(0, u64::MAX), Decision::Wait(50 * MS));
+        // Long after every permit's time, giving one back creates no extra capacity.
+        l.give_back(1_000 * MS);
+        assert_eq!(l.available(1_000 * MS), 2);
     }
 
     #[test]

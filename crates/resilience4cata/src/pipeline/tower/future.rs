@@ -15,6 +15,7 @@ use super::{ByClone, CloneRequest};
 use crate::circuit_breaker::policy::OwnedPermit;
 use crate::pipeline::Pipeline;
 use crate::pipeline::fallback::{Applied, Falling};
+use crate::pipeline::guards::Reserved;
 use crate::pipeline::kind::SyncOrAsync;
 use crate::retry::policy::{RetryCall, RetryPolicy};
 
@@ -84,7 +85,12 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
 
     /// Starts the first attempt on `service`, which is ready. When attempts are lent the service,
     /// the ready one moves into the attempt and a clone takes its place.
-    pub(super) fn start<Req, M>(pipeline: &Arc<Pipeline<T, E, M>>, service: &mut S, request: Req) -> Self
+    pub(super) fn start<Req, M>(
+        pipeline: &Arc<Pipeline<T, E, M>>,
+        service: &mut S,
+        request: Req,
+        reserved: Reserved,
+    ) -> Self
     where
         S: Service<Req, Response = T, Error = E, Future = F> + Clone + Send + 'static,
         F: Future<Output = Result<T, E>> + Send + 'static,
@@ -94,10 +100,11 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
         M: 'static,
     {
         if !lends(pipeline) {
+            // Nothing to reserve without a rate limiter or bulkhead: `reserved` is empty.
             return Attempt::call(pipeline, service, request);
         }
         let ready = std::mem::replace(service, service.clone());
-        Attempt::lend(Arc::clone(pipeline), ready, request)
+        Attempt::lend(Arc::clone(pipeline), ready, request, reserved)
     }
 
     /// An unboxed attempt: the call itself, under the breaker's owned permit when there is one (a
@@ -116,7 +123,7 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
         }
     }
 
-    fn lend<Req, M>(pipeline: Arc<Pipeline<T, E, M>>, mut service: S, request: Req) -> Self
+    fn lend<Req, M>(pipeline: Arc<Pipeline<T, E, M>>, mut service: S, request: Req, reserved: Reserved) -> Self
     where
         S: Service<Req, Response = T, Error = E, Future = F> + Send + 'static,
         F: Future<Output = Result<T, E>> + Send + 'static,
@@ -126,7 +133,7 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
         M: 'static,
     {
         let future = Box::pin(async move {
-            let outcome = pipeline.attempt_async(|| service.call(request)).await;
+            let outcome = pipeline.attempt_reserved(|| service.call(request), reserved).await;
             (outcome, service)
         });
         Attempt::Guarded { future }
@@ -325,7 +332,7 @@ where
                             }
                             let attempt = if lends(this.pipeline) {
                                 let service = later.service.take().expect("checked above");
-                                Attempt::lend(Arc::clone(this.pipeline), service, request)
+                                Attempt::lend(Arc::clone(this.pipeline), service, request, Reserved::default())
                             } else {
                                 let service = later.service.as_mut().expect("checked above");
                                 Attempt::call(this.pipeline, service, request)

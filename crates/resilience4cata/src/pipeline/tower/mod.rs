@@ -22,19 +22,27 @@
 //!   which runs the pipeline's own attempt code (their waits, deadlines and slots borrow their
 //!   policies, so the same reason applies). This is the one place a pipeline boxes; `execute` and
 //!   `execute_async` never do.
+//!
+//! Backpressure (opt-in, `backpressure.rs`): `poll_ready` reserves the rate limiter's permit and
+//! the bulkhead's slot for the service's next call (owned, so they live in the service between
+//! `poll_ready` and `call`), and `call` hands them to the first attempt through the same attempt
+//! code (`Guards::run_async` uses what was reserved instead of asking).
 
+mod backpressure;
 mod future;
 
 use std::fmt;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use tower_layer::Layer;
 use tower_service::Service;
 
+use self::backpressure::Backpressure;
 pub use self::future::ResponseFuture;
 use self::future::{Attempt, Later, max_attempts};
 use super::Pipeline;
+use super::guards::Reserved;
 use super::kind::SyncOrAsync;
 use crate::ResilienceError;
 use crate::retry::policy::RetryPolicy;
@@ -120,7 +128,7 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn layer(&self) -> PipelineLayer<T, E, M> {
-        PipelineLayer { pipeline: Arc::new(self.clone().detect_rejections()), cloner: ByClone }
+        PipelineLayer { pipeline: Arc::new(self.clone().detect_rejections()), cloner: ByClone, backpressure: false }
     }
 }
 
@@ -131,7 +139,8 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 /// (or a [`clone_request`](PipelineLayer::clone_request) hook for requests that are not always
 /// cloneable) and `E: ResilienceError` (so a nested open breaker's refusal is found and never
 /// retried):
-/// - **readiness**: `poll_ready` is the inner service's. The first attempt is sent to the instance
+/// - **readiness**: `poll_ready` is the inner service's (after the reservations of
+///   [`backpressure`](PipelineLayer::backpressure), when asked for). The first attempt is sent to the instance
 ///   the caller drove ready; each later attempt first waits for a clone of the service to be ready.
 ///   An error from that readiness check is that attempt's outcome, judged like any other.
 /// - **requests**: cloned at most once per attempt, and never when only one attempt is possible
@@ -139,17 +148,44 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 ///   original request. The service is cloned once per call, only when a retry is possible. With
 ///   a `clone_request` hook, a request it cannot copy gets one attempt, and the retry is not
 ///   asked after it.
-/// - **backpressure**: a bulkhead or rate limiter in the pipeline refuses (after its `max_wait`)
-///   inside the call, as everywhere in this crate; `poll_ready` does not reserve a slot or a
-///   permit. A server that wants tower's backpressure (`poll_ready` pending until there is room)
-///   puts `tower::limit::ConcurrencyLimit` / `RateLimit` outside this layer.
+/// - **backpressure**, two modes:
+///   - *refusal* (the default, the SPEC's): `poll_ready` reserves nothing; a bulkhead or rate
+///     limiter in the pipeline waits up to its `max_wait` inside the call, then refuses it
+///     (`BulkheadFull`, `RateLimitExceeded { retry_after }` in `E`), exactly as a `#[resilient]`
+///     method does. Pick it in a client: the caller gets a fast, typed refusal it can report,
+///     fall back from or retry after `retry_after`.
+///   - *readiness* ([`backpressure`](PipelineLayer::backpressure)): `poll_ready` is `Pending`
+///     until the service holds the rate limiter's next permit (reserved at once, ready when its
+///     time comes on the registry's clock) and a bulkhead slot (in the bulkhead's arrival-order
+///     queue), then it is the inner service's readiness; `max_wait` does not bound these waits,
+///     as in tower's `RateLimit` and `ConcurrencyLimit`. The call's first attempt uses what was
+///     reserved; later attempts (retries) take their own as in the default mode. What the call
+///     does not use is given back: a service dropped ready or while waiting, a first attempt the
+///     breaker refuses (a call the breaker refuses takes no permit, as always). A clone starts
+///     unreserved. A hedged pipeline does not use the reservation yet: it is given back as the
+///     call starts, and each hedged attempt takes its own. A `call` without a ready `poll_ready`
+///     does not panic (unlike `ConcurrencyLimit`): its first attempt asks the policies itself.
+///     Pick it in a server or
+///     behind `tower::buffer`/`balance`/`load_shed`, where "not ready" is what queues or sheds
+///     load; bound the wait with tower's `timeout` or `load_shed` in front.
+///   - compared with putting `tower::limit::ConcurrencyLimit` / `RateLimit` outside the layer:
+///     the limits here are the registry's instances (shared by id with every wrapper and
+///     pipeline, with their events, snapshots and configuration); the rate limiter is GCRA
+///     (a burst of `permits`, then one permit every `period / permits`) rather than a fixed
+///     window; a waiting bulkhead place is FIFO. After `Registry::shutdown`, a wait for a permit
+///     ends in `RateLimitExceeded` as the readiness error; a wait for a slot is woken only by a
+///     slot freeing, and is then refused with `BulkheadFull` unless the slot reached it. On the
+///     system clock without the `tokio` feature nothing can time a wait in `poll_ready`, so only
+///     the bulkhead slot is reserved there and the rate limiter acts inside the call.
 /// - **cost**: the response future is a hand-written state machine (an `async fn` future cannot be
 ///   named on stable Rust) that takes no decision of its own. With a retry and/or a circuit breaker,
 ///   a call allocates nothing unless the retry waits a non-zero time between attempts (that wait is
 ///   one boxed future: the registry clock's sleep borrows the policy); the breaker's permit is an
 ///   owned one (a reference count up and down). With a rate limiter, timeout or bulkhead, each
 ///   attempt is one boxed future running the pipeline's own attempt code, for the same reason.
-///   `execute` and `execute_async` never box.
+///   `execute` and `execute_async` never box. Readiness backpressure adds, per call, a
+///   compare-and-set and a reference count per reserving policy, and no allocation unless a
+///   rate limiter permit must be waited for (its timer, one box).
 ///
 /// ```
 /// use resilience4cata::{Pipeline, Registry};
@@ -164,6 +200,7 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 pub struct PipelineLayer<T, E, M = SyncOrAsync, C = ByClone> {
     pipeline: Arc<Pipeline<T, E, M>>,
     cloner: C,
+    backpressure: bool,
 }
 
 impl<T, E, M> PipelineLayer<T, E, M> {
@@ -200,19 +237,60 @@ impl<T, E, M> PipelineLayer<T, E, M> {
     where
         F: Fn(&Req) -> Option<Req> + Clone + Send + 'static,
     {
-        PipelineLayer { pipeline: self.pipeline, cloner: CloneWith(f) }
+        PipelineLayer { pipeline: self.pipeline, cloner: CloneWith(f), backpressure: self.backpressure }
+    }
+}
+
+impl<T, E, M, C> PipelineLayer<T, E, M, C> {
+    /// Backpressure through `poll_ready`, as tower's `ConcurrencyLimit` and `RateLimit` apply it:
+    /// a service made by this layer is ready only once it holds its next call's rate limiter
+    /// permit and bulkhead slot, and that call's first attempt uses them. See
+    /// [`PipelineLayer`]'s "backpressure" for the two modes and when to pick which.
+    ///
+    /// ```
+    /// use std::task::{Context, Poll, Waker};
+    /// use resilience4cata::{Pipeline, Registry};
+    /// use tower::{Layer, Service, ServiceExt};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let pipeline = Pipeline::builder(&registry, "pool")
+    ///     .bulkhead_with(|b| b.max_concurrent_calls(1))
+    ///     .build::<u32, std::io::Error>()?;
+    /// let backend = tower::service_fn(|n: u32| async move { Ok::<_, std::io::Error>(n) });
+    /// let mut first = pipeline.layer().backpressure().layer(backend);
+    /// let mut second = first.clone(); // a clone starts without a reservation
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(first.poll_ready(&mut cx).is_ready()); // holds the only slot
+    /// assert!(second.poll_ready(&mut cx).is_pending()); // waits for it instead of being refused
+    /// drop(first); // the reservation goes back with the service
+    /// assert!(second.poll_ready(&mut cx).is_ready());
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// assert_eq!(second.call(7).await.unwrap(), 7);
+    /// # });
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn backpressure(mut self) -> Self {
+        self.backpressure = true;
+        self
     }
 }
 
 impl<T, E, M, C: Clone> Clone for PipelineLayer<T, E, M, C> {
     fn clone(&self) -> Self {
-        PipelineLayer { pipeline: Arc::clone(&self.pipeline), cloner: self.cloner.clone() }
+        PipelineLayer {
+            pipeline: Arc::clone(&self.pipeline),
+            cloner: self.cloner.clone(),
+            backpressure: self.backpressure,
+        }
     }
 }
 
 impl<T, E, M, C> fmt::Debug for PipelineLayer<T, E, M, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PipelineLayer").field("pipeline", &self.pipeline).finish_non_exhaustive()
+        f.debug_struct("PipelineLayer")
+            .field("pipeline", &self.pipeline)
+            .field("backpressure", &self.backpressure)
+            .finish_non_exhaustive()
     }
 }
 
@@ -220,7 +298,12 @@ impl<S, T, E, M, C: Clone> Layer<S> for PipelineLayer<T, E, M, C> {
     type Service = PipelineService<S, T, E, M, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        PipelineService { inner, pipeline: Arc::clone(&self.pipeline), cloner: self.cloner.clone() }
+        PipelineService {
+            inner,
+            pipeline: Arc::clone(&self.pipeline),
+            cloner: self.cloner.clone(),
+            backpressure: self.backpressure.then(Backpressure::default),
+        }
     }
 }
 
@@ -243,11 +326,19 @@ pub struct PipelineService<S, T, E, M = SyncOrAsync, C = ByClone> {
     /// Shared with every response future: one reference count up and down per call.
     pipeline: Arc<Pipeline<T, E, M>>,
     cloner: C,
+    /// `Some` under [`PipelineLayer::backpressure`]: what `poll_ready` reserved for the next call.
+    backpressure: Option<Backpressure>,
 }
 
 impl<S: Clone, T, E, M, C: Clone> Clone for PipelineService<S, T, E, M, C> {
+    /// A clone starts without a reservation, as tower expects of a clone of a ready service.
     fn clone(&self) -> Self {
-        PipelineService { inner: self.inner.clone(), pipeline: Arc::clone(&self.pipeline), cloner: self.cloner.clone() }
+        PipelineService {
+            inner: self.inner.clone(),
+            pipeline: Arc::clone(&self.pipeline),
+            cloner: self.cloner.clone(),
+            backpressure: self.backpressure.as_ref().map(|_| Backpressure::default()),
+        }
     }
 }
 
@@ -275,10 +366,14 @@ where
     type Future = ResponseFuture<S, Req, T, E, M, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
+        if let (Some(backpressure), Some(guards)) = (&mut self.backpressure, self.pipeline.guards()) {
+            ready!(backpressure.poll_reserve(guards, self.pipeline.waits_async(), cx))?;
+        }
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
+        let reserved = self.backpressure.as_mut().map_or_else(Reserved::default, Backpressure::take);
         let pipeline = &self.pipeline;
         if let Some(extra) = pipeline.hedged_attempts()
             && let Some(copies) = (0..extra).map(|_| self.cloner.clone_request(&request)).collect::<Option<Vec<_>>>()
@@ -294,11 +389,11 @@ where
             // One attempt only: no retry, or a request that cannot be copied (then the retry is
             // not started, so a budget does not count the call).
             let call = if max_attempts <= 1 { pipeline.retry_policy().map(RetryPolicy::start) } else { None };
-            let first = Attempt::start(pipeline, &mut self.inner, request);
+            let first = Attempt::start(pipeline, &mut self.inner, request, reserved);
             return ResponseFuture::new(Arc::clone(pipeline), call, first, None);
         };
         let call = pipeline.retry_policy().map(RetryPolicy::start);
-        let first = Attempt::start(pipeline, &mut self.inner, copy);
+        let first = Attempt::start(pipeline, &mut self.inner, copy, reserved);
         let service = first.keeps_service().then(|| self.inner.clone());
         let later = Later { service, request: Some(request), max_attempts, cloner: self.cloner.clone() };
         ResponseFuture::new(Arc::clone(pipeline), call, first, Some(later))
