@@ -12,6 +12,7 @@ pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
 
 use crate::registry::{PolicyKind, for_each_policy};
+pub use crate::shared::SharedStateEvent;
 
 /// A registered listener of events of type `E`.
 pub(crate) type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
@@ -47,6 +48,7 @@ macro_rules! event_parts {
         pub struct Listeners {
             pub(crate) hub: Arc<Hub>,
             $(pub(crate) $module: Vec<Listener<$event>>,)*
+            pub(crate) shared_state: Vec<Listener<SharedStateEvent>>,
         }
 
         impl fmt::Debug for Listeners {
@@ -100,6 +102,8 @@ macro_rules! event_parts {
                 #[doc = concat!("A ", $human, "'s event.")]
                 $variant($event),
             )*
+            /// A shared instance left the fleet for its local state, or came back.
+            SharedState(SharedStateEvent),
         }
 
         impl AnyEvent {
@@ -107,6 +111,7 @@ macro_rules! event_parts {
             pub fn instance(&self) -> &str {
                 match self {
                     $(AnyEvent::$variant(e) => e.instance(),)*
+                    AnyEvent::SharedState(e) => e.instance(),
                 }
             }
 
@@ -114,6 +119,7 @@ macro_rules! event_parts {
             pub fn policy(&self) -> &'static str {
                 match self {
                     $(AnyEvent::$variant(_) => <crate::$module::policy::$policy as PolicyKind>::NAME,)*
+                    AnyEvent::SharedState(_) => "shared_state",
                 }
             }
         }
@@ -121,6 +127,22 @@ macro_rules! event_parts {
 }
 
 for_each_policy!(event_parts);
+
+impl sealed::Sealed for SharedStateEvent {
+    fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
+        &mut listeners.shared_state
+    }
+
+    fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
+        &listeners.shared_state
+    }
+
+    fn into_any(self) -> AnyEvent {
+        AnyEvent::SharedState(self)
+    }
+}
+
+impl Event for SharedStateEvent {}
 
 /// An event type of a policy of the list: which policy publishes it (for its metric handles).
 pub(crate) trait Published: Event {

@@ -14,6 +14,7 @@ pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;
+pub mod shared;
 pub mod timeout;
 
 pub use clock::Clock;

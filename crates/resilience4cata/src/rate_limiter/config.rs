@@ -29,11 +29,39 @@ pub struct RateLimiterConfig {
     pub period: Duration,
     /// How long a call may wait for a permit before it is refused (`0`: refuse at once).
     pub max_wait: Duration,
+    /// `true`: one quota for every process on the registry's shared store (same store, key
+    /// prefix and instance id); see [`crate::shared`]. A configuration key only, not an attribute.
+    pub shared: bool,
+    /// Permits a shared limiter leases at a time (`None`: `max(1, permits / 10)`).
+    pub lease: Option<u32>,
+}
+
+impl RateLimiterConfig {
+    /// Permits per lease of a shared limiter: `lease`, else `max(1, permits / 10)`.
+    ///
+    /// ```
+    /// use resilience4cata::rate_limiter::RateLimiterConfig;
+    ///
+    /// let c = RateLimiterConfig { permits: 100, ..Default::default() };
+    /// assert_eq!(c.lease(), 10);
+    /// assert_eq!(RateLimiterConfig { permits: 5, ..c.clone() }.lease(), 1);
+    /// assert_eq!(RateLimiterConfig { lease: Some(3), ..c }.lease(), 3);
+    /// ```
+    pub fn lease(&self) -> u32 {
+        self.lease.unwrap_or((self.permits / 10).max(1))
+    }
 }
 
 impl Default for RateLimiterConfig {
     fn default() -> Self {
-        RateLimiterConfig { enabled: true, permits: 50, period: Duration::from_secs(1), max_wait: Duration::ZERO }
+        RateLimiterConfig {
+            enabled: true,
+            permits: 50,
+            period: Duration::from_secs(1),
+            max_wait: Duration::ZERO,
+            shared: false,
+            lease: None,
+        }
     }
 }
 
@@ -69,6 +97,10 @@ layered_builder! {
         period: Duration,
         /// `max_wait`: how long a call may wait for a permit.
         max_wait: Duration,
+        /// `shared`: one quota for the whole fleet, on the registry's shared store (config only).
+        shared: bool,
+        /// `lease`: permits a shared limiter takes from the fleet at a time.
+        lease: u32,
     }
 }
 
@@ -89,7 +121,20 @@ impl Layer for RateLimiterConfigBuilder {
         if c.period.is_zero() {
             return invalid("rate_limiter period must be longer than zero");
         }
+        if c.lease.is_some_and(|lease| !(1..=MAX_LEASE).contains(&lease)) {
+            return invalid("rate_limiter lease must be between 1 and 1048575 permits");
+        }
         Ok(c)
+    }
+}
+
+/// The largest lease a pool can hold (its count has 20 bits).
+const MAX_LEASE: u32 = (1 << 20) - 1;
+
+impl RateLimiterConfigBuilder {
+    /// Whether this layer sets `shared = true` (checked against the registry's store at build).
+    pub(crate) fn sets_shared(&self) -> bool {
+        self.shared == Some(true)
     }
 }
 
@@ -111,5 +156,7 @@ mod tests {
         assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some("x")));
         let e = RateLimiterConfigBuilder::new().period(Duration::ZERO).resolve("x").unwrap_err();
         assert!(e.message().contains("period"), "{e}");
+        let e = RateLimiterConfigBuilder::new().lease(0).resolve("x").unwrap_err();
+        assert!(e.message().contains("lease"), "{e}");
     }
 }

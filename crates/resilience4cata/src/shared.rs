@@ -1,0 +1,541 @@
+//! Shared state across processes: the store trait a registry holds, the lease pool a shared rate
+//! limiter spends from, and [`SharedStateEvent`].
+//!
+//! A fleet of replicas shares one rate limiter when each builds it with `shared = true` (a
+//! configuration key, in builders and files only) on a registry given a store with
+//! [`RegistryBuilder::shared_state`](crate::RegistryBuilder::shared_state). The runtime knows no
+//! engine: `resilience4cata-redis` implements [`SharedStore`] on Redis.
+//!
+//! # How the pass path stays local
+//!
+//! A shared limiter does not ask the store per call. It spends permits from a [`LeasePool`]: a
+//! count of permits leased from the fleet-wide quota, with the time they lapse, packed in one
+//! atomic word. Taking a permit is one compare-and-set on that word, as for a local limiter. When
+//! the count falls to half a lease, the call that crossed the mark wakes the store's own
+//! background task ([`LeasePool::wanted`]), which asks the fleet for the next lease while the
+//! remaining half is spent; sync and async callers alike never wait on the network in the common
+//! case. Only a call that finds the pool empty waits, for at most the store's
+//! [`store_timeout`](SharedStore::store_timeout) (a sync call parks its thread, an async call
+//! waits in its future): for the refill, or for the store's answer that the fleet is out of
+//! permits (then it is refused with `RateLimitExceeded`, `retry_after` from the store), or, when
+//! the store does not answer in time, for nothing: the call is decided on the instance's local
+//! limiter.
+//!
+//! # Degraded mode
+//!
+//! When the store cannot be reached (down, slow, restarted), it marks the pool
+//! [degraded](LeasePool::degrade): the limiter then decides every call on its local state alone
+//! (the instance's own GCRA, `permits` per `period` *per process*), publishes
+//! [`SharedStateEvent::Degraded`], and the store keeps trying in the background; on its first
+//! success it [recovers](LeasePool::recover) the pool, which publishes
+//! [`SharedStateEvent::Recovered`]. A caller never sees the store's errors.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use atomic_waker::AtomicWaker;
+
+use crate::clock::{Timer, nanos};
+use crate::events::{Hub, Listener};
+
+/// An engine that shares policy state between processes (`resilience4cata-redis`'s `RedisStore`).
+///
+/// A registry holds one ([`RegistryBuilder::shared_state`](crate::RegistryBuilder::shared_state))
+/// and hands it the [`LeasePool`] of every rate limiter built with `shared = true`; the store
+/// refills each pool from its own background task, never on a caller's thread.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use resilience4cata::Registry;
+/// use resilience4cata::shared::{LeasePool, SharedStore};
+///
+/// /// A "fleet" of one process that grants every lease in full: shows the contract only.
+/// #[derive(Debug)]
+/// struct Generous;
+/// impl SharedStore for Generous {
+///     fn store_timeout(&self) -> Duration {
+///         Duration::from_millis(25)
+///     }
+///     fn share_rate_limiter(&self, pool: Arc<LeasePool>) {
+///         std::thread::spawn(move || loop {
+///             pool.wait_wanted_blocking();
+///             pool.grant(pool.wanted_permits(), Duration::ZERO);
+///         });
+///     }
+/// }
+///
+/// let registry = Registry::builder()
+///     .shared_state(Generous)
+///     .rate_limiter_instance("prices", |r| r.shared(true).permits(10))
+///     .build()?;
+/// let limiter = resilience4cata::Pipeline::builder(&registry, "prices")
+///     .rate_limiter_with(|r| r)
+///     .build::<(), std::io::Error>()?;
+/// assert!(limiter.execute(|| Ok(())).is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait SharedStore: Send + Sync + fmt::Debug + 'static {
+    /// The longest a decision waits for this store before it is taken on local state.
+    fn store_timeout(&self) -> Duration;
+
+    /// Starts sharing a rate limiter: called once, when the instance is built. The store keeps
+    /// `pool` and refills it whenever [`LeasePool::wanted`] says so, from its own background task.
+    fn share_rate_limiter(&self, pool: Arc<LeasePool>);
+}
+
+/// An event of the shared state of one instance: it left the fleet for its local state, or came
+/// back. Listen with `listen(|e: &SharedStateEvent| …)`; subscribers get it as
+/// [`AnyEvent::SharedState`](crate::events::AnyEvent::SharedState).
+///
+/// ```
+/// use std::sync::Arc;
+/// use resilience4cata::shared::SharedStateEvent;
+///
+/// let e = SharedStateEvent::Degraded { instance: Arc::from("prices") };
+/// assert_eq!(e.instance(), "prices");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SharedStateEvent {
+    /// The store could not be reached in time: the instance decides on its local state alone.
+    Degraded {
+        /// The instance id.
+        instance: Arc<str>,
+    },
+    /// The store answered again: the instance is shared again.
+    Recovered {
+        /// The instance id.
+        instance: Arc<str>,
+    },
+}
+
+impl SharedStateEvent {
+    /// The instance id.
+    pub fn instance(&self) -> &str {
+        match self {
+            SharedStateEvent::Degraded { instance } | SharedStateEvent::Recovered { instance } => instance,
+        }
+    }
+}
+
+/// Where [`SharedStateEvent`]s go: the registry's listeners and subscribers.
+pub(crate) struct SharedPublisher {
+    listeners: Box<[Listener<SharedStateEvent>]>,
+    hub: Arc<Hub>,
+}
+
+impl SharedPublisher {
+    pub(crate) fn new(listeners: &crate::events::Listeners) -> Self {
+        SharedPublisher { listeners: listeners.shared_state.as_slice().into(), hub: Arc::clone(&listeners.hub) }
+    }
+
+    fn emit(&self, event: SharedStateEvent) {
+        #[cfg(feature = "tracing")]
+        tracing::event!(target: "resilience4cata", tracing::Level::WARN, event = ?event);
+        for listener in self.listeners.iter() {
+            listener(&event);
+        }
+        if self.hub.has_subscribers() {
+            self.hub.publish(&crate::events::AnyEvent::SharedState(event));
+        }
+    }
+}
+
+/// Low bits of the pool word: the permits in hand; high bits: when they lapse, in units of
+/// 2^`SHIFT` ns (about a millisecond) of the registry's clock.
+const SHIFT: u32 = 20;
+const COUNT: u64 = (1 << SHIFT) - 1;
+
+/// What a shared limiter found in its pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Take {
+    /// A leased permit: the call may go.
+    Taken,
+    /// Nothing in hand.
+    Empty,
+}
+
+/// What a call that found the pool empty learned within the store timeout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// A refill came: the call took a permit.
+    Permit,
+    /// The fleet is out of permits for this long (nanoseconds).
+    Exhausted(u64),
+    /// No answer in time, or the pool is degraded: decide locally.
+    Local,
+}
+
+/// The permits one process has leased from a shared rate limiter's fleet-wide quota, spent by the
+/// pass path with local atomics and refilled by the store's background task.
+///
+/// The store's side of the contract: wait for [`wanted`](Self::wanted) (async) or
+/// [`wait_wanted_blocking`](Self::wait_wanted_blocking), ask the fleet for
+/// [`wanted_permits`](Self::wanted_permits), and answer with [`grant`](Self::grant) (zero permits
+/// with the time until the fleet has one, when it has none); on trouble call
+/// [`degrade`](Self::degrade), and [`recover`](Self::recover) when the store answers again.
+pub struct LeasePool {
+    instance: Arc<str>,
+    permits: u32,
+    period: Duration,
+    lease: u32,
+    /// Permits in hand (low bits) and when they lapse (high bits).
+    word: AtomicU64,
+    /// Registry-clock time until which the fleet said it has no permit (0: no such answer).
+    exhausted_until: AtomicU64,
+    degraded: AtomicBool,
+    /// Set when a refill is wanted, cleared by the store when it takes the request.
+    wanted: AtomicBool,
+    store_waker: AtomicWaker,
+    store_thread: Mutex<bool>,
+    store_signal: Condvar,
+    /// Bumped by every answer of the store; callers waiting for one park on `answered`.
+    answers: Mutex<u64>,
+    answered: Condvar,
+    async_waiters: Mutex<Vec<Waker>>,
+    store_timeout: Duration,
+    timer: Arc<Timer>,
+    events: SharedPublisher,
+}
+
+impl fmt::Debug for LeasePool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeasePool")
+            .field("instance", &self.instance)
+            .field("permits", &self.permits)
+            .field("period", &self.period)
+            .field("lease", &self.lease)
+            .field("in_hand", &(self.word.load(Ordering::Relaxed) & COUNT))
+            .field("degraded", &self.is_degraded())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeasePool {
+    pub(crate) fn new(
+        instance: Arc<str>,
+        config: &crate::rate_limiter::RateLimiterConfig,
+        store_timeout: Duration,
+        timer: Arc<Timer>,
+        events: SharedPublisher,
+    ) -> Self {
+        LeasePool {
+            instance,
+            permits: config.permits,
+            period: config.period,
+            lease: config.lease(),
+            word: AtomicU64::new(0),
+            exhausted_until: AtomicU64::new(0),
+            degraded: AtomicBool::new(false),
+            wanted: AtomicBool::new(true), // the first lease, before the first call
+            store_waker: AtomicWaker::new(),
+            store_thread: Mutex::new(false),
+            store_signal: Condvar::new(),
+            answers: Mutex::new(0),
+            answered: Condvar::new(),
+            async_waiters: Mutex::new(Vec::new()),
+            store_timeout,
+            timer,
+            events,
+        }
+    }
+
+    /// The instance id (the store's key is made from it).
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// The fleet-wide quota: `permits` per [`period`](Self::period).
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// The period of the quota; leased permits lapse one period after they are granted.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// Permits per lease (`lease`, default `max(1, permits / 10)`).
+    pub fn lease(&self) -> u32 {
+        self.lease
+    }
+
+    /// Whether the pool decides on local state because the store could not be reached.
+    pub fn is_degraded(&self) -> bool {
+        self.degraded.load(Ordering::Relaxed)
+    }
+
+    /// Permits in hand now (lapsed ones do not count).
+    pub fn in_hand(&self) -> u32 {
+        let word = self.word.load(Ordering::Relaxed);
+        if (word >> SHIFT) <= self.timer.now() >> SHIFT { 0 } else { (word & COUNT) as u32 }
+    }
+
+    /// How many permits to ask the fleet for: enough to hold one lease again (at least one).
+    pub fn wanted_permits(&self) -> u32 {
+        self.lease.saturating_sub(self.in_hand()).max(1)
+    }
+
+    /// Waits until a refill is wanted, and takes the request (for the store's async task).
+    pub fn wanted(&self) -> impl Future<Output = ()> + Send + '_ {
+        std::future::poll_fn(move |cx: &mut Context<'_>| {
+            if self.wanted.swap(false, Ordering::AcqRel) {
+                return Poll::Ready(());
+            }
+            self.store_waker.register(cx.waker());
+            if self.wanted.swap(false, Ordering::AcqRel) { Poll::Ready(()) } else { Poll::Pending }
+        })
+    }
+
+    /// The blocking form of [`wanted`](Self::wanted), for a store that refills from a thread.
+    pub fn wait_wanted_blocking(&self) {
+        let mut pending = self.store_thread.lock().unwrap_or_else(PoisonError::into_inner);
+        while !self.wanted.swap(false, Ordering::AcqRel) {
+            *pending = false;
+            pending = self
+                .store_signal
+                .wait_timeout(pending, Duration::from_millis(50))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Asks the store for a refill (once per crossing of the low-water mark).
+    fn want(&self) {
+        if !self.wanted.swap(true, Ordering::AcqRel) {
+            self.store_waker.wake();
+            *self.store_thread.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            self.store_signal.notify_one();
+        }
+    }
+
+    /// The store's answer to a request: `permits` granted (they lapse one period from now), or
+    /// none, the fleet having its next permit after `retry_after`.
+    pub fn grant(&self, permits: u32, retry_after: Duration) {
+        let now = self.timer.now();
+        if permits == 0 {
+            self.exhausted_until.store(now.saturating_add(nanos(retry_after)).max(1), Ordering::Relaxed);
+        } else {
+            self.exhausted_until.store(0, Ordering::Relaxed);
+            let lapse = now.saturating_add(nanos(self.period)) >> SHIFT;
+            let mut word = self.word.load(Ordering::Relaxed);
+            loop {
+                let live = if (word >> SHIFT) > now >> SHIFT { word & COUNT } else { 0 };
+                let count = (live + u64::from(permits)).min(COUNT);
+                let new = (lapse << SHIFT) | count;
+                match self.word.compare_exchange_weak(word, new, Ordering::Release, Ordering::Relaxed) {
+                    Ok(_) => break,
+                    Err(current) => word = current,
+                }
+            }
+        }
+        self.answer();
+    }
+
+    /// The store could not answer: the pool decides locally until [`recover`](Self::recover).
+    /// Publishes [`SharedStateEvent::Degraded`] once per outage.
+    pub fn degrade(&self) {
+        if !self.degraded.swap(true, Ordering::AcqRel) {
+            self.events.emit(SharedStateEvent::Degraded { instance: Arc::clone(&self.instance) });
+        }
+        self.answer();
+    }
+
+    /// The store answers again: the pool is shared again. Publishes
+    /// [`SharedStateEvent::Recovered`] if it was degraded.
+    pub fn recover(&self) {
+        if self.degraded.swap(false, Ordering::AcqRel) {
+            self.events.emit(SharedStateEvent::Recovered { instance: Arc::clone(&self.instance) });
+        }
+    }
+
+    /// Wakes every caller waiting for the store.
+    fn answer(&self) {
+        *self.answers.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.answered.notify_all();
+        let waiters = std::mem::take(&mut *self.async_waiters.lock().unwrap_or_else(PoisonError::into_inner));
+        waiters.into_iter().for_each(Waker::wake);
+    }
+
+    /// The pass path: one leased permit at `now` (coarse), one compare-and-set. The call that
+    /// leaves half a lease in hand asks for the next one.
+    #[inline]
+    pub(crate) fn try_take(&self, now: u64) -> Take {
+        let mut word = self.word.load(Ordering::Acquire);
+        loop {
+            let count = word & COUNT;
+            if count == 0 || (word >> SHIFT) <= now >> SHIFT {
+                return Take::Empty;
+            }
+            match self.word.compare_exchange_weak(word, word - 1, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => {
+                    if count - 1 == u64::from(self.lease / 2) {
+                        self.want();
+                    }
+                    return Take::Taken;
+                }
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    /// What a call that found the pool empty can decide now, without waiting.
+    fn answer_now(&self, now: u64) -> Option<Answer> {
+        if self.is_degraded() {
+            return Some(Answer::Local);
+        }
+        if self.try_take(now) == Take::Taken {
+            return Some(Answer::Permit);
+        }
+        let until = self.exhausted_until.load(Ordering::Relaxed);
+        (until > now).then(|| Answer::Exhausted(until - now))
+    }
+
+    /// Past the pass path, sync: asks for a refill and parks up to the store timeout for it.
+    pub(crate) fn wait_sync(&self) -> Answer {
+        self.want();
+        let deadline = Instant::now() + self.store_timeout;
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(answer) = self.answer_now(self.timer.now()) {
+                return answer;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Answer::Local;
+            }
+            let seen = *answers;
+            let (guard, _) = self
+                .answered
+                .wait_timeout_while(answers, left, |count| *count == seen)
+                .unwrap_or_else(PoisonError::into_inner);
+            answers = guard;
+        }
+    }
+
+    /// Past the pass path, async: asks for a refill and waits in the future up to the store
+    /// timeout (on the system's monotonic time, as the network is).
+    pub(crate) async fn wait_async(&self) -> Answer {
+        self.want();
+        let deadline = Instant::now() + self.store_timeout;
+        let mut timer = std::pin::pin!(self.timer.sleep_async(self.store_timeout));
+        std::future::poll_fn(|cx: &mut Context<'_>| {
+            if let Some(answer) = self.answer_now(self.timer.now()) {
+                return Poll::Ready(answer);
+            }
+            self.async_waiters.lock().unwrap_or_else(PoisonError::into_inner).push(cx.waker().clone());
+            if let Some(answer) = self.answer_now(self.timer.now()) {
+                return Poll::Ready(answer);
+            }
+            if Instant::now() >= deadline || timer.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Answer::Local);
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+    use crate::rate_limiter::RateLimiterConfig;
+
+    fn pool(clock: &ManualClock, permits: u32, lease: u32) -> LeasePool {
+        let config = RateLimiterConfig { permits, shared: true, lease: Some(lease), ..Default::default() };
+        let timer = Arc::new(Clock::from(clock).into_timer());
+        let listeners = crate::events::Listeners::default();
+        LeasePool::new(Arc::from("p"), &config, Duration::from_millis(25), timer, SharedPublisher::new(&listeners))
+    }
+
+    #[test]
+    fn leased_permits_are_spent_then_the_pool_is_empty() {
+        let clock = ManualClock::new();
+        let pool = pool(&clock, 100, 10);
+        assert_eq!(pool.try_take(0), Take::Empty, "nothing leased yet");
+        pool.grant(10, Duration::ZERO);
+        assert_eq!(pool.in_hand(), 10);
+        let taken = (0..20).filter(|_| pool.try_take(0) == Take::Taken).count();
+        assert_eq!(taken, 10);
+    }
+
+    #[test]
+    fn half_a_lease_left_asks_for_the_next_one_once() {
+        let clock = ManualClock::new();
+        let pool = pool(&clock, 100, 10);
+        assert!(pool.wanted.swap(false, Ordering::AcqRel), "the first lease is wanted at once");
+        pool.grant(10, Duration::ZERO);
+        for _ in 0..4 {
+            pool.try_take(0);
+        }
+        assert!(!pool.wanted.load(Ordering::Acquire), "6 in hand: not yet");
+        pool.try_take(0);
+        assert!(pool.wanted.load(Ordering::Acquire), "5 in hand: half a lease");
+        assert_eq!(pool.wanted_permits(), 5, "enough to hold one lease again");
+    }
+
+    #[test]
+    fn unspent_permits_lapse_with_the_period() {
+        let clock = ManualClock::new();
+        let pool = pool(&clock, 100, 10);
+        pool.grant(10, Duration::ZERO);
+        clock.advance(Duration::from_millis(1_100));
+        let now = nanos(clock.elapsed());
+        assert_eq!(pool.try_take(now), Take::Empty);
+        assert_eq!(pool.in_hand(), 0);
+        pool.grant(3, Duration::ZERO);
+        assert_eq!(pool.in_hand(), 3, "lapsed permits are not carried into a new lease");
+    }
+
+    #[test]
+    fn an_empty_pool_waits_for_the_store_and_learns_the_fleet_is_out() {
+        let clock = ManualClock::new();
+        let pool = Arc::new(pool(&clock, 100, 10));
+        let store = {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || {
+                pool.wait_wanted_blocking();
+                pool.grant(0, Duration::from_millis(40));
+            })
+        };
+        assert_eq!(pool.wait_sync(), Answer::Exhausted(40_000_000));
+        store.join().unwrap();
+    }
+
+    #[test]
+    fn no_answer_within_the_store_timeout_decides_locally() {
+        let clock = ManualClock::new();
+        let pool = pool(&clock, 100, 10);
+        let started = Instant::now();
+        assert_eq!(pool.wait_sync(), Answer::Local);
+        assert!(started.elapsed() >= Duration::from_millis(25));
+    }
+
+    #[test]
+    fn degraded_and_recovered_are_published_once_per_outage() {
+        let seen: Arc<Mutex<Vec<SharedStateEvent>>> = Arc::default();
+        let mut listeners = crate::events::Listeners::default();
+        let sink = Arc::clone(&seen);
+        listeners.shared_state.push(Arc::new(move |e: &SharedStateEvent| sink.lock().unwrap().push(e.clone())));
+        let clock = ManualClock::new();
+        let config = RateLimiterConfig { shared: true, ..Default::default() };
+        let timer = Arc::new(Clock::from(&clock).into_timer());
+        let pool =
+            LeasePool::new(Arc::from("p"), &config, Duration::from_millis(25), timer, SharedPublisher::new(&listeners));
+        pool.degrade();
+        pool.degrade();
+        assert_eq!(pool.wait_sync(), Answer::Local, "degraded: decided locally at once");
+        pool.recover();
+        pool.recover();
+        let instance: Arc<str> = Arc::from("p");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [SharedStateEvent::Degraded { instance: Arc::clone(&instance) }, SharedStateEvent::Recovered { instance }]
+        );
+    }
+}
