@@ -1,0 +1,74 @@
+//! One replica of a fleet, for the multi-process tests of this crate (and for trying a fleet by
+//! hand): shares the rate limiter `<instance>` through Redis and calls it as fast as it lets
+//! through, from `<start_at_unix_ms>` for `<run_ms>`.
+//!
+//! `r4c-redis-fleet-member <url> <instance> <permits> <lease> <start_at_unix_ms> <run_ms>`
+//!
+//! Prints one line per admitted call (`ok <unix µs>`), one per shared-state event
+//! (`degraded <unix µs>`, `recovered <unix µs>`), and at the end `max_call_us <µs>` (the slowest
+//! decision) and `refused <count>`.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use resilience4cata::shared::SharedStateEvent;
+use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
+use resilience4cata_redis::RedisStore;
+
+fn unix_us() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [url, instance, permits, lease, start_at, run_ms] = args.as_slice() else {
+        return Err(
+            "usage: r4c-redis-fleet-member <url> <instance> <permits> <lease> <start_at_unix_ms> <run_ms>".into()
+        );
+    };
+    let (permits, lease): (u32, u32) = (permits.parse()?, lease.parse()?);
+    let (start_at, run): (u128, u64) = (start_at.parse()?, run_ms.parse()?);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let store = runtime.block_on(RedisStore::connect(url))?;
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let events = Arc::clone(&lines);
+    let registry = Registry::builder()
+        .shared_state(store)
+        .listen(move |e: &SharedStateEvent| {
+            let kind = if matches!(e, SharedStateEvent::Degraded { .. }) { "degraded" } else { "recovered" };
+            events.lock().unwrap().push(format!("{kind} {}", unix_us()));
+        })
+        .rate_limiter_instance(instance.as_str(), |r| r.shared(true).permits(permits).lease(lease))
+        .build()?;
+    let limiter =
+        Pipeline::builder(&registry, instance.as_str()).rate_limiter_with(|r| r).build::<(), std::io::Error>()?;
+    while unix_us() < start_at * 1000 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let end = Instant::now() + Duration::from_millis(run);
+    let (mut slowest, mut refused) = (Duration::ZERO, 0u64);
+    while Instant::now() < end {
+        let started = Instant::now();
+        let outcome = limiter.execute(|| Ok(()));
+        slowest = slowest.max(started.elapsed());
+        match outcome {
+            Ok(()) => lines.lock().unwrap().push(format!("ok {}", unix_us())),
+            Err(e) => {
+                refused += 1;
+                let pause = match e.rejection() {
+                    Some(Rejection::RateLimitExceeded { retry_after, .. }) => *retry_after,
+                    _ => Duration::ZERO,
+                };
+                std::thread::sleep(pause.clamp(Duration::from_micros(200), Duration::from_millis(2)));
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    for line in lines.lock().unwrap().iter() {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "max_call_us {}", slowest.as_micros())?;
+    writeln!(out, "refused {refused}")?;
+    Ok(())
+}
