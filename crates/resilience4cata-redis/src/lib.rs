@@ -144,10 +144,13 @@ impl RedisStoreBuilder {
         let server_url = url.clone();
         let connected = handle.spawn(async move {
             let attempt = async {
-                let mut connection = ConnectionManager::new_with_config(client, config).await?;
-                let _: String = redis::cmd("PING").query_async(&mut connection).await?;
-                rate_limiter::SCRIPT.prepare_invoke().load_async(&mut connection).await?;
-                Ok::<_, redis::RedisError>(connection)
+                // A plain connection first, so a refusal (a wrong password, a server that is not
+                // Redis) comes back as it is rather than as the manager's retries.
+                let mut probe = client.get_multiplexed_async_connection().await?;
+                let _: String = redis::cmd("PING").query_async(&mut probe).await?;
+                rate_limiter::SCRIPT.prepare_invoke().load_async(&mut probe).await?;
+                drop(probe);
+                ConnectionManager::new_with_config(client, config).await
             };
             match tokio::time::timeout(timeout, attempt).await {
                 Ok(Ok(connection)) => Ok(connection),
