@@ -30,6 +30,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod circuit_breaker;
 mod error;
 mod rate_limiter;
 
@@ -38,7 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use resilience4cata::shared::{LeasePool, SharedStore};
+use resilience4cata::shared::{BreakerLink, LeasePool, SharedStore};
 
 pub use error::ConnectError;
 
@@ -60,6 +61,8 @@ struct Inner {
     prefix: String,
     store_timeout: Duration,
     connection: ConnectionManager,
+    /// For the pub/sub connections of shared breakers.
+    client: redis::Client,
     runtime: tokio::runtime::Handle,
     /// Dropping it ends the background thread.
     _stop: tokio::sync::oneshot::Sender<()>,
@@ -122,6 +125,7 @@ impl RedisStoreBuilder {
     /// `SCRIPT LOAD` of every script) and returns the store. Any runtime can await it.
     pub async fn connect(self) -> Result<RedisStore, ConnectError> {
         let client = redis::Client::open(self.url.as_str()).map_err(ConnectError::BadUrl)?;
+        let pubsub_client = client.clone();
         let url = redacted(&self.url);
         let runtime =
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ConnectError::Runtime)?;
@@ -148,7 +152,9 @@ impl RedisStoreBuilder {
                 // Redis) comes back as it is rather than as the manager's retries.
                 let mut probe = client.get_multiplexed_async_connection().await?;
                 let _: String = redis::cmd("PING").query_async(&mut probe).await?;
-                rate_limiter::SCRIPT.prepare_invoke().load_async(&mut probe).await?;
+                for script in [&*rate_limiter::SCRIPT, &*circuit_breaker::OPEN, &*circuit_breaker::PROBES] {
+                    script.prepare_invoke().load_async(&mut probe).await?;
+                }
                 drop(probe);
                 ConnectionManager::new_with_config(client, config).await
             };
@@ -167,6 +173,7 @@ impl RedisStoreBuilder {
             prefix: self.prefix,
             store_timeout: self.store_timeout,
             connection,
+            client: pubsub_client,
             runtime: handle,
             _stop: stop,
         };
@@ -214,6 +221,17 @@ impl SharedStore for RedisStore {
         let key = self.key("rate_limiter", pool.instance());
         let refill = rate_limiter::refill(pool, self.inner.connection.clone(), key, self.inner.store_timeout);
         self.inner.runtime.spawn(refill);
+    }
+
+    fn share_circuit_breaker(&self, link: Arc<BreakerLink>) {
+        let open = self.key("circuit_breaker", link.instance());
+        let keys = circuit_breaker::Keys { probes: format!("{open}:probes"), open };
+        let timeout = self.inner.store_timeout;
+        let publish = circuit_breaker::publish(Arc::clone(&link), self.inner.connection.clone(), keys.clone(), timeout);
+        self.inner.runtime.spawn(publish);
+        let listen =
+            circuit_breaker::listen(link, self.inner.client.clone(), self.inner.connection.clone(), keys, timeout);
+        self.inner.runtime.spawn(listen);
     }
 }
 

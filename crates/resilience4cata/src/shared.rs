@@ -51,7 +51,7 @@ use crate::events::{Hub, Listener};
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use resilience4cata::Registry;
-/// use resilience4cata::shared::{LeasePool, SharedStore};
+/// use resilience4cata::shared::{BreakerLink, LeasePool, SharedStore};
 ///
 /// /// A "fleet" of one process that grants every lease in full: shows the contract only.
 /// #[derive(Debug)]
@@ -65,6 +65,9 @@ use crate::events::{Hub, Listener};
 ///             pool.wait_wanted_blocking();
 ///             pool.grant(pool.wanted_permits(), Duration::ZERO);
 ///         });
+///     }
+///     fn share_circuit_breaker(&self, _link: Arc<BreakerLink>) {
+///         // A fleet of one: nothing to publish, nothing comes in.
 ///     }
 /// }
 ///
@@ -85,6 +88,11 @@ pub trait SharedStore: Send + Sync + fmt::Debug + 'static {
     /// Starts sharing a rate limiter: called once, when the instance is built. The store keeps
     /// `pool` and refills it whenever [`LeasePool::wanted`] says so, from its own background task.
     fn share_rate_limiter(&self, pool: Arc<LeasePool>);
+
+    /// Starts sharing a circuit breaker: called once, when the instance is built. The store
+    /// publishes the breaker's Opens ([`BreakerLink::work`]), applies the fleet's
+    /// ([`BreakerLink::open_remotely`]) and grants half-open probes ([`BreakerLink::grant_probes`]).
+    fn share_circuit_breaker(&self, link: Arc<BreakerLink>);
 }
 
 /// An event of the shared state of one instance: it left the fleet for its local state, or came
@@ -437,6 +445,177 @@ impl LeasePool {
             Poll::Pending
         })
         .await
+    }
+}
+
+/// What a [`BreakerLink`] can do to its breaker: open it for the rest of a fleet-wide Open.
+pub(crate) trait RemoteOpen: Send + Sync {
+    /// Opens (from Closed or HalfOpen) so that the wait ends `remaining` from now; not published
+    /// back to the fleet.
+    fn open_remotely(&self, remaining: Duration);
+
+    /// Whether the breaker is half-open now.
+    fn is_half_open(&self) -> bool;
+}
+
+/// The link between one shared circuit breaker and the store: the breaker's local Opens go out
+/// ([`opened`](Self::opened)), the fleet's Opens come in ([`open_remotely`](Self::open_remotely)),
+/// and half-open probes are granted fleet-wide ([`probes_wanted`](Self::probes_wanted),
+/// [`grant_probes`](Self::grant_probes)).
+///
+/// Each process keeps its own window: only the transition to Open is shared. A breaker that goes
+/// half-open lets a probe through only with a fleet-wide probe permit in hand, so at most
+/// `permitted_calls_in_half_open` probes run in the whole fleet; while the store is degraded the
+/// local cap alone applies.
+pub struct BreakerLink {
+    instance: Arc<str>,
+    wait_in_open: Duration,
+    permitted: u32,
+    /// Registry-clock time of a local Open not yet published (0: none).
+    opened_at: AtomicU64,
+    probes_wanted: AtomicBool,
+    probes: AtomicU64,
+    /// Probes the fleet granted this process in the current half-open state.
+    granted: AtomicU64,
+    degraded: AtomicBool,
+    store_waker: AtomicWaker,
+    breaker: std::sync::OnceLock<std::sync::Weak<dyn RemoteOpen>>,
+    events: SharedPublisher,
+}
+
+impl fmt::Debug for BreakerLink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerLink").field("instance", &self.instance).finish_non_exhaustive()
+    }
+}
+
+impl BreakerLink {
+    pub(crate) fn new(instance: Arc<str>, wait_in_open: Duration, permitted: u32, events: SharedPublisher) -> Self {
+        BreakerLink {
+            instance,
+            wait_in_open,
+            permitted,
+            opened_at: AtomicU64::new(0),
+            probes_wanted: AtomicBool::new(false),
+            probes: AtomicU64::new(0),
+            granted: AtomicU64::new(0),
+            degraded: AtomicBool::new(false),
+            store_waker: AtomicWaker::new(),
+            breaker: std::sync::OnceLock::new(),
+            events,
+        }
+    }
+
+    /// Connects the link to its breaker's shared state, once.
+    pub(crate) fn attach(&self, breaker: std::sync::Weak<dyn RemoteOpen>) {
+        let _ = self.breaker.set(breaker);
+    }
+
+    /// The instance id.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// How long an Open lasts (the published key expires after it).
+    pub fn wait_in_open(&self) -> Duration {
+        self.wait_in_open
+    }
+
+    /// The fleet-wide cap on half-open probes.
+    pub fn permitted_calls_in_half_open(&self) -> u32 {
+        self.permitted
+    }
+
+    /// Whether the link works on local state alone because the store could not be reached.
+    pub fn is_degraded(&self) -> bool {
+        self.degraded.load(Ordering::Relaxed)
+    }
+
+    /// Waits until there is something to send: a local Open to publish (`true`) or half-open
+    /// probes to claim (`false`), and takes it (for the store's task).
+    pub fn work(&self) -> impl Future<Output = bool> + Send + '_ {
+        std::future::poll_fn(move |cx: &mut Context<'_>| {
+            for attempt in 0..2 {
+                if self.opened_at.swap(0, Ordering::AcqRel) != 0 {
+                    return Poll::Ready(true);
+                }
+                if self.probes_wanted.swap(false, Ordering::AcqRel) {
+                    return Poll::Ready(false);
+                }
+                if attempt == 0 {
+                    self.store_waker.register(cx.waker());
+                }
+            }
+            Poll::Pending
+        })
+    }
+
+    /// Half-open probes to claim from the fleet (this breaker's own cap).
+    pub fn probes_wanted(&self) -> u32 {
+        self.permitted
+    }
+
+    /// The fleet's answer to a probe claim: this process may run `probes` probes in this half-open
+    /// state (zero: other processes probe; the claim is made again on the next half-open).
+    pub fn grant_probes(&self, probes: u32) {
+        let probes = u64::from(probes.min(self.permitted));
+        self.granted.store(probes, Ordering::Release);
+        self.probes.store(probes, Ordering::Release);
+    }
+
+    /// Whether the breaker is half-open without a probe granted: the store should claim again
+    /// (after the fleet's probe round has expired).
+    pub fn needs_probes(&self) -> bool {
+        self.granted.load(Ordering::Acquire) == 0
+            && self.breaker.get().and_then(std::sync::Weak::upgrade).is_some_and(|b| b.is_half_open())
+    }
+
+    /// The probes whose outcomes decide this process's half-open state: the fleet's grant, or
+    /// the local cap while degraded.
+    pub(crate) fn probe_quota(&self, local: u64) -> u64 {
+        if self.is_degraded() { local } else { self.granted.load(Ordering::Acquire).clamp(1, local) }
+    }
+
+    /// Another process opened the breaker: open here too, for `remaining` (the rest of its wait).
+    pub fn open_remotely(&self, remaining: Duration) {
+        if let Some(breaker) = self.breaker.get().and_then(std::sync::Weak::upgrade) {
+            breaker.open_remotely(remaining.min(self.wait_in_open));
+        }
+    }
+
+    /// The store could not be reached: probes are capped locally only. Publishes
+    /// [`SharedStateEvent::Degraded`] once per outage.
+    pub fn degrade(&self) {
+        if !self.degraded.swap(true, Ordering::AcqRel) {
+            self.events.emit(SharedStateEvent::Degraded { instance: Arc::clone(&self.instance) });
+        }
+    }
+
+    /// The store answers again. Publishes [`SharedStateEvent::Recovered`] if it was degraded.
+    pub fn recover(&self) {
+        if self.degraded.swap(false, Ordering::AcqRel) {
+            self.events.emit(SharedStateEvent::Recovered { instance: Arc::clone(&self.instance) });
+        }
+    }
+
+    /// The breaker opened on its own window (or reopened after probes): publish it.
+    pub(crate) fn opened(&self, at: u64) {
+        self.opened_at.store(at.max(1), Ordering::Release);
+        self.store_waker.wake();
+    }
+
+    /// The breaker went half-open: claim probes from the fleet (none in hand until granted).
+    pub(crate) fn half_opened(&self) {
+        self.probes.store(0, Ordering::Release);
+        self.granted.store(0, Ordering::Release);
+        self.probes_wanted.store(true, Ordering::Release);
+        self.store_waker.wake();
+    }
+
+    /// A fleet-wide probe permit, taken by a half-open call (always granted while degraded).
+    pub(crate) fn take_probe(&self) -> bool {
+        self.is_degraded()
+            || self.probes.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok()
     }
 }
 

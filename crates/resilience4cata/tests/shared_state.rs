@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use resilience4cata::circuit_breaker::State;
 use resilience4cata::events::AnyEvent;
-use resilience4cata::shared::{LeasePool, SharedStateEvent, SharedStore};
+use resilience4cata::shared::{BreakerLink, LeasePool, SharedStateEvent, SharedStore};
 use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
 
 /// A store of one process with a fixed stock of permits, granted lease by lease from a thread; it
@@ -17,9 +18,14 @@ struct Stock {
     left: Arc<AtomicU32>,
     down: Arc<std::sync::atomic::AtomicBool>,
     asked: Arc<AtomicU32>,
+    breakers: Arc<Mutex<Vec<Arc<BreakerLink>>>>,
 }
 
 impl SharedStore for Stock {
+    fn share_circuit_breaker(&self, link: Arc<BreakerLink>) {
+        self.breakers.lock().unwrap().push(link);
+    }
+
     fn store_timeout(&self) -> Duration {
         Duration::from_millis(25)
     }
@@ -131,4 +137,54 @@ fn a_store_that_cannot_answer_degrades_to_the_local_limiter_and_recovers() {
     assert!(recovered, "{:?}", seen.lock().unwrap());
     assert_eq!(seen.lock().unwrap()[1], SharedStateEvent::Recovered { instance: Arc::from("prices") });
     assert_eq!(handle.instance(), "prices");
+}
+
+/// The breaker's side of the link: a local Open is handed to the store, the fleet's Open opens
+/// this process for the rest of the wait, and half-open probes need a fleet-wide grant.
+#[test]
+fn a_shared_breaker_publishes_its_opens_applies_the_fleets_and_caps_probes() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let stock = Stock::default();
+    let clock = resilience4cata::testing::ManualClock::new();
+    let registry = resilience4cata::testing::registry(&clock)
+        .shared_state(stock.clone())
+        .circuit_breaker_instance("down", |c| {
+            c.shared(true)
+                .window_size(2)
+                .minimum_calls(2)
+                .wait_in_open(Duration::from_secs(10))
+                .permitted_calls_in_half_open(3)
+        })
+        .build()
+        .unwrap();
+    let breaker =
+        Pipeline::builder(&registry, "down").circuit_breaker_with(|c| c).build::<(), std::io::Error>().unwrap();
+    let handle = registry.circuit_breaker("down").unwrap();
+    let link = Arc::clone(&stock.breakers.lock().unwrap()[0]);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut work = Box::pin(link.work());
+    assert_eq!(work.as_mut().poll(&mut cx), Poll::Pending, "nothing to publish yet");
+    drop(work);
+
+    // Another process opened: this one refuses for the rest of the wait, without a failure of its own.
+    link.open_remotely(Duration::from_secs(4));
+    assert_eq!(handle.snapshot().state, State::Open);
+    assert!(breaker.execute(|| Ok(())).is_err());
+    let mut work = Box::pin(link.work());
+    assert_eq!(work.as_mut().poll(&mut cx), Poll::Pending, "a remote Open is not published back");
+    drop(work);
+    clock.advance(Duration::from_secs(4));
+
+    // Half-open: no probe until the fleet grants some, then exactly the grant.
+    assert!(breaker.execute(|| Ok(())).is_err(), "half-open, no fleet-wide probe in hand");
+    assert_eq!(handle.snapshot().state, State::HalfOpen);
+    assert_eq!(Box::pin(link.work()).as_mut().poll(&mut cx), Poll::Ready(false), "probes wanted");
+    link.grant_probes(1);
+    // The one probe fails: the breaker reopens on its own judgement, and that Open is published.
+    assert!(breaker.execute(|| Err(std::io::Error::other("down"))).is_err());
+    assert!(breaker.execute(|| Ok(())).is_err(), "no second probe: the fleet granted one");
+    assert_eq!(handle.snapshot().state, State::Open, "the only probe failed: reopened");
+    assert_eq!(Box::pin(link.work()).as_mut().poll(&mut cx), Poll::Ready(true), "a local Open to publish");
 }

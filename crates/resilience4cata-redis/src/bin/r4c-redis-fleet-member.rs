@@ -7,6 +7,13 @@
 //! Prints one line per admitted call (`ok <unix µs>`), one per shared-state event
 //! (`degraded <unix µs>`, `recovered <unix µs>`), and at the end `max_call_us <µs>` (the slowest
 //! decision) and `refused <count>`.
+//!
+//! `r4c-redis-fleet-member breaker <url> <instance> <fail|succeed> <start_at_unix_ms> <run_ms>`
+//!
+//! Shares the breaker `<instance>` (window 5, wait_in_open 1.5 s, 2 half-open probes) and calls it
+//! every millisecond: `fail` fails until its own breaker opens (`opened <unix µs>`), then succeeds
+//! like `succeed`. Prints `first_refusal <unix µs>`, one `probe <unix µs>` per call that ran while
+//! the breaker was half-open, and `state <final state>`.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -22,6 +29,9 @@ fn unix_us() -> u128 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("breaker") {
+        return breaker(&args[1..]);
+    }
     let [url, instance, permits, lease, start_at, run_ms] = args.as_slice() else {
         return Err(
             "usage: r4c-redis-fleet-member <url> <instance> <permits> <lease> <start_at_unix_ms> <run_ms>".into()
@@ -70,5 +80,63 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     writeln!(out, "max_call_us {}", slowest.as_micros())?;
     writeln!(out, "refused {refused}")?;
+    Ok(())
+}
+
+fn breaker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    use resilience4cata::circuit_breaker::State;
+    let [url, instance, role, start_at, run_ms] = args else {
+        return Err(
+            "usage: r4c-redis-fleet-member breaker <url> <instance> <fail|succeed> <start_at_unix_ms> <run_ms>".into(),
+        );
+    };
+    let (start_at, run): (u128, u64) = (start_at.parse()?, run_ms.parse()?);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let store = runtime.block_on(RedisStore::connect(url))?;
+    let registry = Registry::builder()
+        .shared_state(store)
+        .circuit_breaker_instance(instance.as_str(), |c| {
+            c.shared(true)
+                .window_size(5)
+                .minimum_calls(5)
+                .wait_in_open(Duration::from_millis(1_500))
+                .permitted_calls_in_half_open(2)
+        })
+        .build()?;
+    let breaker =
+        Pipeline::builder(&registry, instance.as_str()).circuit_breaker_with(|c| c).build::<(), std::io::Error>()?;
+    let handle = registry.circuit_breaker(instance).ok_or("no breaker")?;
+    let mut lines = Vec::new();
+    let mut failing = role == "fail";
+    let mut refused_once = false;
+    while unix_us() < start_at * 1000 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let end = Instant::now() + Duration::from_millis(run);
+    while Instant::now() < end {
+        let outcome = breaker.execute(|| {
+            if handle.snapshot().state == State::HalfOpen {
+                lines.push(format!("probe {}", unix_us()));
+            }
+            if failing { Err(std::io::Error::other("down")) } else { Ok(()) }
+        });
+        if let Err(e) = outcome
+            && e.rejection().is_some()
+        {
+            if failing {
+                failing = false;
+                lines.push(format!("opened {}", unix_us()));
+            } else if !refused_once {
+                refused_once = true;
+                lines.push(format!("first_refusal {}", unix_us()));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut out = std::io::stdout().lock();
+    for line in &lines {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "state {:?}", handle.snapshot().state)?;
     Ok(())
 }

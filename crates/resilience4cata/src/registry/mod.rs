@@ -161,12 +161,22 @@ pub(crate) fn edit<B: Layer>(slot: &mut B, f: impl FnOnce(B) -> B) {
     *slot = f(std::mem::take(slot));
 }
 
+/// The first layer of `configs` that sets `shared = true`: `Some(None)` for the defaults,
+/// `Some(Some(name or id))` otherwise.
+fn shared_in<B>(configs: &Configs<B>, sets: impl Fn(&B) -> bool) -> Option<Option<&str>> {
+    std::iter::once((None, &configs.defaults))
+        .chain(configs.named.iter().map(|(name, b)| (Some(name.as_str()), b)))
+        .chain(configs.instances.iter().map(|(id, b)| (Some(id.as_str()), b)))
+        .find(|(_, layer)| sets(layer))
+        .map(|(at, _)| at)
+}
+
 /// `shared = true` somewhere (`at`: the instance id or named configuration) without a store.
 fn no_shared_store(at: Option<&str>) -> RegistryError {
     RegistryError::new(
         codes::NO_SHARED_STORE,
         at,
-        "rate_limiter `shared = true` needs a shared store: give the registry one with \
+        "`shared = true` needs a shared store: give the registry one with \
          `RegistryBuilder::shared_state(store)` (e.g. `resilience4cata_redis::RedisStore`)",
     )
 }
@@ -264,14 +274,11 @@ impl RegistryBuilder {
         if let Some(error) = self.error {
             return Err(error);
         }
-        if self.shared.is_none() {
-            let limiters = &self.policies.rate_limiter;
-            let layers = std::iter::once((None, &limiters.defaults))
-                .chain(limiters.named.iter().map(|(name, b)| (Some(name.as_str()), b)))
-                .chain(limiters.instances.iter().map(|(id, b)| (Some(id.as_str()), b)));
-            if let Some((at, _)) = layers.into_iter().find(|(_, layer)| layer.sets_shared()) {
-                return Err(no_shared_store(at));
-            }
+        if self.shared.is_none()
+            && let Some(at) = shared_in(&self.policies.rate_limiter, |l| l.sets_shared())
+                .or_else(|| shared_in(&self.policies.circuit_breaker, |l| l.sets_shared()))
+        {
+            return Err(no_shared_store(at));
         }
         let timer = Arc::new(self.clock.into_timer());
         let inner = Inner {
