@@ -30,6 +30,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod bulkhead;
 mod circuit_breaker;
 mod error;
 mod rate_limiter;
@@ -39,7 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use resilience4cata::shared::{BreakerLink, LeasePool, SharedStore};
+use resilience4cata::shared::{BreakerLink, LeasePool, SharedStore, SlotPool};
 
 pub use error::ConnectError;
 
@@ -152,7 +153,13 @@ impl RedisStoreBuilder {
                 // Redis) comes back as it is rather than as the manager's retries.
                 let mut probe = client.get_multiplexed_async_connection().await?;
                 let _: String = redis::cmd("PING").query_async(&mut probe).await?;
-                for script in [&*rate_limiter::SCRIPT, &*circuit_breaker::OPEN, &*circuit_breaker::PROBES] {
+                for script in [
+                    &*rate_limiter::SCRIPT,
+                    &*circuit_breaker::OPEN,
+                    &*circuit_breaker::PROBES,
+                    &*bulkhead::ACQUIRE,
+                    &*bulkhead::RENEW,
+                ] {
                     script.prepare_invoke().load_async(&mut probe).await?;
                 }
                 drop(probe);
@@ -221,6 +228,12 @@ impl SharedStore for RedisStore {
         let key = self.key("rate_limiter", pool.instance());
         let refill = rate_limiter::refill(pool, self.inner.connection.clone(), key, self.inner.store_timeout);
         self.inner.runtime.spawn(refill);
+    }
+
+    fn share_bulkhead(&self, pool: Arc<SlotPool>) {
+        let key = self.key("bulkhead", pool.instance());
+        let keep = bulkhead::keep(pool, self.inner.connection.clone(), key, self.inner.store_timeout);
+        self.inner.runtime.spawn(keep);
     }
 
     fn share_circuit_breaker(&self, link: Arc<BreakerLink>) {

@@ -111,3 +111,28 @@ fn a_slow_redis_costs_a_call_at_most_the_store_timeout() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// The async form takes the same path: leased permits spent locally, the fleet's refusal carried
+/// through, and no runtime of the caller's own needed for the round trips.
+#[test]
+fn async_calls_share_the_quota_too() {
+    let Some(redis) = common::RedisServer::start() else { return };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let store = runtime.block_on(RedisStore::connect(&redis.url())).unwrap();
+    let registry = Registry::builder()
+        .shared_state(store)
+        .rate_limiter_instance("async", |r| r.shared(true).permits(20).period(Duration::from_secs(60)).lease(5))
+        .build()
+        .unwrap();
+    let limiter = Pipeline::builder(&registry, "async").rate_limiter_with(|r| r).build::<(), std::io::Error>().unwrap();
+    let admitted = runtime.block_on(async {
+        let mut admitted = 0;
+        for _ in 0..40 {
+            admitted += usize::from(limiter.execute_async(|| async { Ok(()) }).await.is_ok());
+        }
+        admitted
+    });
+    // The fleet grants a lease (5) plus one permit per 3 s: in a fraction of a second, one lease
+    // and at most a permit or two more.
+    assert!((5..=7).contains(&admitted), "admitted {admitted} of a quota of 20 per minute with leases of 5");
+}

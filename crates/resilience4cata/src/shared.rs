@@ -1,8 +1,10 @@
 //! Shared state across processes: the store trait a registry holds, the lease pool a shared rate
-//! limiter spends from, and [`SharedStateEvent`].
+//! limiter spends from, the link a shared circuit breaker publishes and learns Opens through, and
+//! [`SharedStateEvent`].
 //!
-//! A fleet of replicas shares one rate limiter when each builds it with `shared = true` (a
-//! configuration key, in builders and files only) on a registry given a store with
+//! A fleet of replicas shares one rate limiter or circuit breaker when each builds it with
+//! `shared = true` (a configuration key, in builders and files only) on a registry given a store
+//! with
 //! [`RegistryBuilder::shared_state`](crate::RegistryBuilder::shared_state). The runtime knows no
 //! engine: `resilience4cata-redis` implements [`SharedStore`] on Redis.
 //!
@@ -51,7 +53,7 @@ use crate::events::{Hub, Listener};
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use resilience4cata::Registry;
-/// use resilience4cata::shared::{BreakerLink, LeasePool, SharedStore};
+/// use resilience4cata::shared::{BreakerLink, LeasePool, SharedStore, SlotPool};
 ///
 /// /// A "fleet" of one process that grants every lease in full: shows the contract only.
 /// #[derive(Debug)]
@@ -68,6 +70,9 @@ use crate::events::{Hub, Listener};
 ///     }
 ///     fn share_circuit_breaker(&self, _link: Arc<BreakerLink>) {
 ///         // A fleet of one: nothing to publish, nothing comes in.
+///     }
+///     fn share_bulkhead(&self, pool: Arc<SlotPool>) {
+///         pool.grant(pool.max_concurrent_calls()); // every slot, for good
 ///     }
 /// }
 ///
@@ -88,6 +93,10 @@ pub trait SharedStore: Send + Sync + fmt::Debug + 'static {
     /// Starts sharing a rate limiter: called once, when the instance is built. The store keeps
     /// `pool` and refills it whenever [`LeasePool::wanted`] says so, from its own background task.
     fn share_rate_limiter(&self, pool: Arc<LeasePool>);
+
+    /// Starts sharing a bulkhead: called once, when the instance is built. The store keeps `pool`
+    /// and takes, returns and renews its fleet slots from its own background task.
+    fn share_bulkhead(&self, pool: Arc<SlotPool>);
 
     /// Starts sharing a circuit breaker: called once, when the instance is built. The store
     /// publishes the breaker's Opens ([`BreakerLink::work`]), applies the fleet's
@@ -158,6 +167,117 @@ impl SharedPublisher {
 const SHIFT: u32 = 20;
 const COUNT: u64 = (1 << SHIFT) - 1;
 
+/// The wake-ups between callers and a store's task: a refill wanted (callers → store), an answer
+/// given (store → waiting callers).
+struct Signal {
+    /// Set when the store should act, cleared by the store when it takes the request.
+    wanted: AtomicBool,
+    store_waker: AtomicWaker,
+    store_thread: Mutex<bool>,
+    store_signal: Condvar,
+    /// Bumped by every answer of the store; callers waiting for one park on `answered`.
+    answers: Mutex<u64>,
+    answered: Condvar,
+    async_waiters: Mutex<Vec<Waker>>,
+}
+
+impl Signal {
+    fn new(wanted: bool) -> Self {
+        Signal {
+            wanted: AtomicBool::new(wanted),
+            store_waker: AtomicWaker::new(),
+            store_thread: Mutex::new(false),
+            store_signal: Condvar::new(),
+            answers: Mutex::new(0),
+            answered: Condvar::new(),
+            async_waiters: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn wanted(&self) -> impl Future<Output = ()> + Send + '_ {
+        std::future::poll_fn(move |cx: &mut Context<'_>| {
+            if self.wanted.swap(false, Ordering::AcqRel) {
+                return Poll::Ready(());
+            }
+            self.store_waker.register(cx.waker());
+            if self.wanted.swap(false, Ordering::AcqRel) { Poll::Ready(()) } else { Poll::Pending }
+        })
+    }
+
+    fn wait_wanted_blocking(&self) {
+        let mut pending = self.store_thread.lock().unwrap_or_else(PoisonError::into_inner);
+        while !self.wanted.swap(false, Ordering::AcqRel) {
+            *pending = false;
+            pending = self
+                .store_signal
+                .wait_timeout(pending, Duration::from_millis(50))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Asks the store to act (once until it takes the request).
+    fn want(&self) {
+        if !self.wanted.swap(true, Ordering::AcqRel) {
+            self.store_waker.wake();
+            *self.store_thread.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            self.store_signal.notify_one();
+        }
+    }
+
+    /// Wakes every caller waiting for the store.
+    fn answer(&self) {
+        *self.answers.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.answered.notify_all();
+        let waiters = std::mem::take(&mut *self.async_waiters.lock().unwrap_or_else(PoisonError::into_inner));
+        waiters.into_iter().for_each(Waker::wake);
+    }
+
+    /// Asks the store to act and parks up to `timeout` for `decide` to have an answer.
+    fn wait_sync(&self, timeout: Duration, decide: impl Fn() -> Option<Answer>) -> Answer {
+        self.want();
+        let deadline = Instant::now() + timeout;
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(answer) = decide() {
+                return answer;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Answer::Local;
+            }
+            let seen = *answers;
+            let (guard, _) = self
+                .answered
+                .wait_timeout_while(answers, left, |count| *count == seen)
+                .unwrap_or_else(PoisonError::into_inner);
+            answers = guard;
+        }
+    }
+
+    /// The async form of [`wait_sync`](Self::wait_sync): waits in the future, woken by the store's
+    /// answer or by the registry's timer.
+    async fn wait_async(&self, timer: &Timer, timeout: Duration, decide: impl Fn() -> Option<Answer>) -> Answer {
+        self.want();
+        let deadline = Instant::now() + timeout;
+        let mut alarm = std::pin::pin!(timer.sleep_async(timeout));
+        std::future::poll_fn(|cx: &mut Context<'_>| {
+            if let Some(answer) = decide() {
+                return Poll::Ready(answer);
+            }
+            self.async_waiters.lock().unwrap_or_else(PoisonError::into_inner).push(cx.waker().clone());
+            if let Some(answer) = decide() {
+                return Poll::Ready(answer);
+            }
+            if Instant::now() >= deadline || alarm.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Answer::Local);
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
 /// What a shared limiter found in its pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Take {
@@ -196,15 +316,7 @@ pub struct LeasePool {
     /// Registry-clock time until which the fleet said it has no permit (0: no such answer).
     exhausted_until: AtomicU64,
     degraded: AtomicBool,
-    /// Set when a refill is wanted, cleared by the store when it takes the request.
-    wanted: AtomicBool,
-    store_waker: AtomicWaker,
-    store_thread: Mutex<bool>,
-    store_signal: Condvar,
-    /// Bumped by every answer of the store; callers waiting for one park on `answered`.
-    answers: Mutex<u64>,
-    answered: Condvar,
-    async_waiters: Mutex<Vec<Waker>>,
+    signal: Signal,
     store_timeout: Duration,
     timer: Arc<Timer>,
     events: SharedPublisher,
@@ -239,13 +351,7 @@ impl LeasePool {
             word: AtomicU64::new(0),
             exhausted_until: AtomicU64::new(0),
             degraded: AtomicBool::new(false),
-            wanted: AtomicBool::new(true), // the first lease, before the first call
-            store_waker: AtomicWaker::new(),
-            store_thread: Mutex::new(false),
-            store_signal: Condvar::new(),
-            answers: Mutex::new(0),
-            answered: Condvar::new(),
-            async_waiters: Mutex::new(Vec::new()),
+            signal: Signal::new(true), // the first lease, before the first call
             store_timeout,
             timer,
             events,
@@ -290,35 +396,12 @@ impl LeasePool {
 
     /// Waits until a refill is wanted, and takes the request (for the store's async task).
     pub fn wanted(&self) -> impl Future<Output = ()> + Send + '_ {
-        std::future::poll_fn(move |cx: &mut Context<'_>| {
-            if self.wanted.swap(false, Ordering::AcqRel) {
-                return Poll::Ready(());
-            }
-            self.store_waker.register(cx.waker());
-            if self.wanted.swap(false, Ordering::AcqRel) { Poll::Ready(()) } else { Poll::Pending }
-        })
+        self.signal.wanted()
     }
 
     /// The blocking form of [`wanted`](Self::wanted), for a store that refills from a thread.
     pub fn wait_wanted_blocking(&self) {
-        let mut pending = self.store_thread.lock().unwrap_or_else(PoisonError::into_inner);
-        while !self.wanted.swap(false, Ordering::AcqRel) {
-            *pending = false;
-            pending = self
-                .store_signal
-                .wait_timeout(pending, Duration::from_millis(50))
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
-
-    /// Asks the store for a refill (once per crossing of the low-water mark).
-    fn want(&self) {
-        if !self.wanted.swap(true, Ordering::AcqRel) {
-            self.store_waker.wake();
-            *self.store_thread.lock().unwrap_or_else(PoisonError::into_inner) = true;
-            self.store_signal.notify_one();
-        }
+        self.signal.wait_wanted_blocking();
     }
 
     /// The store's answer to a request: `permits` granted (they lapse one period from now), or
@@ -341,7 +424,7 @@ impl LeasePool {
                 }
             }
         }
-        self.answer();
+        self.signal.answer();
     }
 
     /// The store could not answer: the pool decides locally until [`recover`](Self::recover).
@@ -350,7 +433,7 @@ impl LeasePool {
         if !self.degraded.swap(true, Ordering::AcqRel) {
             self.events.emit(SharedStateEvent::Degraded { instance: Arc::clone(&self.instance) });
         }
-        self.answer();
+        self.signal.answer();
     }
 
     /// The store answers again: the pool is shared again. Publishes
@@ -359,14 +442,6 @@ impl LeasePool {
         if self.degraded.swap(false, Ordering::AcqRel) {
             self.events.emit(SharedStateEvent::Recovered { instance: Arc::clone(&self.instance) });
         }
-    }
-
-    /// Wakes every caller waiting for the store.
-    fn answer(&self) {
-        *self.answers.lock().unwrap_or_else(PoisonError::into_inner) += 1;
-        self.answered.notify_all();
-        let waiters = std::mem::take(&mut *self.async_waiters.lock().unwrap_or_else(PoisonError::into_inner));
-        waiters.into_iter().for_each(Waker::wake);
     }
 
     /// The pass path: one leased permit at `now` (coarse), one compare-and-set. The call that
@@ -382,7 +457,7 @@ impl LeasePool {
             match self.word.compare_exchange_weak(word, word - 1, Ordering::Acquire, Ordering::Acquire) {
                 Ok(_) => {
                     if count - 1 == u64::from(self.lease / 2) {
-                        self.want();
+                        self.signal.want();
                     }
                     return Take::Taken;
                 }
@@ -405,46 +480,13 @@ impl LeasePool {
 
     /// Past the pass path, sync: asks for a refill and parks up to the store timeout for it.
     pub(crate) fn wait_sync(&self) -> Answer {
-        self.want();
-        let deadline = Instant::now() + self.store_timeout;
-        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
-        loop {
-            if let Some(answer) = self.answer_now(self.timer.now()) {
-                return answer;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Answer::Local;
-            }
-            let seen = *answers;
-            let (guard, _) = self
-                .answered
-                .wait_timeout_while(answers, left, |count| *count == seen)
-                .unwrap_or_else(PoisonError::into_inner);
-            answers = guard;
-        }
+        self.signal.wait_sync(self.store_timeout, || self.answer_now(self.timer.now()))
     }
 
     /// Past the pass path, async: asks for a refill and waits in the future up to the store
     /// timeout (on the system's monotonic time, as the network is).
     pub(crate) async fn wait_async(&self) -> Answer {
-        self.want();
-        let deadline = Instant::now() + self.store_timeout;
-        let mut timer = std::pin::pin!(self.timer.sleep_async(self.store_timeout));
-        std::future::poll_fn(|cx: &mut Context<'_>| {
-            if let Some(answer) = self.answer_now(self.timer.now()) {
-                return Poll::Ready(answer);
-            }
-            self.async_waiters.lock().unwrap_or_else(PoisonError::into_inner).push(cx.waker().clone());
-            if let Some(answer) = self.answer_now(self.timer.now()) {
-                return Poll::Ready(answer);
-            }
-            if Instant::now() >= deadline || timer.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Answer::Local);
-            }
-            Poll::Pending
-        })
-        .await
+        self.signal.wait_async(&self.timer, self.store_timeout, || self.answer_now(self.timer.now())).await
     }
 }
 
@@ -619,6 +661,225 @@ impl BreakerLink {
     }
 }
 
+/// The fleet-wide slots one process holds for a shared bulkhead: spent and given back with local
+/// atomics, taken from and returned to the fleet by the store's task, and kept alive by it (each
+/// slot is a lease that expires after `lease_ttl` unless renewed, so a crashed process frees its
+/// slots within `lease_ttl`).
+///
+/// The store's side: wait for [`wanted`](Self::wanted), take [`wanted_slots`](Self::wanted_slots)
+/// from the fleet and [`grant`](Self::grant) them (zero when the fleet is full), return
+/// [`surplus`](Self::surplus) slots and confirm with [`returned`](Self::returned), renew the held
+/// ones every `lease_ttl / 3`, and report slots found expired with [`lost`](Self::lost).
+pub struct SlotPool {
+    instance: Arc<str>,
+    max: u32,
+    lease: u32,
+    lease_ttl: Duration,
+    /// Held but unused slots (low 32 bits) and slots lost while in use (high 32 bits): a slot given
+    /// back pays the debt first.
+    spare: AtomicU64,
+    /// Slots held from the fleet, in use or not.
+    held: AtomicU64,
+    /// The fleet had no slot at its last answer.
+    full: AtomicBool,
+    degraded: AtomicBool,
+    signal: Signal,
+    store_timeout: Duration,
+    timer: Arc<Timer>,
+    events: SharedPublisher,
+}
+
+impl fmt::Debug for SlotPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlotPool")
+            .field("instance", &self.instance)
+            .field("held", &self.held())
+            .field("spare", &self.spare())
+            .field("degraded", &self.is_degraded())
+            .finish_non_exhaustive()
+    }
+}
+
+const LOW: u64 = u32::MAX as u64;
+
+impl SlotPool {
+    pub(crate) fn new(
+        instance: Arc<str>,
+        config: &crate::bulkhead::BulkheadConfig,
+        store_timeout: Duration,
+        timer: Arc<Timer>,
+        events: SharedPublisher,
+    ) -> Self {
+        SlotPool {
+            instance,
+            max: config.max_concurrent_calls,
+            lease: config.lease(),
+            lease_ttl: config.lease_ttl,
+            spare: AtomicU64::new(0),
+            held: AtomicU64::new(0),
+            full: AtomicBool::new(false),
+            degraded: AtomicBool::new(false),
+            signal: Signal::new(true),
+            store_timeout,
+            timer,
+            events,
+        }
+    }
+
+    /// The instance id (the store's key is made from it).
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// The fleet-wide cap (`max_concurrent_calls`).
+    pub fn max_concurrent_calls(&self) -> u32 {
+        self.max
+    }
+
+    /// Slots taken from the fleet at a time (`lease`, default `max(1, max_concurrent_calls / 10)`).
+    pub fn lease(&self) -> u32 {
+        self.lease
+    }
+
+    /// How long a slot lease lives without renewal (`lease_ttl`).
+    pub fn lease_ttl(&self) -> Duration {
+        self.lease_ttl
+    }
+
+    /// Slots held from the fleet, in use or not.
+    pub fn held(&self) -> u32 {
+        u32::try_from(self.held.load(Ordering::Acquire)).unwrap_or(u32::MAX)
+    }
+
+    /// Held slots not in use.
+    pub fn spare(&self) -> u32 {
+        (self.spare.load(Ordering::Acquire) & LOW) as u32
+    }
+
+    /// Whether the bulkhead decides on local state because the store could not be reached.
+    pub fn is_degraded(&self) -> bool {
+        self.degraded.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the store should act (slots wanted or to return), and takes the request.
+    pub fn wanted(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.signal.wanted()
+    }
+
+    /// The blocking form of [`wanted`](Self::wanted), for a store that works from a thread.
+    pub fn wait_wanted_blocking(&self) {
+        self.signal.wait_wanted_blocking();
+    }
+
+    /// Slots to take from the fleet: enough to have one lease spare (at least one).
+    pub fn wanted_slots(&self) -> u32 {
+        self.lease.saturating_sub(self.spare()).max(1)
+    }
+
+    /// Spare slots beyond two leases, to give back to the fleet.
+    pub fn surplus(&self) -> u32 {
+        self.spare().saturating_sub(self.lease.saturating_mul(2))
+    }
+
+    /// The fleet's answer: `slots` more held (zero: the fleet is full).
+    pub fn grant(&self, slots: u32) {
+        self.full.store(slots == 0, Ordering::Release);
+        if slots > 0 {
+            self.held.fetch_add(u64::from(slots), Ordering::AcqRel);
+            self.spare.fetch_add(u64::from(slots), Ordering::AcqRel);
+        }
+        self.signal.answer();
+    }
+
+    /// Takes up to `slots` spare slots out of the pool to return them; the store returns the
+    /// number taken to the fleet.
+    pub fn returned(&self, slots: u32) -> u32 {
+        let mut taken = 0;
+        let _ = self.spare.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+            taken = (word & LOW).min(u64::from(slots));
+            Some(word - taken)
+        });
+        self.held.fetch_sub(taken, Ordering::AcqRel);
+        taken as u32
+    }
+
+    /// `slots` held slots were found expired in the store (a pause longer than `lease_ttl`): they
+    /// leave the spare ones first, then are owed by the calls using them.
+    pub fn lost(&self, slots: u32) {
+        let slots = u64::from(slots);
+        let _ = self.spare.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+            let from_spare = (word & LOW).min(slots);
+            let debt = (word >> 32) + slots - from_spare;
+            Some((debt << 32) | ((word & LOW) - from_spare))
+        });
+        self.held.fetch_sub(slots.min(self.held.load(Ordering::Acquire)), Ordering::AcqRel);
+    }
+
+    /// The store could not answer: the bulkhead decides locally until [`recover`](Self::recover).
+    /// Publishes [`SharedStateEvent::Degraded`] once per outage.
+    pub fn degrade(&self) {
+        if !self.degraded.swap(true, Ordering::AcqRel) {
+            self.events.emit(SharedStateEvent::Degraded { instance: Arc::clone(&self.instance) });
+        }
+        self.signal.answer();
+    }
+
+    /// The store answers again. Publishes [`SharedStateEvent::Recovered`] if it was degraded.
+    pub fn recover(&self) {
+        if self.degraded.swap(false, Ordering::AcqRel) {
+            self.events.emit(SharedStateEvent::Recovered { instance: Arc::clone(&self.instance) });
+        }
+    }
+
+    /// A fleet slot for a call (one compare-and-set); the call that leaves half a lease spare asks
+    /// for more.
+    pub(crate) fn try_take(&self) -> bool {
+        let taken =
+            self.spare.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| (word & LOW > 0).then(|| word - 1));
+        match taken {
+            Ok(word) => {
+                if (word & LOW) - 1 == u64::from(self.lease / 2) {
+                    self.signal.want();
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// A call that held a fleet slot ended: the slot is spare again (or pays a debt).
+    pub(crate) fn give_back(&self) {
+        let word = self.spare.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+            Some(if word >> 32 > 0 { word - (1 << 32) } else { word + 1 })
+        });
+        if word.is_ok_and(|w| w >> 32 == 0 && (w & LOW) + 1 > u64::from(self.lease.saturating_mul(2))) {
+            self.signal.want(); // a surplus to return
+        }
+    }
+
+    fn answer_now(&self) -> Option<Answer> {
+        if self.is_degraded() {
+            return Some(Answer::Local);
+        }
+        if self.try_take() {
+            return Some(Answer::Permit);
+        }
+        self.full.load(Ordering::Acquire).then_some(Answer::Exhausted(0))
+    }
+
+    /// No spare slot: asks the fleet and parks up to the store timeout for its answer.
+    pub(crate) fn wait_sync(&self) -> Answer {
+        self.full.store(false, Ordering::Release);
+        self.signal.wait_sync(self.store_timeout, || self.answer_now())
+    }
+
+    /// The async form of [`wait_sync`](Self::wait_sync).
+    pub(crate) async fn wait_async(&self) -> Answer {
+        self.full.store(false, Ordering::Release);
+        self.signal.wait_async(&self.timer, self.store_timeout, || self.answer_now()).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -647,14 +908,14 @@ mod tests {
     fn half_a_lease_left_asks_for_the_next_one_once() {
         let clock = ManualClock::new();
         let pool = pool(&clock, 100, 10);
-        assert!(pool.wanted.swap(false, Ordering::AcqRel), "the first lease is wanted at once");
+        assert!(pool.signal.wanted.swap(false, Ordering::AcqRel), "the first lease is wanted at once");
         pool.grant(10, Duration::ZERO);
         for _ in 0..4 {
             pool.try_take(0);
         }
-        assert!(!pool.wanted.load(Ordering::Acquire), "6 in hand: not yet");
+        assert!(!pool.signal.wanted.load(Ordering::Acquire), "6 in hand: not yet");
         pool.try_take(0);
-        assert!(pool.wanted.load(Ordering::Acquire), "5 in hand: half a lease");
+        assert!(pool.signal.wanted.load(Ordering::Acquire), "5 in hand: half a lease");
         assert_eq!(pool.wanted_permits(), 5, "enough to hold one lease again");
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use resilience4cata::circuit_breaker::State;
 use resilience4cata::events::AnyEvent;
-use resilience4cata::shared::{BreakerLink, LeasePool, SharedStateEvent, SharedStore};
+use resilience4cata::shared::{BreakerLink, LeasePool, SharedStateEvent, SharedStore, SlotPool};
 use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
 
 /// A store of one process with a fixed stock of permits, granted lease by lease from a thread; it
@@ -22,6 +22,23 @@ struct Stock {
 }
 
 impl SharedStore for Stock {
+    fn share_bulkhead(&self, pool: Arc<SlotPool>) {
+        let stock = self.clone();
+        std::thread::spawn(move || {
+            loop {
+                pool.wait_wanted_blocking();
+                let back = pool.returned(pool.surplus());
+                stock.left.fetch_add(back, Ordering::SeqCst);
+                if pool.spare() <= pool.lease() / 2 {
+                    let want = pool.wanted_slots();
+                    let got =
+                        stock.left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |l| Some(l.saturating_sub(want)));
+                    pool.grant(want.min(got.unwrap_or(0)));
+                }
+            }
+        });
+    }
+
     fn share_circuit_breaker(&self, link: Arc<BreakerLink>) {
         self.breakers.lock().unwrap().push(link);
     }
@@ -187,4 +204,37 @@ fn a_shared_breaker_publishes_its_opens_applies_the_fleets_and_caps_probes() {
     assert!(breaker.execute(|| Ok(())).is_err(), "no second probe: the fleet granted one");
     assert_eq!(handle.snapshot().state, State::Open, "the only probe failed: reopened");
     assert_eq!(Box::pin(link.work()).as_mut().poll(&mut cx), Poll::Ready(true), "a local Open to publish");
+}
+
+/// A shared bulkhead holds the fleet's slots: a call needs one of them as well as a local slot,
+/// gives it back when it ends, and surplus slots go back to the fleet.
+#[test]
+fn a_shared_bulkhead_admits_only_what_the_fleet_has_left() {
+    let stock = Stock { left: Arc::new(AtomicU32::new(3)), ..Default::default() };
+    let registry = Registry::builder()
+        .shared_state(stock.clone())
+        .bulkhead_instance("db", |b| b.shared(true).max_concurrent_calls(10).lease(1))
+        .build()
+        .unwrap();
+    let bulkhead = Pipeline::builder(&registry, "db").bulkhead_with(|b| b).build::<(), std::io::Error>().unwrap();
+    let (entered, release) = (std::sync::Barrier::new(4), std::sync::Barrier::new(4));
+    let refused = std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                bulkhead
+                    .execute(|| {
+                        entered.wait();
+                        release.wait();
+                        Ok(())
+                    })
+                    .unwrap()
+            });
+        }
+        entered.wait(); // three calls hold the fleet's three slots
+        let refused = bulkhead.execute(|| Ok(())).unwrap_err();
+        release.wait();
+        refused
+    });
+    assert!(matches!(refused.rejection(), Some(Rejection::BulkheadFull { .. })), "{refused:?}");
+    assert!(bulkhead.execute(|| Ok(())).is_ok(), "the slots came back when the calls ended");
 }

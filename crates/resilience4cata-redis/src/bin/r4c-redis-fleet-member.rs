@@ -8,6 +8,11 @@
 //! (`degraded <unix µs>`, `recovered <unix µs>`), and at the end `max_call_us <µs>` (the slowest
 //! decision) and `refused <count>`.
 //!
+//! `r4c-redis-fleet-member hold <url> <instance> <max> <slots> <lease_ttl_ms>`
+//!
+//! Takes `<slots>` slots of the shared bulkhead `<instance>` (fleet cap `<max>`), prints `holding`
+//! and holds them until killed.
+//!
 //! `r4c-redis-fleet-member breaker <url> <instance> <fail|succeed> <start_at_unix_ms> <run_ms>`
 //!
 //! Shares the breaker `<instance>` (window 5, wait_in_open 1.5 s, 2 half-open probes) and calls it
@@ -31,6 +36,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("breaker") {
         return breaker(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("hold") {
+        return hold(&args[1..]);
     }
     let [url, instance, permits, lease, start_at, run_ms] = args.as_slice() else {
         return Err(
@@ -139,4 +147,40 @@ fn breaker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     }
     writeln!(out, "state {:?}", handle.snapshot().state)?;
     Ok(())
+}
+
+fn hold(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let [url, instance, max, slots, ttl_ms] = args else {
+        return Err("usage: r4c-redis-fleet-member hold <url> <instance> <max> <slots> <lease_ttl_ms>".into());
+    };
+    let (max, slots, ttl): (u32, usize, u64) = (max.parse()?, slots.parse()?, ttl_ms.parse()?);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let store = runtime.block_on(RedisStore::connect(url))?;
+    let registry = Registry::builder()
+        .shared_state(store)
+        .bulkhead_instance(instance.as_str(), |b| {
+            b.shared(true).max_concurrent_calls(max).lease(1).lease_ttl(Duration::from_millis(ttl))
+        })
+        .build()?;
+    let bulkhead =
+        Pipeline::builder(&registry, instance.as_str()).bulkhead_with(|b| b).build::<(), std::io::Error>()?;
+    let entered = std::sync::Barrier::new(slots + 1);
+    std::thread::scope(|s| {
+        for _ in 0..slots {
+            s.spawn(|| {
+                let _ = bulkhead.execute(|| {
+                    entered.wait();
+                    loop {
+                        std::thread::park();
+                    }
+                });
+            });
+        }
+        entered.wait();
+        println!("holding");
+        let _ = std::io::stdout().flush();
+        loop {
+            std::thread::park();
+        }
+    })
 }

@@ -26,11 +26,39 @@ pub struct BulkheadConfig {
     pub max_concurrent_calls: u32,
     /// How long a call may wait for a slot before it is refused (`0`: refuse at once).
     pub max_wait: Duration,
+    /// `true`: `max_concurrent_calls` is a cap for every process on the registry's shared store
+    /// together; see [`crate::shared`]. A configuration key only.
+    pub shared: bool,
+    /// Slots a shared bulkhead takes from the fleet at a time (`None`: `max(1, max / 10)`).
+    pub lease: Option<u32>,
+    /// How long a shared bulkhead's slot lives in the store without renewal: a crashed process
+    /// frees its slots within it (default 10 s).
+    pub lease_ttl: Duration,
+}
+
+impl BulkheadConfig {
+    /// Slots per lease of a shared bulkhead: `lease`, else `max(1, max_concurrent_calls / 10)`.
+    ///
+    /// ```
+    /// use resilience4cata::bulkhead::BulkheadConfig;
+    ///
+    /// assert_eq!(BulkheadConfig::default().lease(), 2); // 25 / 10
+    /// ```
+    pub fn lease(&self) -> u32 {
+        self.lease.unwrap_or((self.max_concurrent_calls / 10).max(1))
+    }
 }
 
 impl Default for BulkheadConfig {
     fn default() -> Self {
-        BulkheadConfig { enabled: true, max_concurrent_calls: 25, max_wait: Duration::ZERO }
+        BulkheadConfig {
+            enabled: true,
+            max_concurrent_calls: 25,
+            max_wait: Duration::ZERO,
+            shared: false,
+            lease: None,
+            lease_ttl: Duration::from_secs(10),
+        }
     }
 }
 
@@ -62,6 +90,12 @@ layered_builder! {
         max_concurrent_calls: u32,
         /// `max_wait`: how long a call may wait for a slot.
         max_wait: Duration,
+        /// `shared`: one cap for the whole fleet, on the registry's shared store (config only).
+        shared: bool,
+        /// `lease`: slots a shared bulkhead takes from the fleet at a time.
+        lease: u32,
+        /// `lease_ttl`: how long a shared slot lives without renewal.
+        lease_ttl: Duration,
     }
 }
 
@@ -82,7 +116,21 @@ impl Layer for BulkheadConfigBuilder {
                 "bulkhead max_concurrent_calls must be at least 1",
             ));
         }
+        if c.lease == Some(0) || c.lease_ttl < Duration::from_millis(30) {
+            return Err(RegistryError::new(
+                codes::INVALID_VALUE,
+                Some(instance),
+                "bulkhead lease must be at least 1 and lease_ttl at least 30ms",
+            ));
+        }
         Ok(c)
+    }
+}
+
+impl BulkheadConfigBuilder {
+    /// Whether this layer sets `shared = true` (checked against the registry's store at build).
+    pub(crate) fn sets_shared(&self) -> bool {
+        self.shared == Some(true)
     }
 }
 

@@ -277,6 +277,7 @@ impl RegistryBuilder {
         if self.shared.is_none()
             && let Some(at) = shared_in(&self.policies.rate_limiter, |l| l.sets_shared())
                 .or_else(|| shared_in(&self.policies.circuit_breaker, |l| l.sets_shared()))
+                .or_else(|| shared_in(&self.policies.bulkhead, |l| l.sets_shared()))
         {
             return Err(no_shared_store(at));
         }
