@@ -1,8 +1,8 @@
 //! Shared state across processes: the store trait a registry holds, the lease pool a shared rate
-//! limiter spends from, the link a shared circuit breaker publishes and learns Opens through, and
-//! [`SharedStateEvent`].
+//! limiter spends from, the link a shared circuit breaker publishes and learns Opens through, the
+//! slot pool of a shared bulkhead, and [`SharedStateEvent`].
 //!
-//! A fleet of replicas shares one rate limiter or circuit breaker when each builds it with
+//! A fleet of replicas shares one rate limiter, circuit breaker or bulkhead when each builds it with
 //! `shared = true` (a configuration key, in builders and files only) on a registry given a store
 //! with
 //! [`RegistryBuilder::shared_state`](crate::RegistryBuilder::shared_state). The runtime knows no
