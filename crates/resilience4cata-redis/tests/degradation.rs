@@ -12,22 +12,36 @@ use resilience4cata::shared::SharedStateEvent;
 use resilience4cata::{Pipeline, Registry};
 use resilience4cata_redis::RedisStore;
 
-#[test]
-fn redis_killed_mid_run_degrades_to_local_state_and_recovers_after_restart() {
-    let Some(mut redis) = common::RedisServer::start() else { return };
+/// The shared-state events one registry published.
+type Seen = Arc<Mutex<Vec<SharedStateEvent>>>;
+
+/// A registry on `redis` sharing the limiter `id` (`permits` per second, leases of `lease`), the
+/// limiter, and the shared-state events it publishes.
+fn shared_limiter(
+    redis: &common::RedisServer,
+    id: &str,
+    permits: u32,
+    lease: u32,
+) -> (Registry, Pipeline<(), std::io::Error>, Seen) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let store = runtime.block_on(RedisStore::connect(&redis.url())).unwrap();
-    let seen: Arc<Mutex<Vec<SharedStateEvent>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let sink = Arc::clone(&seen);
     let registry = Registry::builder()
         .shared_state(store)
         .listen(move |e: &SharedStateEvent| sink.lock().unwrap().push(e.clone()))
-        .rate_limiter_instance("prices", |r| r.shared(true).permits(200).lease(5))
+        .rate_limiter_instance(id, |r| r.shared(true).permits(permits).lease(lease))
         .build()
         .unwrap();
+    let limiter = Pipeline::builder(&registry, id).rate_limiter_with(|r| r).build().unwrap();
+    (registry, limiter, seen)
+}
+
+#[test]
+fn redis_killed_mid_run_degrades_to_local_state_and_recovers_after_restart() {
+    let Some(mut redis) = common::RedisServer::start() else { return };
+    let (registry, limiter, seen) = shared_limiter(&redis, "prices", 200, 5);
     let mut events = registry.subscribe(100_000); // every per-call event fits: none is lost
-    let limiter =
-        Pipeline::builder(&registry, "prices").rate_limiter_with(|r| r).build::<(), std::io::Error>().unwrap();
 
     // Calls for `d`, one every 2 ms: how many passed, and the slowest decision.
     let run = |d: Duration| {
@@ -80,17 +94,7 @@ fn redis_killed_mid_run_degrades_to_local_state_and_recovers_after_restart() {
 #[test]
 fn a_slow_redis_costs_a_call_at_most_the_store_timeout() {
     let Some(redis) = common::RedisServer::start() else { return };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let store = runtime.block_on(RedisStore::connect(&redis.url())).unwrap();
-    let seen: Arc<Mutex<Vec<SharedStateEvent>>> = Arc::default();
-    let sink = Arc::clone(&seen);
-    let registry = Registry::builder()
-        .shared_state(store)
-        .listen(move |e: &SharedStateEvent| sink.lock().unwrap().push(e.clone()))
-        .rate_limiter_instance("slow", |r| r.shared(true).permits(1_000).lease(1))
-        .build()
-        .unwrap();
-    let limiter = Pipeline::builder(&registry, "slow").rate_limiter_with(|r| r).build::<(), std::io::Error>().unwrap();
+    let (_registry, limiter, seen) = shared_limiter(&redis, "slow", 1_000, 1);
     std::thread::sleep(Duration::from_millis(50));
     assert!(redis.command(&["CLIENT", "PAUSE", "600", "ALL"]).starts_with("+OK"));
     let (mut slowest, mut passed) = (Duration::ZERO, 0);

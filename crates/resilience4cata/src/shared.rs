@@ -150,6 +150,18 @@ impl SharedPublisher {
         SharedPublisher { listeners: listeners.shared_state.as_slice().into(), hub: Arc::clone(&listeners.hub) }
     }
 
+    /// Moves `degraded` to `to`, publishing `Degraded` / `Recovered` only on a change.
+    fn set_degraded(&self, degraded: &AtomicBool, to: bool, instance: &Arc<str>) {
+        if degraded.swap(to, Ordering::AcqRel) != to {
+            let instance = Arc::clone(instance);
+            self.emit(if to {
+                SharedStateEvent::Degraded { instance }
+            } else {
+                SharedStateEvent::Recovered { instance }
+            });
+        }
+    }
+
     fn emit(&self, event: SharedStateEvent) {
         #[cfg(feature = "tracing")]
         tracing::event!(target: "resilience4cata", tracing::Level::WARN, event = ?event);
@@ -430,18 +442,14 @@ impl LeasePool {
     /// The store could not answer: the pool decides locally until [`recover`](Self::recover).
     /// Publishes [`SharedStateEvent::Degraded`] once per outage.
     pub fn degrade(&self) {
-        if !self.degraded.swap(true, Ordering::AcqRel) {
-            self.events.emit(SharedStateEvent::Degraded { instance: Arc::clone(&self.instance) });
-        }
+        self.events.set_degraded(&self.degraded, true, &self.instance);
         self.signal.answer();
     }
 
     /// The store answers again: the pool is shared again. Publishes
     /// [`SharedStateEvent::Recovered`] if it was degraded.
     pub fn recover(&self) {
-        if self.degraded.swap(false, Ordering::AcqRel) {
-            self.events.emit(SharedStateEvent::Recovered { instance: Arc::clone(&self.instance) });
-        }
+        self.events.set_degraded(&self.degraded, false, &self.instance);
     }
 
     /// The pass path: one leased permit at `now` (coarse), one compare-and-set. The call that
@@ -628,16 +636,12 @@ impl BreakerLink {
     /// The store could not be reached: probes are capped locally only. Publishes
     /// [`SharedStateEvent::Degraded`] once per outage.
     pub fn degrade(&self) {
-        if !self.degraded.swap(true, Ordering::AcqRel) {
-            self.events.emit(SharedStateEvent::Degraded { instance: Arc::clone(&self.instance) });
-        }
+        self.events.set_degraded(&self.degraded, true, &self.instance);
     }
 
     /// The store answers again. Publishes [`SharedStateEvent::Recovered`] if it was degraded.
     pub fn recover(&self) {
-        if self.degraded.swap(false, Ordering::AcqRel) {
-            self.events.emit(SharedStateEvent::Recovered { instance: Arc::clone(&self.instance) });
-        }
+        self.events.set_degraded(&self.degraded, false, &self.instance);
     }
 
     /// The breaker opened on its own window (or reopened after probes): publish it.
@@ -818,17 +822,13 @@ impl SlotPool {
     /// The store could not answer: the bulkhead decides locally until [`recover`](Self::recover).
     /// Publishes [`SharedStateEvent::Degraded`] once per outage.
     pub fn degrade(&self) {
-        if !self.degraded.swap(true, Ordering::AcqRel) {
-            self.events.emit(SharedStateEvent::Degraded { instance: Arc::clone(&self.instance) });
-        }
+        self.events.set_degraded(&self.degraded, true, &self.instance);
         self.signal.answer();
     }
 
     /// The store answers again. Publishes [`SharedStateEvent::Recovered`] if it was degraded.
     pub fn recover(&self) {
-        if self.degraded.swap(false, Ordering::AcqRel) {
-            self.events.emit(SharedStateEvent::Recovered { instance: Arc::clone(&self.instance) });
-        }
+        self.events.set_degraded(&self.degraded, false, &self.instance);
     }
 
     /// A fleet slot for a call (one compare-and-set); the call that leaves half a lease spare asks
