@@ -40,7 +40,6 @@ fn work(x: u64) -> Result<u64, Fail> {
 }
 
 #[resilient]
-#[allow(async_fn_in_trait)] // the bench's own trait
 pub trait Api {
     #[retry(max_attempts = 3)]
     fn get(&self, x: u64) -> Result<u64, Fail>;

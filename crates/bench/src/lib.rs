@@ -9,7 +9,6 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
-pub mod alloc;
 pub mod cases;
 pub mod exec;
 
@@ -19,6 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use cpu_time::ThreadTime;
+
+/// The counting allocator every bench binary, the `cases` runner and the tests of this crate
+/// allocate through (the workspace's one, from `testkit`).
+pub use testkit::alloc;
 
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;

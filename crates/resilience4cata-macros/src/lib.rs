@@ -108,6 +108,14 @@ use proc_macro::TokenStream;
 /// - A protected method takes `&self`, has no type or const parameters, and returns `Result<T, E>`
 ///   (any alias, e.g. `io::Result<T>`), is an `async fn` returning one, or returns
 ///   `impl Future<Output = Result<T, E>>` (`+ Send` makes the impl require `D: Sync`).
+/// - `async fn` is desugared, in the trait and in the wrapper, to
+///   `fn … -> impl Future<Output = …> + Send` (as `trait_variant` writes it): a public trait raises no
+///   `async_fn_in_trait` warning, generic code can `tokio::spawn` a call through `impl Trait`, and
+///   implementations still write `async fn` (their futures must then be `Send`). The wrapper's
+///   protected async methods hold `&self` across awaits, so its impl requires `D: Sync`; a default
+///   `async fn` body in the trait needs `trait Trait: Sync`. For delegates whose futures are not
+///   `Send` (an `Rc` held across an await), write `#[resilient(?Send)]`: futures then promise no
+///   `Send` and the wrapper needs no `D: Sync`.
 /// - Owned arguments of a retried method are cloned for each attempt (references and `Copy` values
 ///   cost nothing); without a retry they are moved into the one call.
 /// - Instance ids are `<module_path>::<Trait>::<method>` unless the attribute sets `name`.

@@ -19,6 +19,8 @@ pub(crate) struct TraitInput {
     pub(crate) policies: Vec<RawPolicy>,
     /// Policy attributes of each item of `item.items`, same index.
     pub(crate) members: Vec<Vec<RawPolicy>>,
+    /// Whether `async fn` desugars to a `Send` future (`false` under `#[resilient(?Send)]`).
+    pub(crate) send: bool,
 }
 
 /// One policy attribute as written: `#[retry(max_attempts = 3)]`.
@@ -57,9 +59,13 @@ pub(crate) fn parse_trait(
     input: TokenStream,
     errors: &mut Errors,
 ) -> Result<TraitInput, TokenStream> {
-    if !args.is_empty() {
-        errors.add(&args, ATR_RESILIENT_ARGS, "`#[resilient]` takes no arguments: policies are attributes on the trait or its methods, e.g. `#[retry(max_attempts = 3)]`");
-    }
+    let send = match parse_args(&args) {
+        Some(send) => send,
+        None => {
+            errors.add(&args, ATR_RESILIENT_ARGS, "`#[resilient]` takes no arguments but `?Send`: policies are attributes on the trait or its methods, e.g. `#[retry(max_attempts = 3)]`");
+            true
+        }
+    };
     let mut item = match syn::parse2::<Item>(input.clone()) {
         Ok(Item::Trait(item)) => item,
         Ok(other) => {
@@ -77,7 +83,17 @@ pub(crate) fn parse_trait(
     };
     let policies = take_policies(&mut item.attrs, errors);
     let members = item.items.iter_mut().map(|member| take_member_policies(member, errors)).collect();
-    Ok(TraitInput { item, policies, members })
+    Ok(TraitInput { item, policies, members, send })
+}
+
+/// `Some(true)` for no arguments, `Some(false)` for `?Send`, `None` for anything else.
+fn parse_args(args: &TokenStream) -> Option<bool> {
+    let tokens: Vec<_> = args.clone().into_iter().map(|t| t.to_string()).collect();
+    match tokens.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => Some(true),
+        ["?", "Send"] => Some(false),
+        _ => None,
+    }
 }
 
 /// The first keyword of an item, so an error about the whole item points at one token.

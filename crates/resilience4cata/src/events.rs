@@ -358,16 +358,13 @@ mod metrics_tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-
     use super::*;
+    use crate::metrics_counters::{Counters, recording};
 
     #[test]
     fn metrics_update_handles_without_building_the_event() {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
         let instance: Arc<str> = Arc::from("m::A::f");
-        let publisher = metrics::with_local_recorder(&recorder, || Publisher::<RetryEvent>::detached(&[], &instance));
+        let (publisher, snapshotter) = recording(|| Publisher::<RetryEvent>::detached(&[], &instance));
         let built = AtomicUsize::new(0);
         for _ in 0..2 {
             publish!(publisher, |m| m.retrying(), || {
@@ -376,9 +373,6 @@ mod metrics_tests {
             });
         }
         assert_eq!(built.load(Ordering::SeqCst), 0, "only tracing, listeners and subscribers need the event");
-        let retries = snapshotter.snapshot().into_vec().into_iter().find_map(|(key, _, _, value)| {
-            (key.key().name() == "resilience4cata_retry_retries_total").then_some(value)
-        });
-        assert_eq!(retries, Some(DebugValue::Counter(2)));
+        assert_eq!(Counters::of(&snapshotter).get("resilience4cata_retry_retries_total", &[]), Some(2));
     }
 }

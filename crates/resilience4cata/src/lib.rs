@@ -9,11 +9,16 @@ pub mod circuit_breaker;
 pub mod clock;
 mod error;
 pub mod events;
+#[cfg(all(test, feature = "metrics"))]
+mod metrics_counters;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;
 mod rejection;
 pub mod retry;
+mod scope;
+#[cfg(feature = "serde")]
+mod serde_millis;
 pub mod shared;
 pub mod timeout;
 
@@ -29,6 +34,7 @@ pub use rejection::{Rejection, ResilienceError};
 /// `Serialize`).
 pub use resilience4cata_macros::{ResilienceError, resilient};
 pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot, Verdict};
+pub use scope::{MethodIds, WrapperBuilder};
 
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {
@@ -41,7 +47,7 @@ pub mod prelude {
 /// Test support: a manual clock and a deterministic registry.
 #[cfg(feature = "testing")]
 pub mod testing {
-    pub use crate::clock::ManualClock;
+    pub use crate::clock::manual::ManualClock;
 
     /// A registry builder on `clock` with a fixed jitter seed, so runs are deterministic: waits
     /// advance the manual clock and return at once, sync and async.

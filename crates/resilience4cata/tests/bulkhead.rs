@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use resilience4cata::bulkhead::BulkheadEvent;
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Jitter, Registry, Rejection, ResilienceError, RetryEvent, resilient};
+use resilience4cata::{Registry, Rejection, ResilienceError, RetryEvent, resilient};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -171,8 +171,7 @@ fn a_retry_waits_its_backoff_outside_the_bulkhead() {
     let cell: Arc<OnceLock<Registry>> = Arc::default();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (registry_of, sink) = (Arc::clone(&cell), Arc::clone(&seen));
-    let registry = testing::registry(&clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
+    let registry = testkit::no_jitter(&clock)
         .listen(move |e: &RetryEvent| {
             if let RetryEvent::Retrying { .. } = e {
                 // Published just before the backoff: the slot must be free already.

@@ -2,13 +2,14 @@
 //! `StockClient` examples, a whole state-machine run with its events, the handle's manual controls,
 //! outcome classification, configuration layers and sharing by name.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{GiveUpReason, Jitter, Registry, RegistryBuilder, Rejection, ResilienceError, RetryEvent};
+use resilience4cata::{GiveUpReason, Registry, Rejection, ResilienceError};
+use testkit::RetryAndBreaker as Events;
 
 #[derive(Debug, PartialEq, ResilienceError)]
 pub enum ReportError {
@@ -18,44 +19,6 @@ pub enum ReportError {
     Busy,
     #[rejection]
     Rejected(Rejection),
-}
-
-/// Every event of both policies, in publication order.
-#[derive(Clone, Default)]
-struct Events {
-    breaker: Arc<Mutex<Vec<CircuitBreakerEvent>>>,
-    retry: Arc<Mutex<Vec<RetryEvent>>>,
-}
-
-impl Events {
-    fn on(&self, builder: RegistryBuilder) -> RegistryBuilder {
-        let (breaker, retry) = (Arc::clone(&self.breaker), Arc::clone(&self.retry));
-        builder
-            .listen(move |e: &CircuitBreakerEvent| breaker.lock().unwrap().push(e.clone()))
-            .listen(move |e: &RetryEvent| retry.lock().unwrap().push(e.clone()))
-    }
-
-    fn transitions(&self) -> Vec<(State, State)> {
-        let events = self.breaker.lock().unwrap();
-        events
-            .iter()
-            .filter_map(|e| match e {
-                CircuitBreakerEvent::StateTransition { from, to, .. } => Some((*from, *to)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn gave_up(&self) -> Vec<(u32, GiveUpReason)> {
-        let events = self.retry.lock().unwrap();
-        events
-            .iter()
-            .filter_map(|e| match e {
-                RetryEvent::GaveUp { attempts, reason, .. } => Some((*attempts, *reason)),
-                _ => None,
-            })
-            .collect()
-    }
 }
 
 pub mod reports {
@@ -95,7 +58,7 @@ impl Reports for Down {
 }
 
 fn no_jitter(clock: &ManualClock, events: &Events) -> Registry {
-    events.on(testing::registry(clock).retry_defaults(|r| r.jitter(Jitter::None))).build().unwrap()
+    events.on(testkit::no_jitter(clock)).build().unwrap()
 }
 
 const REPORT: &str = "circuit_breaker::reports::Reports::report";
@@ -276,7 +239,7 @@ fn full_state_machine_run_with_events() {
     let id = || Arc::<str>::from(PRODUCT);
     use CircuitBreakerEvent::{CallNotPermitted, Failure, StateTransition, Success};
     assert_eq!(
-        *events.breaker.lock().unwrap(),
+        events.breaker.all(),
         [
             Success { instance: id(), slow: false },
             Failure { instance: id(), slow: false },
@@ -327,8 +290,7 @@ fn record_on_and_ignore_on_classify_errors() {
     let _ = catalog.patterned(Err(ReportError::Rejected(nested))); // a nested breaker: a failure
     let s = registry.circuit_breaker("circuit_breaker::catalog::Catalog::patterned").unwrap().snapshot();
     assert_eq!((s.buffered_calls, s.failed_calls), (3, 2));
-    let ignored =
-        events.breaker.lock().unwrap().iter().filter(|e| matches!(e, CircuitBreakerEvent::Ignored { .. })).count();
+    let ignored = events.breaker.all().iter().filter(|e| matches!(e, CircuitBreakerEvent::Ignored { .. })).count();
     assert_eq!(ignored, 2);
 }
 

@@ -4,12 +4,13 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{GiveUpReason, Jitter, Registry, Rejection, ResilienceError, RetryEvent, Verdict, resilient};
+use resilience4cata::{GiveUpReason, Registry, Rejection, ResilienceError, RetryEvent, Verdict, resilient};
+use testkit::{Recorder, poll_once};
 
 #[derive(Clone, Debug, PartialEq, ResilienceError)]
 pub enum StockError {
@@ -123,34 +124,17 @@ impl Inventory for Scripted {
 }
 
 /// A registry on a manual clock without jitter, recording every retry event.
-fn registry(clock: &ManualClock) -> (Registry, Arc<Mutex<Vec<RetryEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    let registry = testing::registry(clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
-        .listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap();
-    (registry, events)
+fn registry(clock: &ManualClock) -> (Registry, Recorder<RetryEvent>) {
+    let events = Recorder::default();
+    (events.on(testkit::no_jitter(clock)).build().unwrap(), events)
 }
 
 fn wrap(
     script: impl IntoIterator<Item = Result<u32, StockError>>,
-) -> (ResilientInventory<Scripted>, ManualClock, Arc<Mutex<Vec<RetryEvent>>>) {
+) -> (ResilientInventory<Scripted>, ManualClock, Recorder<RetryEvent>) {
     let clock = ManualClock::new();
     let (registry, events) = registry(&clock);
     (ResilientInventory::new(Scripted::new(script), &registry).unwrap(), clock, events)
-}
-
-fn gave_up(events: &Mutex<Vec<RetryEvent>>) -> Vec<(u32, GiveUpReason)> {
-    let events = events.lock().unwrap();
-    events
-        .iter()
-        .filter_map(|e| match e {
-            RetryEvent::GaveUp { attempts, reason, .. } => Some((*attempts, *reason)),
-            _ => None,
-        })
-        .collect()
 }
 
 use StockError::*;
@@ -162,7 +146,7 @@ fn the_loop_retries_until_success_and_the_method_override_wins_key_by_key() {
     assert_eq!(inventory.delegate().calls(), 4, "method-level max_attempts = 4 beats the trait's 2");
     // Exponential (method) from the trait's 100 ms delay: 100 + 200 + 400.
     assert_eq!(clock.elapsed(), Duration::from_millis(700));
-    assert!(gave_up(&events).is_empty());
+    assert!(events.gave_up().is_empty());
 }
 
 #[test]
@@ -171,7 +155,7 @@ fn trait_level_attribute_applies_to_unannotated_methods() {
     assert_eq!(inventory.reserve("sku-1", 2), Err(Invalid), "the last error comes back unchanged");
     assert_eq!(inventory.delegate().calls(), 2);
     assert_eq!(clock.elapsed(), Duration::from_millis(100), "trait-level Fixed backoff");
-    assert_eq!(gave_up(&events), vec![(2, GiveUpReason::MaxAttempts)]);
+    assert_eq!(events.gave_up(), vec![(2, GiveUpReason::MaxAttempts)]);
 }
 
 #[test]
@@ -183,7 +167,7 @@ fn retry_on_pattern_limits_what_is_retried_and_abort_on_wins() {
     let (inventory, _, _) = wrap([Err(Io(503)), Err(Io(500))]);
     assert_eq!(inventory.patterns(), Err(Io(500)), "in retry_on and in abort_on: abort_on wins");
     assert_eq!(inventory.delegate().calls(), 2);
-    assert_eq!(gave_up(&events), vec![(3, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), vec![(3, GiveUpReason::NotRetryable)]);
 }
 
 #[test]
@@ -207,7 +191,7 @@ fn an_open_breaker_nested_in_the_error_is_never_retried() {
     let (inventory, _, events) = wrap([Err(refused())]);
     assert_eq!(inventory.stock("sku-1"), Err(refused()));
     assert_eq!(inventory.delegate().calls(), 1, "retry_on matches everything, yet CallNotPermitted stops it");
-    assert_eq!(gave_up(&events), vec![(1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::NotRetryable)]);
 
     let full = || Rejected(Rejection::BulkheadFull { instance: "inner".into() });
     let (inventory, _, _) = wrap([Err(full()), Ok(1)]);
@@ -222,16 +206,16 @@ fn classifier_retries_rejected_ok_and_fail_gives_up_at_once() {
 
     let (inventory, _, events) = wrap([Ok(1), Ok(2), Ok(3)]);
     assert_eq!(inventory.classified(), Ok(3), "without on_exhausted_result the last Ok is returned as is");
-    assert_eq!(gave_up(&events), vec![(3, GiveUpReason::MaxAttempts)]);
+    assert_eq!(events.gave_up(), vec![(3, GiveUpReason::MaxAttempts)]);
 
     let (inventory, _, events) = wrap([Ok(1), Err(Invalid)]);
     assert_eq!(inventory.classified(), Err(Invalid));
-    assert_eq!(gave_up(&events), vec![(2, GiveUpReason::ClassifierFailed)]);
+    assert_eq!(events.gave_up(), vec![(2, GiveUpReason::ClassifierFailed)]);
 
     let refused = Rejected(Rejection::CallNotPermitted { instance: "inner".into() });
     let (inventory, _, events) = wrap([Err(refused.clone())]);
     assert_eq!(inventory.classified(), Err(refused), "a classifier's Retry does not retry an open breaker");
-    assert_eq!(gave_up(&events), vec![(1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::NotRetryable)]);
 }
 
 #[test]
@@ -250,7 +234,7 @@ fn enabled_false_makes_one_plain_attempt() {
     assert_eq!(inventory.disabled(), Err(Unavailable));
     assert_eq!(inventory.delegate().calls(), 1);
     assert_eq!(clock.elapsed(), Duration::ZERO);
-    assert!(events.lock().unwrap().is_empty());
+    assert!(events.is_empty());
 }
 
 #[test]
@@ -382,7 +366,7 @@ async fn async_forms_retry_on_the_manual_clock() {
     let inventory = ResilientAsyncInventory::new(Scripted::new([Err(Unavailable), Err(Invalid)]), &registry).unwrap();
     assert_eq!(assert_send(inventory.reserve("sku-1", 2)).await, Err(Invalid));
     assert_eq!(inventory.delegate().calls(), 2);
-    assert_eq!(gave_up(&events), vec![(2, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), vec![(2, GiveUpReason::NotRetryable)]);
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -392,16 +376,7 @@ async fn a_dropped_future_starts_no_further_attempt() {
     let inventory = ResilientAsyncInventory::new(Scripted::new([Err(Unavailable), Ok(1)]), &registry).unwrap();
     let mut call = Box::pin(inventory.stock("sku-1"));
     // Poll once: the first attempt runs, then the retry waits; dropping the future ends the call.
-    assert!(futures_poll_once(call.as_mut()).is_none());
+    assert!(poll_once(call.as_mut()).is_none());
     drop(call);
     assert_eq!(inventory.delegate().calls(), 1);
-}
-
-/// Polls a future once with a no-op waker.
-fn futures_poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Option<F::Output> {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match future.poll(&mut cx) {
-        std::task::Poll::Ready(v) => Some(v),
-        std::task::Poll::Pending => None,
-    }
 }

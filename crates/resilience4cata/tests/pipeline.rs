@@ -5,53 +5,24 @@
 use std::future::Future;
 use std::pin::pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use resilience4cata::retry::Jitter;
-use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::testing::ManualClock;
 use resilience4cata::{
     Budget, GiveUpReason, Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError, RetryEvent, Verdict,
     resilient,
 };
+use testkit::{Recorder, block_on, ms};
+
+type Events = Recorder<RetryEvent>;
 
 /// A registry on `clock` without jitter, recording every retry event.
 fn registry(clock: &ManualClock, tune: impl FnOnce(RegistryBuilder) -> RegistryBuilder) -> (Registry, Events) {
     let events = Events::default();
-    let sink = events.clone();
-    let builder = testing::registry(clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
-        .listen(move |e: &RetryEvent| sink.0.lock().unwrap().push(e.clone()));
-    (tune(builder).build().unwrap(), events)
-}
-
-#[derive(Clone, Default)]
-struct Events(Arc<Mutex<Vec<RetryEvent>>>);
-
-impl Events {
-    fn all(&self) -> Vec<RetryEvent> {
-        self.0.lock().unwrap().clone()
-    }
-
-    fn gave_up(&self) -> Vec<(u32, GiveUpReason)> {
-        self.all()
-            .into_iter()
-            .filter_map(|e| match e {
-                RetryEvent::GaveUp { attempts, reason, .. } => Some((attempts, reason)),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    (tune(events.on(testkit::no_jitter(clock))).build().unwrap(), events)
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -2,63 +2,19 @@
 //! allocates nothing, and neither does a retry with a zero wait or a budget refusal when nobody
 //! listens (sync, async and, with feature `tower`, through the layer).
 //!
-//! The counting allocator is the one place `unsafe` is allowed (a `GlobalAlloc` impl needs it).
+//! The counting allocator is the workspace's one (`testkit::alloc::Counting`), installed here.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
+#[cfg(feature = "tower")]
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Pipeline, Registry};
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts, in a const-initialised
-// thread-local that itself never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed through unchanged.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use testkit::alloc::allocations_during as allocations;
+use testkit::now;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Allocations made by this thread while running `f`.
-fn allocations(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.with(Cell::get);
-    f();
-    ALLOCATIONS.with(Cell::get) - before
-}
-
-/// Polls a future that must finish without waiting (manual clock, zero waits).
-fn now<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the future waited"),
-    }
-}
+static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
 
 fn registry(clock: &ManualClock) -> Registry {
     testing::registry(clock).retry_defaults(|r| r.delay(Duration::ZERO)).build().unwrap()

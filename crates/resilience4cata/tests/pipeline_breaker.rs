@@ -3,16 +3,17 @@
 //! pipeline and an annotated method, the order breaker → rate limiter whatever the builder order,
 //! outcome classification, async and tower.
 
+#[cfg(feature = "tower")]
 use std::future::Future;
+#[cfg(feature = "tower")]
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
+use resilience4cata::circuit_breaker::State;
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{
-    GiveUpReason, Jitter, Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError, RetryEvent, resilient,
-};
+use resilience4cata::{GiveUpReason, Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError, resilient};
+use testkit::{RetryAndBreaker as Events, block_on};
 
 #[derive(Debug, Clone, PartialEq, ResilienceError)]
 pub enum ReportError {
@@ -23,48 +24,9 @@ pub enum ReportError {
     Rejected(Rejection),
 }
 
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-}
-
-/// Every event of the retry and the breaker, in publication order.
-#[derive(Clone, Default)]
-struct Events {
-    breaker: Arc<Mutex<Vec<CircuitBreakerEvent>>>,
-    retry: Arc<Mutex<Vec<RetryEvent>>>,
-}
-
-impl Events {
-    fn registry(&self, clock: &ManualClock, tune: impl FnOnce(RegistryBuilder) -> RegistryBuilder) -> Registry {
-        let (breaker, retry) = (Arc::clone(&self.breaker), Arc::clone(&self.retry));
-        let builder = testing::registry(clock)
-            .retry_defaults(|r| r.jitter(Jitter::None))
-            .listen(move |e: &CircuitBreakerEvent| breaker.lock().unwrap().push(e.clone()))
-            .listen(move |e: &RetryEvent| retry.lock().unwrap().push(e.clone()));
-        tune(builder).build().unwrap()
-    }
-
-    fn transitions(&self) -> Vec<(State, State)> {
-        let events = self.breaker.lock().unwrap();
-        events
-            .iter()
-            .filter_map(|e| match e {
-                CircuitBreakerEvent::StateTransition { from, to, .. } => Some((*from, *to)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn gave_up(&self) -> Vec<(u32, GiveUpReason)> {
-        let events = self.retry.lock().unwrap();
-        events
-            .iter()
-            .filter_map(|e| match e {
-                RetryEvent::GaveUp { attempts, reason, .. } => Some((*attempts, *reason)),
-                _ => None,
-            })
-            .collect()
-    }
+/// The seeds' registry (manual clock, no jitter) with `events` listening, tuned by `tune`.
+fn registry(clock: &ManualClock, events: &Events, tune: impl FnOnce(RegistryBuilder) -> RegistryBuilder) -> Registry {
+    tune(events.on(testkit::no_jitter(clock))).build().unwrap()
 }
 
 /// The seed's `report`: retry(5 attempts, 1 s, abort_on BadId) around
@@ -84,7 +46,7 @@ fn report_pipeline(registry: &Registry) -> Pipeline<String, ReportError> {
 #[test]
 fn seed_report_an_open_breaker_stops_the_retries_at_once() {
     let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = events.registry(&clock, |b| b);
+    let registry = registry(&clock, &events, |b| b);
     let report = report_pipeline(&registry);
     let calls = AtomicU32::new(0);
     let down = || {
@@ -114,7 +76,7 @@ fn seed_report_an_open_breaker_stops_the_retries_at_once() {
 #[test]
 fn seed_report_async_has_the_same_timeline() {
     let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = events.registry(&clock, |b| b);
+    let registry = registry(&clock, &events, |b| b);
     let report = report_pipeline(&registry);
     let calls = AtomicU32::new(0);
     let err = block_on(report.execute_async(|| async {
@@ -171,7 +133,7 @@ impl Prices for PriceBackend {
 #[test]
 fn a_pipeline_and_an_annotated_method_share_one_breaker_by_name() {
     let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = events.registry(&clock, |b| b);
+    let registry = registry(&clock, &events, |b| b);
     let prices = ResilientPrices::new(PriceBackend(AtomicU32::new(0)), &registry).unwrap();
     let pipeline = Pipeline::builder(&registry, "prices")
         .circuit_breaker_with(|c| c.window_size(4).minimum_calls(4).wait_in_open(Duration::from_secs(10)))
@@ -209,7 +171,7 @@ fn a_pipeline_and_an_annotated_method_share_one_breaker_by_name() {
 fn breaker_refusals_take_no_permit_and_local_refusals_are_not_recorded() {
     for breaker_first in [true, false] {
         let (clock, events) = (ManualClock::new(), Events::default());
-        let registry = events.registry(&clock, |b| b);
+        let registry = registry(&clock, &events, |b| b);
         let builder = Pipeline::builder(&registry, "quotes");
         let builder = if breaker_first {
             builder
@@ -266,7 +228,7 @@ fn record_on_and_ignore_on_classify_errors() {
 #[test]
 fn timeouts_are_breaker_failures_per_attempt() {
     let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = events.registry(&clock, |b| b);
+    let registry = registry(&clock, &events, |b| b);
     let fetch = Pipeline::builder(&registry, "fetch")
         .retry_with(|r| r.max_attempts(2).delay(Duration::ZERO))
         .circuit_breaker_with(|c| c.window_size(4).minimum_calls(4))
@@ -286,7 +248,7 @@ fn through_the_tower_layer_the_report_example_holds() {
     use tower::{Layer, ServiceExt};
 
     let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = events.registry(&clock, |b| b);
+    let registry = registry(&clock, &events, |b| b);
     let calls = Arc::new(AtomicU32::new(0));
     let seen = Arc::clone(&calls);
     let service = tower::service_fn(move |_id: String| {

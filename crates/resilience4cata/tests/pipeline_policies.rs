@@ -3,16 +3,16 @@
 //! annotated methods, refusals carried in `E`, and the tower layer through them.
 #![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use resilience4cata::pipeline::AsyncOnly;
-use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::testing::ManualClock;
 use resilience4cata::{
-    GiveUpReason, Jitter, Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError, RetryEvent, resilient,
+    GiveUpReason, Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError, RetryEvent, resilient,
 };
+use testkit::{Recorder, block_on};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -23,24 +23,16 @@ pub enum QuoteError {
     Rejected(Rejection),
 }
 
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-}
-
-fn registry(clock: &ManualClock, events: &Arc<Mutex<Vec<RetryEvent>>>) -> Registry {
+fn registry(clock: &ManualClock, events: &Recorder<RetryEvent>) -> Registry {
     registry_with(clock, events, |b| b)
 }
 
 fn registry_with(
     clock: &ManualClock,
-    events: &Arc<Mutex<Vec<RetryEvent>>>,
+    events: &Recorder<RetryEvent>,
     tune: impl FnOnce(RegistryBuilder) -> RegistryBuilder,
 ) -> Registry {
-    let sink = Arc::clone(events);
-    let builder = testing::registry(clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
-        .listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone()));
-    tune(builder).build().unwrap()
+    tune(events.on(testkit::no_jitter(clock))).build().unwrap()
 }
 
 fn retry_after(outcome: Result<u32, QuoteError>) -> Duration {
@@ -51,13 +43,14 @@ fn retry_after(outcome: Result<u32, QuoteError>) -> Duration {
 }
 
 /// The annotated example: `retry(max_attempts = 3, delay = "100ms")` around
-/// `rate_limiter(permits = 1, period = "1s")`. Every attempt asks for its own permit, so attempts 2
-/// and 3 are refused, and the refusal is retried like any error (after the backoff).
+/// `rate_limiter(permits = 1, period = "1s")`. Every attempt asks for its own permit, so attempt 2
+/// is refused; the retry waits the refusal's `retry_after` (900 ms, more than its 200 ms backoff:
+/// SPEC §7.1, "Delay from the failure"), so attempt 3 gets the next permit.
 #[test]
 fn every_retry_attempt_takes_its_own_permit_whatever_the_builder_order() {
     for limiter_first in [false, true] {
         let clock = ManualClock::new();
-        let events = Arc::default();
+        let events = Recorder::default();
         let registry = registry(&clock, &events);
         let builder = Pipeline::builder(&registry, "quotes");
         let builder = if limiter_first {
@@ -75,10 +68,10 @@ fn every_retry_attempt_takes_its_own_permit_whatever_the_builder_order() {
             calls += 1;
             Err(QuoteError::Down)
         });
-        assert_eq!(calls, 1, "attempts 2 and 3 found no permit");
-        assert_eq!(retry_after(outcome), 700 * MS, "the last attempt, at 300 ms, was refused");
-        assert_eq!(clock.elapsed(), 300 * MS);
-        let last = events.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(calls, 2, "attempt 2 found no permit, attempt 3 did");
+        assert!(matches!(outcome, Err(QuoteError::Down)), "{outcome:?}");
+        assert_eq!(clock.elapsed(), 1_000 * MS, "100 ms backoff, then the limiter's 900 ms");
+        let last = events.all().last().cloned().unwrap();
         assert_eq!(
             last,
             RetryEvent::GaveUp { instance: "quotes".into(), attempts: 3, reason: GiveUpReason::MaxAttempts }
@@ -124,8 +117,7 @@ fn a_retry_waits_its_backoff_outside_the_bulkhead() {
     let cell: Arc<OnceLock<Registry>> = Arc::default();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (registry_of, sink) = (Arc::clone(&cell), Arc::clone(&seen));
-    let registry = testing::registry(&clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
+    let registry = testkit::no_jitter(&clock)
         .listen(move |e: &RetryEvent| {
             if let RetryEvent::Retrying { .. } = e {
                 let snapshot = registry_of.get().unwrap().bulkhead("jobs").unwrap().snapshot();
@@ -169,7 +161,7 @@ fn a_full_bulkhead_refuses_with_a_rejection_in_e() {
 #[test]
 fn each_retry_attempt_gets_its_own_timeout() {
     let clock = ManualClock::new();
-    let events = Arc::default();
+    let events = Recorder::default();
     let registry = registry(&clock, &events);
     let fetch: Pipeline<u32, QuoteError, AsyncOnly> = Pipeline::builder(&registry, "fetch")
         .timeout_with(|t| t.duration(Duration::from_secs(1)))
@@ -187,12 +179,8 @@ fn each_retry_attempt_gets_its_own_timeout() {
     assert_eq!(outcome, Ok(4));
     assert_eq!(attempts.load(Ordering::SeqCst), 3);
     assert_eq!(clock.elapsed(), Duration::from_secs(2), "a fresh second for each attempt, none for the last");
-    let retried: Vec<_> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| if let RetryEvent::Retrying { attempt, .. } = e { Some(*attempt) } else { None })
-        .collect();
+    let retried =
+        events.filter_map(|e| if let RetryEvent::Retrying { attempt, .. } = e { Some(*attempt) } else { None });
     assert_eq!(retried, [1, 2]);
     assert_eq!(registry.bulkhead("fetch").unwrap().snapshot().in_flight, 0);
     let snapshot = registry.snapshot();
@@ -283,7 +271,7 @@ fn named_configs_instance_overrides_and_errors_rank_as_for_methods() {
 #[test]
 fn a_rejecting_pipeline_never_retries_a_nested_open_breaker() {
     let clock = ManualClock::new();
-    let events = Arc::default();
+    let events = Recorder::default();
     let registry = registry(&clock, &events);
     let pipeline = Pipeline::builder(&registry, "outer").retry().rate_limiter().build::<u32, QuoteError>().unwrap();
     let mut calls = 0;
@@ -293,7 +281,7 @@ fn a_rejecting_pipeline_never_retries_a_nested_open_breaker() {
     });
     assert_eq!(calls, 1);
     assert_eq!(
-        *events.lock().unwrap(),
+        events.all(),
         [RetryEvent::GaveUp { instance: "outer".into(), attempts: 1, reason: GiveUpReason::NotRetryable }]
     );
 }
@@ -349,7 +337,7 @@ fn pipelines_and_the_generated_code_behave_alike() {
     for script in scripts {
         let run = |pipeline: bool| {
             let clock = ManualClock::new();
-            let events = Arc::default();
+            let events = Recorder::default();
             let registry = registry(&clock, &events);
             let backend = Script(script.clone(), AtomicU32::new(0));
             let mut results = Vec::new();
@@ -380,8 +368,7 @@ fn pipelines_and_the_generated_code_behave_alike() {
                 results.push(block_on(desk.quote_async(0)));
             }
             let events: Vec<_> = events
-                .lock()
-                .unwrap()
+                .all()
                 .iter()
                 .map(|e| match e {
                     RetryEvent::Retrying { attempt, delay, .. } => (*attempt, Some(*delay), None),

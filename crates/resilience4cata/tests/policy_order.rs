@@ -10,8 +10,8 @@ use std::task::{Context, Waker};
 use std::time::Duration;
 
 use resilience4cata::circuit_breaker::State;
-use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Jitter, Registry, Rejection, ResilienceError, resilient};
+use resilience4cata::testing::ManualClock;
+use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
 
 #[derive(Debug, Clone, PartialEq, ResilienceError)]
 pub enum ApiError {
@@ -90,7 +90,7 @@ impl Api for Backend {
 
 fn setup() -> (ManualClock, Registry, ResilientApi<Backend>) {
     let clock = ManualClock::new();
-    let registry = testing::registry(&clock).retry_defaults(|r| r.jitter(Jitter::None)).build().unwrap();
+    let registry = testkit::no_jitter(&clock).build().unwrap();
     let api = ResilientApi::new(Backend::default(), &registry).unwrap();
     (clock, registry, api)
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use resilience4cata::rate_limiter::RateLimiterEvent;
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Jitter, Registry, Rejection, ResilienceError, resilient};
+use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -92,7 +92,7 @@ fn retry_after(result: Result<u32, QuoteError>) -> Duration {
 }
 
 fn quotes(clock: &ManualClock) -> (ResilientQuotes<Backend>, Registry) {
-    let registry = testing::registry(clock).retry_defaults(|r| r.jitter(Jitter::None)).build().unwrap();
+    let registry = testkit::no_jitter(clock).build().unwrap();
     (ResilientQuotes::new(Backend::default(), &registry).unwrap(), registry)
 }
 
@@ -158,12 +158,15 @@ fn disabled_limiter_lets_everything_through() {
 #[test]
 fn every_retry_attempt_takes_its_own_permit() {
     let clock = ManualClock::new();
-    let registry = testing::registry(&clock).retry_defaults(|r| r.jitter(Jitter::None)).build().unwrap();
+    let registry = testkit::no_jitter(&clock).build().unwrap();
     let quotes = ResilientQuotes::new(Backend { fail: true, ..Backend::default() }, &registry).unwrap();
     let outcome = quotes.retried();
-    assert_eq!(quotes.delegate().calls.load(Ordering::SeqCst), 1, "attempts 2 and 3 found no permit");
-    assert_eq!(retry_after(outcome), 700 * MS, "the last attempt, at 300 ms, was refused");
-    assert_eq!(clock.elapsed(), 300 * MS);
+    // Attempt 1 (0 ms) takes the permit and fails; attempt 2 (after the 100 ms backoff) is refused
+    // with `retry_after` = 900 ms, which the retry waits instead of its 200 ms backoff (SPEC §7.1,
+    // "Delay from the failure"), so attempt 3 (1 s) finds the next permit and reaches the method.
+    assert_eq!(quotes.delegate().calls.load(Ordering::SeqCst), 2, "attempt 2 found no permit, attempt 3 did");
+    assert!(outcome.is_err_and(|e| e.rejection().is_none()), "the method's own failure");
+    assert_eq!(clock.elapsed(), 1_000 * MS);
 }
 
 #[test]

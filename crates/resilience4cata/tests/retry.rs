@@ -14,39 +14,7 @@ use resilience4cata::{
 pub struct Down;
 
 /// Collects every retry event a registry publishes.
-#[derive(Clone, Default)]
-struct Events(Arc<Mutex<Vec<RetryEvent>>>);
-
-impl Events {
-    fn on(&self, builder: RegistryBuilder) -> RegistryBuilder {
-        let sink = Arc::clone(&self.0);
-        builder.listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone()))
-    }
-
-    fn all(&self) -> Vec<RetryEvent> {
-        self.0.lock().unwrap().clone()
-    }
-
-    fn gave_up(&self) -> Vec<(u32, GiveUpReason)> {
-        self.all()
-            .into_iter()
-            .filter_map(|e| match e {
-                RetryEvent::GaveUp { attempts, reason, .. } => Some((attempts, reason)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn delays(&self) -> Vec<Duration> {
-        self.all()
-            .into_iter()
-            .filter_map(|e| match e {
-                RetryEvent::Retrying { delay, .. } => Some(delay),
-                _ => None,
-            })
-            .collect()
-    }
-}
+type Events = testkit::Recorder<RetryEvent>;
 
 pub mod shop {
     pub mod inventory {
@@ -82,7 +50,7 @@ impl InventoryApi for Flaky {
 #[test]
 fn two_failures_then_success_waits_100_then_200_ms() {
     let clock = ManualClock::new();
-    let registry = testing::registry(&clock).retry_defaults(|r| r.jitter(Jitter::None)).build().unwrap();
+    let registry = testkit::no_jitter(&clock).build().unwrap();
     let inventory = ResilientInventoryApi::new(Flaky::new(2), &registry).unwrap();
 
     assert_eq!(inventory.stock("sku-1"), Ok(7));
@@ -148,7 +116,7 @@ impl Files for Disk {
 fn download_with(error: FsError) -> (Vec<Duration>, Vec<(u32, GiveUpReason)>, FsError) {
     let clock = ManualClock::new();
     let events = Events::default();
-    let registry = events.on(testing::registry(&clock).retry_defaults(|r| r.jitter(Jitter::None))).build().unwrap();
+    let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
     let disk = Disk { clock: clock.clone(), error, calls: Mutex::new(Vec::new()) };
     let files = ResilientFiles::new(disk, &registry).unwrap();
     let err = files.download("/data").unwrap_err();

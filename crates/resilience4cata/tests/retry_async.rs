@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::testing::ManualClock;
 use resilience4cata::{GiveUpReason, Jitter, Registry, RetryEvent, resilient};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -52,11 +52,7 @@ impl Stock for Backend {
 
 fn registry(clock: &ManualClock, events: &Arc<Mutex<Vec<RetryEvent>>>) -> Registry {
     let sink = Arc::clone(events);
-    testing::registry(clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
-        .listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap()
+    testkit::no_jitter(clock).listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone())).build().unwrap()
 }
 
 fn assert_send<T: Send>(t: T) -> T {

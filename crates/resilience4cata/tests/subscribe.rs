@@ -12,10 +12,7 @@ use std::time::Duration;
 use resilience4cata::events::{AnyEvent, Subscription};
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{GiveUpReason, Pipeline, Registry, RetryEvent};
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-}
+use testkit::block_on;
 
 fn drain(events: &mut Subscription) -> Vec<AnyEvent> {
     std::iter::from_fn(|| events.try_recv()).collect()

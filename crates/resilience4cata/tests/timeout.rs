@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::timeout::TimeoutEvent;
-use resilience4cata::{Jitter, Registry, Rejection, ResilienceError, RetryEvent, resilient};
+use resilience4cata::{Registry, Rejection, ResilienceError, RetryEvent, resilient};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -85,7 +85,7 @@ fn id(method: &str) -> String {
 }
 
 fn registry(clock: &ManualClock) -> Registry {
-    testing::registry(clock).retry_defaults(|r| r.jitter(Jitter::None)).build().unwrap()
+    testkit::no_jitter(clock).build().unwrap()
 }
 
 fn timed_out(registry: &Registry, method: &str) -> u64 {

@@ -4,35 +4,22 @@
 
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use resilience4cata::retry::Jitter;
-use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::testing::ManualClock;
 use resilience4cata::{GiveUpReason, Pipeline, Registry, Rejection, ResilienceError, RetryEvent};
+use testkit::{Recorder, block_on, ms};
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 type Error = std::io::Error;
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-}
-
-fn registry(clock: &ManualClock) -> (Registry, Arc<Mutex<Vec<RetryEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    let registry = testing::registry(clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
-        .listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap();
-    (registry, events)
+/// A registry on a manual clock without jitter, recording every retry event.
+fn registry(clock: &ManualClock) -> (Registry, Recorder<RetryEvent>) {
+    let events = Recorder::default();
+    (events.on(testkit::no_jitter(clock)).build().unwrap(), events)
 }
 
 fn pipeline(registry: &Registry, max_attempts: u32) -> Pipeline<u32, Error> {
@@ -85,7 +72,7 @@ fn oneshot_retries_with_the_seed_timeline_and_clones_once_per_extra_attempt() {
     assert_eq!(clock.elapsed(), ms(300));
     assert_eq!(clones.load(Ordering::SeqCst), 2, "attempts 1 and 2 get clones, the last takes the original");
     assert_eq!(
-        *events.lock().unwrap(),
+        events.all(),
         [
             RetryEvent::Retrying { instance: "inventory".into(), attempt: 1, delay: ms(100) },
             RetryEvent::Retrying { instance: "inventory".into(), attempt: 2, delay: ms(200) },
@@ -104,7 +91,7 @@ fn gives_up_after_max_attempts_with_the_last_error() {
     assert_eq!(err.to_string(), "inventory down");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(clones.load(Ordering::SeqCst), 2);
-    let last = events.lock().unwrap().last().cloned().unwrap();
+    let last = events.all().last().cloned().unwrap();
     assert_eq!(
         last,
         RetryEvent::GaveUp { instance: "inventory".into(), attempts: 3, reason: GiveUpReason::MaxAttempts }
@@ -135,7 +122,7 @@ fn a_first_attempt_success_clones_the_request_once_at_most() {
     let (request, clones) = sku();
     assert_eq!(block_on(pipeline(&registry, 3).layer().layer(service).oneshot(request)).unwrap(), 7);
     assert_eq!(clones.load(Ordering::SeqCst), 1);
-    assert!(events.lock().unwrap().is_empty());
+    assert!(events.is_empty());
 }
 
 /// A nested open breaker's refusal is found (the layer requires `E: ResilienceError`) and never
@@ -154,7 +141,7 @@ fn a_nested_open_breaker_is_not_retried() {
     assert!(err.rejection().is_some_and(Rejection::is_call_not_permitted));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(
-        *events.lock().unwrap(),
+        events.all(),
         [RetryEvent::GaveUp { instance: "inventory".into(), attempts: 1, reason: GiveUpReason::NotRetryable }]
     );
 }
@@ -222,12 +209,8 @@ fn a_readiness_error_is_an_attempt_outcome() {
     let (registry, events) = registry(&clock);
     let service = pipeline(&registry, 3).layer().layer(Flaky { polls: Arc::default() });
     assert_eq!(block_on(service.oneshot(9)).unwrap(), 9);
-    let retried: Vec<u32> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| if let RetryEvent::Retrying { attempt, .. } = e { Some(*attempt) } else { None })
-        .collect();
+    let retried =
+        events.filter_map(|e| if let RetryEvent::Retrying { attempt, .. } = e { Some(*attempt) } else { None });
     assert_eq!(retried, [1, 2], "the failed call, then the failed readiness check");
 }
 
@@ -245,7 +228,7 @@ fn dropping_the_response_future_during_the_wait_cancels_the_call() {
     }
     clock.advance(Duration::from_secs(1));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    assert_eq!(events.lock().unwrap().len(), 1, "Retrying, and nothing after the drop");
+    assert_eq!(events.len(), 1, "Retrying, and nothing after the drop");
 }
 
 /// The layer's instance is the pipeline's: one snapshot entry, one budget.
@@ -280,13 +263,14 @@ fn the_response_future_is_send() {
 }
 
 /// Through a rate limiter and a timeout: a refused attempt never reaches the service, a hanging
-/// one is cut at its deadline and retried with a ready clone of the service.
+/// one is cut at its deadline and retried with a ready clone of the service; a refusal whose
+/// `retry_after` would outlast `max_duration` gives up at once (SPEC §7.1, "Delay from the failure").
 #[test]
 fn inner_policies_run_around_each_attempt_of_the_service() {
     let clock = ManualClock::new();
     let (registry, events) = registry(&clock);
     let pipeline = Pipeline::builder(&registry, "quotes")
-        .retry_with(|r| r.max_attempts(3).delay(ms(100)))
+        .retry_with(|r| r.max_attempts(3).delay(ms(100)).max_duration(ms(1_000)))
         .timeout_with(|t| t.duration(ms(250)))
         .rate_limiter_with(|l| l.permits(2).period(Duration::from_secs(10)))
         .build::<u32, Error>()
@@ -309,10 +293,11 @@ fn inner_policies_run_around_each_attempt_of_the_service() {
     let err = block_on(service.oneshot(6)).unwrap_err();
     assert!(matches!(err.rejection(), Some(Rejection::RateLimitExceeded { .. })), "{err:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 2, "refused attempts never reached the service");
-    let gave_up = events.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(clock.elapsed(), ms(350), "the next permit is 4.65 s away, past max_duration: no wait");
+    let gave_up = events.all().last().cloned().unwrap();
     assert_eq!(
         gave_up,
-        RetryEvent::GaveUp { instance: "quotes".into(), attempts: 3, reason: GiveUpReason::MaxAttempts }
+        RetryEvent::GaveUp { instance: "quotes".into(), attempts: 1, reason: GiveUpReason::MaxDuration }
     );
 }
 
@@ -332,4 +317,82 @@ fn a_bulkhead_slot_is_held_while_the_service_runs() {
     });
     assert_eq!(block_on(pipeline.layer().layer(service).oneshot(1)).unwrap(), 2, "one slot in use inside");
     assert_eq!(registry.bulkhead("jobs").unwrap().snapshot().in_flight, 0);
+}
+
+/// A request that is not `Clone`: a body that may be a one-shot stream.
+enum Body {
+    Buffered(u32),
+    Stream(std::sync::mpsc::Receiver<u32>),
+}
+
+fn copy_buffered(body: &Body) -> Option<Body> {
+    match body {
+        Body::Buffered(n) => Some(Body::Buffered(*n)),
+        Body::Stream(_) => None,
+    }
+}
+
+/// Fails the first `failures` calls, then answers the body's value.
+fn flaky_body_service(
+    failures: u32,
+    calls: Arc<AtomicU32>,
+) -> impl Service<Body, Response = u32, Error = Error, Future: Send> + Clone + Send + 'static {
+    service_fn(move |body: Body| {
+        let call = calls.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            if call <= failures {
+                return Err(Error::other("unavailable"));
+            }
+            Ok(match body {
+                Body::Buffered(n) => n,
+                Body::Stream(rx) => rx.recv().unwrap_or(0),
+            })
+        }
+    })
+}
+
+/// `clone_request`: a copyable request is retried like any; one the hook cannot copy gets one
+/// attempt and the retry is not asked (no event); a request that becomes uncopyable mid-call ends
+/// it with the attempt that takes the original.
+#[test]
+fn requests_that_cannot_be_copied_get_one_attempt() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let layer = pipeline(&registry, 3).layer().clone_request(copy_buffered);
+
+    let calls = Arc::new(AtomicU32::new(0));
+    let service = layer.layer(flaky_body_service(2, Arc::clone(&calls)));
+    assert_eq!(block_on(service.oneshot(Body::Buffered(7))).unwrap(), 7);
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "copied for attempts 1 and 2, the original for 3");
+    assert_eq!(clock.elapsed(), ms(300));
+
+    events.clear();
+    let calls = Arc::new(AtomicU32::new(0));
+    let service = layer.layer(flaky_body_service(1, Arc::clone(&calls)));
+    let (tx, rx) = std::sync::mpsc::channel();
+    tx.send(9).unwrap();
+    let err = block_on(service.oneshot(Body::Stream(rx))).unwrap_err();
+    assert_eq!(err.to_string(), "unavailable");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "a stream is sent once");
+    assert!(events.is_empty(), "the retry was not asked: {:?}", events.all());
+    assert_eq!(clock.elapsed(), ms(300), "no wait");
+}
+
+#[test]
+fn a_hook_that_stops_copying_ends_the_call_with_the_original() {
+    let clock = ManualClock::new();
+    let (registry, events) = registry(&clock);
+    let copies = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&copies);
+    let layer = pipeline(&registry, 5).layer().clone_request(move |body: &Body| {
+        // The first copy only: then the request is treated as uncopyable.
+        (counted.fetch_add(1, Ordering::SeqCst) == 0).then(|| copy_buffered(body)).flatten()
+    });
+    let calls = Arc::new(AtomicU32::new(0));
+    let service = layer.layer(flaky_body_service(10, Arc::clone(&calls)));
+    assert!(block_on(service.oneshot(Body::Buffered(1))).is_err());
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "a copy, then the original; no third attempt");
+    let retrying = events.all().iter().filter(|e| matches!(e, RetryEvent::Retrying { .. })).count();
+    assert_eq!(retrying, 1);
+    assert_eq!(clock.elapsed(), ms(100));
 }

@@ -6,8 +6,10 @@ use std::time::Duration;
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Registry, RetryEvent, resilient};
 
-mod common;
-use common::allocations_during;
+use testkit::alloc::allocations_during;
+
+#[global_allocator]
+static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
 
 #[derive(Debug, PartialEq)]
 pub struct Down;

@@ -3,23 +3,14 @@
 //! calling thread.
 #![allow(async_fn_in_trait)] // the trait under test is this crate's own
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Rejection, ResilienceError, resilient};
 
-mod common;
-use common::allocations_during;
+use testkit::alloc::allocations_during;
+use testkit::now;
 
-/// Polls a future that must finish at its first poll.
-fn ready<F: Future>(f: F) -> F::Output {
-    match pin!(f).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the pass path does not wait"),
-    }
-}
+#[global_allocator]
+static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
 
 #[derive(Debug, PartialEq, ResilienceError)]
 pub enum Down {
@@ -35,7 +26,7 @@ pub trait Api {
     #[bulkhead(max_concurrent_calls = 4)]
     fn guarded(&self, x: u32) -> Result<u32, Down>;
 
-    /// The whole sync stack of SPEC §12: retry + breaker + rate limiter + bulkhead.
+    /// The whole sync stack of docs/benchmarks.md ("full_stack"): retry + breaker + rate limiter + bulkhead.
     #[retry(max_attempts = 3, delay = "0")]
     #[circuit_breaker]
     #[rate_limiter(permits = 1000000, period = "1s")]
@@ -102,10 +93,10 @@ fn full_stack_pass_path_allocates_nothing() {
 #[test]
 fn async_pass_path_allocates_nothing() {
     let api = api();
-    ready(api.guarded_async(0)).unwrap();
+    now(api.guarded_async(0)).unwrap();
     let n = allocations_during(|| {
         for i in 0..1000 {
-            assert_eq!(ready(api.guarded_async(i)), Ok(i + 1));
+            assert_eq!(now(api.guarded_async(i)), Ok(i + 1));
         }
     });
     assert_eq!(n, 0);
@@ -114,10 +105,10 @@ fn async_pass_path_allocates_nothing() {
 #[test]
 fn a_timeout_that_never_needs_its_timer_allocates_nothing() {
     let api = api();
-    ready(api.timed(0)).unwrap();
+    now(api.timed(0)).unwrap();
     let n = allocations_during(|| {
         for i in 0..1000 {
-            assert_eq!(ready(api.timed(i)), Ok(i + 1));
+            assert_eq!(now(api.timed(i)), Ok(i + 1));
         }
     });
     assert_eq!(n, 0);

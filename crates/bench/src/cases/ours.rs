@@ -6,8 +6,6 @@
 //! system-clock registry, whose zero wait returns at once without a syscall; `testing::registry` on
 //! a `ManualClock` gives the same path (a zero advance), see `fail_once_manual_sync`.
 
-#![allow(async_fn_in_trait)] // local traits: the futures are polled on this thread only
-
 use std::cell::Cell;
 
 use resilience4cata::testing::{self, ManualClock};
@@ -15,8 +13,9 @@ use resilience4cata::{Registry, resilient};
 
 use crate::{Fail, consume, exec, flaky, opaque, work};
 
-/// The retried methods of the single-threaded cases.
-#[resilient]
+/// The retried methods of the single-threaded cases. `?Send`: the delegate's `Cell` flag is not
+/// `Sync`, and the futures are polled on this thread only (the generated code is the same).
+#[resilient(?Send)]
 pub trait Api {
     /// Retry with defaults but a zero-wait-free success path.
     #[retry(max_attempts = 3)]

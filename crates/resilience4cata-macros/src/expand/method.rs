@@ -14,7 +14,7 @@ use crate::validate::{Form, Member, Method, Model, Receiver};
 /// The trait's `impl` for the wrapper.
 pub(crate) fn impl_trait(model: &Model) -> TokenStream {
     let items = model.members.iter().map(|m| match m {
-        Member::Method(method) => method_item(method, body(model, method)),
+        Member::Method(method) => method_item(model, method, body(model, method)),
         other => associated(model, other),
     });
     impl_block(model, items.collect(), needs_sync(model))
@@ -28,14 +28,14 @@ pub(crate) fn stub_impl(model: &Model) -> TokenStream {
     }
     let items = model.members.iter().map(|m| match m {
         Member::Method(method) if method.policies.is_empty() && method.forwardable => {
-            method_item(method, forward(model, method))
+            method_item(model, method, forward(model, method))
         }
         Member::Method(method) => {
             let body = match method.form {
-                Form::ImplFuture { .. } => quote!(async { ::core::unimplemented!() }),
+                Form::ImplFuture { .. } | Form::AsyncFn => quote!(async { ::core::unimplemented!() }),
                 _ => quote!(::core::unimplemented!()),
             };
-            let item = method_item(method, body);
+            let item = method_item(model, method, body);
             quote!(#[allow(unused_variables)] #item)
         }
         other => associated(model, other),
@@ -43,10 +43,16 @@ pub(crate) fn stub_impl(model: &Model) -> TokenStream {
     impl_block(model, items.collect(), false)
 }
 
-/// A future that must be `Send` holds `&self` across its awaits, so the delegate must be `Sync`.
+/// A future that must be `Send` holds `&self` across its awaits, so the delegate must be `Sync`
+/// (an `async fn` is a `Send` future unless the trait says `?Send`).
 fn needs_sync(model: &Model) -> bool {
-    model.members.iter().any(|m| {
-        matches!(m, Member::Method(method) if !method.policies.is_empty() && method.form == Form::ImplFuture { send: true })
+    model.members.iter().any(|m| match m {
+        Member::Method(method) if !method.policies.is_empty() => match method.form {
+            Form::ImplFuture { send } => send,
+            Form::AsyncFn => model.send,
+            _ => false,
+        },
+        _ => false,
     })
 }
 
@@ -80,12 +86,14 @@ fn associated(model: &Model, member: &Member) -> TokenStream {
 
 /// `#[cfg] <signature with plain argument names> { body }`. Always inlined: with a mere `#[inline]`,
 /// LLVM keeps a breaker-protected method out of line (its refusal and error arms make it look big),
-/// and the call's prologue, epilogue and result copy then cost more than the breaker itself
-/// (callgrind: 82 instructions per closed-breaker success with `#[inline]`, 58 with this, the bare
-/// call being 15).
-fn method_item(method: &Method, body: TokenStream) -> TokenStream {
+/// and the call's prologue, epilogue and result copy then cost more than the breaker itself. The
+/// `breaker_closed/ours_sync` row of docs/benchmarks.md's "Results" table is measured with this
+/// attribute; swap it for `#[inline]` and rerun `crates/bench/callgrind.sh breaker_closed` to see
+/// the difference.
+fn method_item(model: &Model, method: &Method, body: TokenStream) -> TokenStream {
     let cfg = cfgs(&method.item.attrs);
-    let sig = signature(method);
+    let mut sig = signature(method);
+    super::desugar::signature(&mut sig, model.send);
     quote!(#(#cfg)* #[inline(always)] #sig { #body })
 }
 
@@ -129,7 +137,7 @@ fn body(model: &Model, method: &Method) -> TokenStream {
         #returned
     };
     match method.form {
-        Form::ImplFuture { .. } => quote!(async move { #block }),
+        Form::ImplFuture { .. } | Form::AsyncFn => quote!(async move { #block }),
         _ => block,
     }
 }
@@ -152,10 +160,11 @@ fn innermost(model: &Model, method: &Method) -> TokenStream {
     Ctx { method, policy: &method.policies[0] }.wrap_attempt(call)
 }
 
-/// The unprotected method: the delegate's, called directly.
+/// The unprotected method: the delegate's, called directly (an `async fn` returns the
+/// delegate's future as is, so forwarding needs no `D: Sync`).
 fn forward(model: &Model, method: &Method) -> TokenStream {
     let args = method.args.iter().map(|a| &a.ident);
-    delegate_call(model, method, quote!(#(#args),*), method.form == Form::AsyncFn)
+    delegate_call(model, method, quote!(#(#args),*), false)
 }
 
 /// `<D as Trait>::method(<receiver>, args)`, then `.await` when `awaited`.

@@ -7,6 +7,7 @@
 
 pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
+mod desugar;
 mod method;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;
@@ -25,7 +26,7 @@ use crate::validate::{Method, Model, Policy};
 
 /// The whole expansion of a valid trait.
 pub(crate) fn expand(model: &Model) -> TokenStream {
-    let item = &model.item;
+    let item = desugar::trait_item(&model.item, model.send);
     let wrapper = wrapper::emit(model);
     let implementation = method::impl_trait(model);
     quote!(#item #wrapper #implementation)
@@ -34,7 +35,7 @@ pub(crate) fn expand(model: &Model) -> TokenStream {
 /// What is emitted beside the errors of an invalid trait: the trait, the wrapper and an `impl`
 /// whose protected methods are `unimplemented!()`, so user code naming them does not cascade.
 pub(crate) fn stub(model: &Model) -> TokenStream {
-    let item = &model.item;
+    let item = desugar::trait_item(&model.item, model.send);
     let wrapper = wrapper::emit_stub(model);
     let implementation = method::stub_impl(model);
     quote!(#item #wrapper #implementation)

@@ -4,9 +4,15 @@
 //! breaker's refusal (found by autoref specialisation, whatever the patterns say), matches
 //! `abort_on` / `abort_on_if`, or misses `retry_on` / `retry_on_if` (when any is given); otherwise
 //! `Retryable`. With a classifier, its `Verdict` decides for `Ok` and `Err` alike.
+//!
+//! The wait (SPEC §7.1, "Delay from the failure"): with `delay_from = f`, `f(&error, attempt,
+//! computed)` decides it for an `Err`; without, the policy is handed the rejection the probe finds
+//! in the error, so a rate limiter's refusal waits at least its `retry_after`. Async rounds decide
+//! in a statement of their own before awaiting, so no borrow of the error lives across the await.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 
 use super::{Ctx, private};
 use crate::validate::{Setting, Settings, Value};
@@ -16,18 +22,12 @@ use crate::validate::{Setting, Settings, Value};
 pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> TokenStream {
     let p = private();
     let field = ctx.field();
-    let retry_after = if ctx.is_async() {
-        // The zero-wait quick path first, so the common retry builds no future.
-        quote!(
-            (__r4c_retry.retry_now(&mut __r4c_call, __r4c_failure)
-                || __r4c_retry.retry_after_async(&mut __r4c_call, __r4c_failure).await)
-        )
-    } else {
-        quote!(__r4c_retry.retry_after(&mut __r4c_call, __r4c_failure))
-    };
     let round = match settings.get("classifier") {
-        Some(classifier) => classified(classifier, settings.get("on_exhausted_result"), inner, retry_after),
-        None => by_error(settings, inner, retry_after),
+        Some(classifier) => {
+            let retry_after = ask(ctx, settings, Subject::Result);
+            classified(classifier, settings.get("on_exhausted_result"), inner, retry_after)
+        }
+        None => by_error(settings, inner, ask(ctx, settings, Subject::Error)),
     };
     quote! {{
         #[allow(unused_imports)]
@@ -35,6 +35,75 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
         let __r4c_retry = &self.#field;
         let mut __r4c_call = __r4c_retry.start();
         loop { #round }
+    }}
+}
+
+/// What the round holds when it asks the retry: the `Err` itself, or the classified `Result`.
+#[derive(Clone, Copy)]
+enum Subject {
+    Error,
+    Result,
+}
+
+/// The `bool` expression "go round again?": decides the wait (from the failure), waits, answers.
+fn ask(ctx: &Ctx<'_>, settings: &Settings, subject: Subject) -> TokenStream {
+    let p = private();
+    let args = quote!(&mut __r4c_call, __r4c_failure);
+    // `from(method)`: the policy's `…_from` call, handed the rejection the probe finds in an `Err`
+    // (in a match arm, so the probe's temporary outlives the call).
+    let from = |method: TokenStream| match subject {
+        Subject::Error => quote!(__r4c_retry.#method(#args, (&#p::Probe(&__r4c_error)).rejection())),
+        Subject::Result => quote! {
+            match &__r4c_result {
+                ::core::result::Result::Err(__r4c_error) => {
+                    __r4c_retry.#method(#args, (&#p::Probe(__r4c_error)).rejection())
+                }
+                ::core::result::Result::Ok(_) => __r4c_retry.#method(#args, ::core::option::Option::None),
+            }
+        },
+    };
+    let hook = settings.get("delay_from").map(|s| match &s.value {
+        Value::Path(path) => path.clone(),
+        _ => unreachable!("delay_from is a path"),
+    });
+    // `with(method)`: the hook's call for an `Err` (a classified `Ok` takes the computed wait).
+    let with = |method: TokenStream, hook: &syn::ExprPath| {
+        let adjust = |error: TokenStream| quote_spanned!(hook.span()=> |__r4c_attempt, __r4c_computed| #hook(#error, __r4c_attempt, __r4c_computed));
+        match subject {
+            Subject::Error => {
+                let adjust = adjust(quote!(&__r4c_error));
+                quote!(__r4c_retry.#method(#args, #adjust))
+            }
+            Subject::Result => {
+                let adjust = adjust(quote!(__r4c_error));
+                let plain = format_ident!("{}", method.to_string().replace("_with", "_from"));
+                quote! {
+                    match &__r4c_result {
+                        ::core::result::Result::Err(__r4c_error) => __r4c_retry.#method(#args, #adjust),
+                        ::core::result::Result::Ok(_) => __r4c_retry.#plain(#args, ::core::option::Option::None),
+                    }
+                }
+            }
+        }
+    };
+    if !ctx.is_async() {
+        return match &hook {
+            Some(hook) => with(quote!(retry_after_with), hook),
+            None => from(quote!(retry_after_from)),
+        };
+    }
+    // The zero-wait quick path first, so the common retry builds no future.
+    let (quick, decide) = match &hook {
+        Some(hook) => (quote!(false), with(quote!(decide_with), hook)),
+        None => (from(quote!(retry_now_from)), from(quote!(decide_from))),
+    };
+    quote! {{
+        let __r4c_quick = #quick;
+        let __r4c_wait = if __r4c_quick { ::core::option::Option::None } else { #decide };
+        __r4c_quick || match __r4c_wait {
+            ::core::option::Option::Some(__r4c_wait) => __r4c_retry.wait_async(&__r4c_call, __r4c_wait).await,
+            ::core::option::Option::None => false,
+        }
     }}
 }
 
@@ -102,6 +171,10 @@ fn classified(
                 _ => #p::Failure::Retryable,
             },
             #p::Verdict::Fail => #p::Failure::ClassifierFailed,
+            // `Verdict` is `#[non_exhaustive]`: a verdict added later gives up as `Fail` does until
+            // this expansion learns it.
+            #[allow(unreachable_patterns)]
+            _ => #p::Failure::ClassifierFailed,
         };
         if !#retry_after {
             break #give_up;

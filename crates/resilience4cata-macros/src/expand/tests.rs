@@ -7,9 +7,12 @@ use quote::quote;
 use crate::diag::Errors;
 
 fn expand(input: TokenStream) -> String {
+    expand_with(TokenStream::new(), input)
+}
+
+fn expand_with(args: TokenStream, input: TokenStream) -> String {
     let mut errors = Errors::default();
-    let parsed =
-        crate::parse::parse_trait(TokenStream::new(), input, &mut errors).unwrap_or_else(|_| panic!("not a trait"));
+    let parsed = crate::parse::parse_trait(args, input, &mut errors).unwrap_or_else(|_| panic!("not a trait"));
     let model = crate::validate::validate(parsed, &mut errors);
     assert!(errors.is_empty(), "{:?}", errors.messages());
     super::expand(&model).to_string()
@@ -38,7 +41,7 @@ fn attributes_become_builder_calls_and_the_site() {
         ". enabled (false)",
         "version_0_1_0 :: CHECK",
         "impl < D : Api > Api for ResilientApi < D >",
-        ". retry_after (& mut __r4c_call , __r4c_failure)",
+        ". retry_after_from (& mut __r4c_call , __r4c_failure , (& :: resilience4cata :: __private :: Probe (& __r4c_error)) . rejection ())",
     ] {
         assert!(out.contains(expected), "missing `{expected}` in\n{out}");
     }
@@ -68,21 +71,49 @@ fn async_forms_await_and_send_futures_require_a_sync_delegate() {
         }
     });
     assert!(out.contains("is_async : true"), "{out}");
-    assert_eq!(out.matches(". retry_after_async (& mut __r4c_call , __r4c_failure) . await").count(), 2, "{out}");
+    assert_eq!(out.matches(". wait_async (& __r4c_call , __r4c_wait) . await").count(), 2, "{out}");
+    assert_eq!(out.matches("let __r4c_quick = __r4c_retry . retry_now_from").count(), 2, "{out}");
     assert!(out.contains("impl < D : Api + :: core :: marker :: Sync > Api"), "{out}");
     assert!(out.contains("async move"), "{out}");
 }
 
 #[test]
 fn without_send_futures_the_delegate_needs_no_sync() {
+    let out = expand_with(
+        quote!(?Send),
+        quote!(
+            pub trait Api {
+                #[retry]
+                async fn a(&self) -> Result<u32, E>;
+                fn b(&self) -> impl Future<Output = u32> + Send;
+            }
+        ),
+    );
+    assert!(out.contains("impl < D : Api > Api"), "{out}");
+    let future = "fn a (& self) -> impl :: core :: future :: Future < Output = Result < u32 , E > >";
+    assert_eq!(out.matches(&format!("{future} ;")).count(), 1, "{out}");
+    assert_eq!(out.matches(&format!("{future} {{")).count(), 1, "{out}");
+}
+
+#[test]
+fn async_fn_desugars_to_a_send_future_in_the_trait_and_the_impl() {
     let out = expand(quote!(
         pub trait Api {
             #[retry]
             async fn a(&self) -> Result<u32, E>;
-            fn b(&self) -> impl Future<Output = u32> + Send;
+            async fn b(&self, n: u32) {
+                let _ = n;
+            }
         }
     ));
-    assert!(out.contains("impl < D : Api > Api"), "{out}");
+    assert!(!out.contains("async fn"), "{out}");
+    let a =
+        "fn a (& self) -> impl :: core :: future :: Future < Output = Result < u32 , E > > + :: core :: marker :: Send";
+    assert_eq!(out.matches(a).count(), 2, "trait and impl: {out}");
+    let b = "fn b (& self , n : u32) -> impl :: core :: future :: Future < Output = () > + :: core :: marker :: Send";
+    assert!(out.contains(&format!("{b} {{ async move {{ let _ = n ; }} }}")), "default body: {out}");
+    assert!(out.contains(&format!("{b} {{ < D as Api > :: b (& self . delegate , n) }}")), "forwarded: {out}");
+    assert!(out.contains("impl < D : Api + :: core :: marker :: Sync > Api"), "{out}");
 }
 
 #[test]
@@ -169,4 +200,31 @@ fn sync_limits_neither_await_nor_box() {
     assert!(out.contains("self . __r4c_rate_limiter_get . acquire ()"), "{out}");
     assert!(out.contains("self . __r4c_bulkhead_get . acquire ()"), "{out}");
     assert!(!out.contains("await") && !out.contains("Box"), "{out}");
+}
+
+#[test]
+fn delay_from_decides_the_wait_of_an_error_before_any_await() {
+    let out = expand(quote!(
+        pub trait Api {
+            #[retry(delay_from = crate::retry_after)]
+            fn a(&self) -> Result<u32, E>;
+            #[retry(delay_from = retry_after)]
+            async fn b(&self) -> Result<u32, E>;
+            #[retry(classifier = classify, delay_from = retry_after)]
+            fn c(&self) -> Result<u32, E>;
+        }
+    ));
+    let hook = "| __r4c_attempt , __r4c_computed | retry_after (& __r4c_error , __r4c_attempt , __r4c_computed)";
+    assert!(out.contains(&format!(
+        "__r4c_retry . retry_after_with (& mut __r4c_call , __r4c_failure , | __r4c_attempt , __r4c_computed | crate :: {}",
+        &hook["| __r4c_attempt , __r4c_computed | ".len()..]
+    )), "{out}");
+    assert!(out.contains(&format!("let __r4c_quick = false ; let __r4c_wait = if __r4c_quick {{ :: core :: option :: Option :: None }} else {{ __r4c_retry . decide_with (& mut __r4c_call , __r4c_failure , {hook}) }}")), "{out}");
+    assert!(
+        out.contains(
+            "=> __r4c_retry . retry_after_from (& mut __r4c_call , __r4c_failure , :: core :: option :: Option :: None)"
+        ),
+        "classified Ok: {out}"
+    );
+    assert!(!out.contains("retry_now_from"), "no quick path past a hook: {out}");
 }

@@ -8,7 +8,7 @@ use super::{field, private};
 use crate::policy::{Kind, Role};
 use crate::validate::{Member, Method, Model, Policy, Setting, Value};
 
-/// Struct, inherent impl and `Debug`.
+/// Struct, inherent impl, `Build`, the ids struct and `Debug`.
 pub(crate) fn emit(model: &Model) -> TokenStream {
     let fields: Vec<_> = policy_fields(model).collect();
     let declarations = fields.iter().map(|(cfg, name, _, policy)| {
@@ -19,21 +19,85 @@ pub(crate) fn emit(model: &Model) -> TokenStream {
         let instance = instance(model, method, policy);
         quote!(#(#cfg)* #name: #instance,)
     });
-    let unused = fields.is_empty().then(|| quote!(let _ = registry;));
+    let unused = fields.is_empty().then(|| quote!(let _ = (registry, __r4c_scope);));
     let p = private();
     let body = quote! {
         let () = #p::version_0_1_0::CHECK;
+        let __r4c_scope: ::core::option::Option<&str> = scope.as_deref();
         #unused
-        ::core::result::Result::Ok(Self { delegate, #(#inits)* })
+        ::core::result::Result::Ok(Self { delegate, #(#inits)* __r4c_scope: scope })
     };
-    let declaration = declaration(model, quote!(#(#declarations)*), body);
+    let declaration = declaration(model, quote!(#(#declarations)*), body, ids_body(model, true));
     let debug = debug(model);
     quote!(#declaration #debug)
 }
 
-/// The stub beside errors: the struct with its delegate only, `new` and `delegate`.
+/// The stub beside errors: the struct with its delegate only, `new`, `builder`, `delegate`, `ids`.
 pub(crate) fn emit_stub(model: &Model) -> TokenStream {
-    declaration(model, TokenStream::new(), quote!(let _ = registry; ::core::result::Result::Ok(Self { delegate })))
+    let body = quote!(let _ = registry; ::core::result::Result::Ok(Self { delegate, __r4c_scope: scope }));
+    declaration(model, TokenStream::new(), body, ids_body(model, false))
+}
+
+/// `<Wrapper>Ids`: one `MethodIds` field per protected method.
+fn ids_name(model: &Model) -> syn::Ident {
+    format_ident!("{}Ids", model.wrapper)
+}
+
+/// The ids struct and the body of `ids()`; the stub's ids are empty.
+fn ids_body(model: &Model, real: bool) -> (TokenStream, TokenStream) {
+    let p = private();
+    let methods: Vec<&Method> = protected(model).collect();
+    let fields = methods.iter().map(|m| {
+        let (cfg, ident) = (cfgs(&m.item.attrs), &m.item.sig.ident);
+        let doc = format!(" The instance ids of `{}::{ident}`.", model.item.ident);
+        quote!(#(#cfg)* #[doc = #doc] pub #ident: #p::MethodIds,)
+    });
+    let values = methods.iter().map(|m| {
+        let (cfg, ident) = (cfgs(&m.item.attrs), &m.item.sig.ident);
+        let ids = m.policies.iter().map(|policy| {
+            let spec = policy.spec.name;
+            let name = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Name));
+            let id = derived_id(model, m);
+            quote!(#p::method_id(#spec, __r4c_scope, #id, #name))
+        });
+        let value = if real {
+            quote!(<#p::MethodIds as ::core::iter::FromIterator<_>>::from_iter([#(#ids),*]))
+        } else {
+            quote!(<#p::MethodIds as ::core::default::Default>::default())
+        };
+        quote!(#(#cfg)* #ident: #value,)
+    });
+    let (vis, name, trait_name) = (&model.item.vis, ids_name(model), &model.item.ident);
+    let doc = format!(
+        " The instance ids of each protected method of [`{trait_name}`], scope included, as events, snapshots \
+         and handles know them: returned by `{}::ids`.",
+        model.wrapper
+    );
+    let declaration = quote! {
+        #[doc = #doc]
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        #[non_exhaustive]
+        #vis struct #name { #(#fields)* }
+    };
+    let body = quote! {
+        let __r4c_scope: ::core::option::Option<&str> = self.__r4c_scope.as_deref();
+        let _ = __r4c_scope;
+        #name { #(#values)* }
+    };
+    (declaration, body)
+}
+
+fn protected(model: &Model) -> impl Iterator<Item = &Method> {
+    model.members.iter().filter_map(|m| match m {
+        Member::Method(method) if !method.policies.is_empty() => Some(&**method),
+        _ => None,
+    })
+}
+
+/// `concat!(module_path!(), "::Trait::method")`.
+fn derived_id(model: &Model, method: &Method) -> TokenStream {
+    let suffix = format!("::{}::{}", model.item.ident, syn::ext::IdentExt::unraw(&method.item.sig.ident));
+    quote!(::core::concat!(::core::module_path!(), #suffix))
 }
 
 /// Every (cfg attributes, field name, method, policy) of the protected methods.
@@ -61,37 +125,77 @@ fn field_ty(policy: &Policy) -> TokenStream {
     quote!(#p::#ty)
 }
 
-/// The struct, `new` (with `new_body`) and `delegate`.
-fn declaration(model: &Model, policy_fields: TokenStream, new_body: TokenStream) -> TokenStream {
+/// The struct, `new`, `builder`, `delegate`, `ids`, and `Build` (whose body is `build_body`).
+fn declaration(
+    model: &Model,
+    policy_fields: TokenStream,
+    build_body: TokenStream,
+    (ids_struct, ids_body): (TokenStream, TokenStream),
+) -> TokenStream {
     let (vis, name, d, trait_name) = (&model.item.vis, &model.wrapper, &model.delegate, &model.item.ident);
+    let p = private();
+    let ids_name = ids_name(model);
     let struct_doc = format!(
         " [`{trait_name}`] with the resilience policies declared on it, around a delegate `{d}: {trait_name}`.\n\n \
-         Generated by `#[resilient]`. Build it once with [`new`]({name}::new) and share it (or an `Arc` of it): \
-         it is `Send + Sync` when `{d}` is."
+         Generated by `#[resilient]`. Build it once with [`new`]({name}::new) (or [`builder`]({name}::builder), \
+         to give it a scope) and share it (or an `Arc` of it): it is `Send + Sync` when `{d}` is."
     );
     let new_doc = format!(
         " Wraps `delegate`, resolving every policy instance of [`{trait_name}`] from `registry` (built-in defaults < \
-         registry defaults < named `config` < attributes < per-instance overrides).\n\n \
+         registry defaults < named `config` < attributes < per-instance overrides). Wrappers built this way on one \
+         registry share their instances; see [`builder`]({name}::builder) for one set per backend.\n\n \
          # Errors\n\n A `RegistryError` when a configuration is unknown or invalid, or when an instance shared by \
          `name` resolves a different configuration elsewhere."
+    );
+    let builder_doc = format!(
+        " A builder for a wrapper around `delegate`: `.scope(\"host-a\")` gives it instances of its own (derived \
+         ids `host-a/<module_path>::{trait_name}::<method>`; ids set with `name` stay shared), `.build()` resolves \
+         them as [`new`]({name}::new) does."
     );
     quote! {
         #[doc = #struct_doc]
         #vis struct #name<#d> {
             delegate: #d,
+            __r4c_scope: ::core::option::Option<#p::Arc<str>>,
             #policy_fields
         }
+
+        #ids_struct
 
         #[automatically_derived]
         impl<#d> #name<#d> {
             #[doc = #new_doc]
             pub fn new(delegate: #d, registry: &::resilience4cata::Registry) -> ::core::result::Result<Self, ::resilience4cata::RegistryError> {
-                #new_body
+                Self::builder(delegate, registry).build()
+            }
+
+            #[doc = #builder_doc]
+            pub fn builder(delegate: #d, registry: &::resilience4cata::Registry) -> ::resilience4cata::WrapperBuilder<'_, Self> {
+                #p::wrapper_builder(delegate, registry)
             }
 
             /// The wrapped implementation, for calls that should bypass the policies.
             pub fn delegate(&self) -> &#d {
                 &self.delegate
+            }
+
+            /// The instance ids each protected method uses, per policy, scope included: the ids of
+            /// events, snapshots and handles, without spelling them.
+            pub fn ids(&self) -> #ids_name {
+                #ids_body
+            }
+        }
+
+        #[automatically_derived]
+        impl<#d> #p::Build for #name<#d> {
+            type Input = #d;
+
+            fn build(
+                delegate: #d,
+                registry: &::resilience4cata::Registry,
+                scope: ::core::option::Option<#p::Arc<str>>,
+            ) -> ::core::result::Result<Self, ::resilience4cata::RegistryError> {
+                #build_body
             }
         }
     }
@@ -116,7 +220,7 @@ fn instance(model: &Model, method: &Method, policy: &Policy) -> TokenStream {
     let spec = policy.spec;
     let runtime_fn = format_ident!("{}", spec.runtime_fn);
     let builder = format_ident!("{}", spec.builder);
-    let suffix = format!("::{}::{}", model.item.ident, syn::ext::IdentExt::unraw(&method.item.sig.ident));
+    let id = derived_id(model, method);
     let name = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Name));
     let config = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Config));
     let is_async = method.is_async();
@@ -125,7 +229,7 @@ fn instance(model: &Model, method: &Method, policy: &Policy) -> TokenStream {
         #p::#runtime_fn(
             registry,
             #p::Site {
-                id: ::core::concat!(::core::module_path!(), #suffix),
+                id: &#p::scoped(__r4c_scope, #id),
                 name: #name,
                 config: #config,
                 is_async: #is_async,

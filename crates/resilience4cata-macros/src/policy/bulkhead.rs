@@ -1,4 +1,5 @@
-//! `#[bulkhead(…)]`: keys of SPEC §7.6.
+//! `#[bulkhead(…)]`: its keys are the fields of `resilience4cata::bulkhead::BulkheadConfig`,
+//! documented there.
 
 use super::{KeySpec, Kind, PolicySpec, Role};
 use crate::diag::{ATR_ENABLED, ATR_MAX_CONCURRENT_CALLS};

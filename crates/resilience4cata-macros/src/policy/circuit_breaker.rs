@@ -1,5 +1,6 @@
-//! `#[circuit_breaker(…)]`: keys of SPEC §7.2, and the ranges the runtime would refuse with
-//! `R4C-REG-003`, caught at compile time instead.
+//! `#[circuit_breaker(…)]`: its keys are the fields of
+//! `resilience4cata::circuit_breaker::CircuitBreakerConfig`, and the ranges the runtime would refuse
+//! with `R4C-REG-003`, caught at compile time instead.
 
 use super::{KeySpec, Kind, PolicySpec, Role};
 use crate::diag::{ATR_CB_COUNT, ATR_CB_RATE, ATR_CB_SLOW_ZERO, ATR_ENABLED};

@@ -18,7 +18,7 @@ use crate::expand::Ctx;
 use crate::validate::{Method, Problem, Settings};
 
 /// Every policy attribute, outer to inner: the layers are chained in this order, whatever order
-/// the attributes are written in (SPEC §6).
+/// the attributes are written in (docs/architecture.md, "The path of one call").
 pub(crate) static POLICIES: &[&PolicySpec] = &[
     &retry::RETRY,
     &circuit_breaker::CIRCUIT_BREAKER,

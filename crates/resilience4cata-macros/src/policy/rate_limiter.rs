@@ -1,4 +1,5 @@
-//! `#[rate_limiter(…)]`: keys of SPEC §7.3.
+//! `#[rate_limiter(…)]`: its keys are the fields of
+//! `resilience4cata::rate_limiter::RateLimiterConfig`, documented there.
 
 use super::{KeySpec, Kind, PolicySpec, Role};
 use crate::diag::{ATR_ENABLED, ATR_PERIOD, ATR_PERMITS};

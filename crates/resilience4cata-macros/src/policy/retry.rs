@@ -1,4 +1,5 @@
-//! `#[retry(…)]`: keys of SPEC §7.1 and the classifier rules.
+//! `#[retry(…)]`: its keys are the fields of `resilience4cata::retry::RetryConfig`
+//! (documented there), plus the error patterns and the classifier rules.
 
 use super::{KeySpec, Kind, PolicySpec, Role};
 use crate::diag::{
@@ -42,6 +43,7 @@ static KEYS: &[KeySpec] = &[
     key("abort_on_if", Kind::FnPath, Role::Code),
     key("classifier", Kind::FnPath, Role::Code),
     key("on_exhausted_result", Kind::FnPath, Role::Code),
+    key("delay_from", Kind::FnPath, Role::Code),
     key("name", Kind::Str, Role::Name),
     key("config", Kind::Str, Role::Config),
 ];

@@ -1,5 +1,5 @@
-//! `#[timeout(…)]`: keys of SPEC §7.5. No `name` (the id is always the derived one, so `name` is
-//! an unknown key), and async methods only.
+//! `#[timeout(…)]`: its keys are the fields of `resilience4cata::timeout::TimeoutConfig`. No `name`
+//! (the id is always the derived one, so `name` is an unknown key), and async methods only.
 
 use super::{KeySpec, Kind, PolicySpec, Role};
 use crate::diag::{ATR_ENABLED, ATR_TIMEOUT_DURATION, SIG_TIMEOUT_SYNC};

@@ -27,6 +27,8 @@ pub(crate) struct Model {
     pub(crate) members: Vec<Member>,
     /// Whether the trait's own shape lets the wrapper implement it.
     pub(crate) implementable: bool,
+    /// Whether `async fn` desugars to `impl Future + Send` (the default; `false` under `?Send`).
+    pub(crate) send: bool,
 }
 
 /// An item of the trait, as the wrapper's `impl` handles it.
@@ -196,7 +198,7 @@ struct Judged {
 /// Validates the parsed trait; mistakes go to `errors`, and the model is still produced so a stub
 /// can be emitted.
 pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
-    let TraitInput { item, policies, members } = input;
+    let TraitInput { item, policies, members, send } = input;
     let implementable = signature::check_trait(&item, errors);
     let mut v = Validator { errors, next_id: 0, reported: HashSet::new() };
     let trait_level = v.judge_all(&policies, Origin::Trait);
@@ -207,6 +209,7 @@ pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
         item,
         members,
         implementable,
+        send,
     }
 }
 

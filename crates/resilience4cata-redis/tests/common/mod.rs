@@ -25,7 +25,7 @@ fn binary() -> Option<PathBuf> {
         .map(|dir| dir.join("redis-server"))
         .find(|path| path.is_file());
     if found.is_none() {
-        let why = "redis-server is not installed (Debian: apt-get install redis-server; `bash .ci/run` installs it)";
+        let why = "redis-server is not installed (Debian: apt-get install redis-server; `bash .ci/test` installs it)";
         assert!(std::env::var("R4C_REQUIRE_EXTERNAL").as_deref() != Ok("1"), "R4C_REQUIRE_EXTERNAL=1 but {why}");
         eprintln!("SKIPPED: {why}");
     }

@@ -40,9 +40,10 @@ pub mod version_0_1_0 {
 
 /// Where a policy instance is declared: derived id, optional `name` and `config`, sync or async.
 #[derive(Clone, Copy, Debug)]
-pub struct Site {
-    /// `<module_path>::<Trait>::<method>` (or a pipeline's id).
-    pub id: &'static str,
+pub struct Site<'a> {
+    /// `<module_path>::<Trait>::<method>`, prefixed `<scope>/` in a scoped wrapper (or a
+    /// pipeline's id): the one place scopes enter, so every policy's constructor gets them.
+    pub id: &'a str,
     /// The attribute's `name`, which becomes the instance id and shares the instance.
     pub name: Option<&'static str>,
     /// The attribute's `config`: a named configuration of the registry.
@@ -50,6 +51,37 @@ pub struct Site {
     /// Whether the method is async (needs a clock that can sleep in a future).
     pub is_async: bool,
 }
+
+/// What a generated wrapper implements so [`WrapperBuilder`](crate::WrapperBuilder) can build it.
+pub trait Build: Sized {
+    /// What the wrapper wraps: the delegate.
+    type Input;
+    /// Resolves every policy instance; `scope` prefixes every derived id.
+    fn build(input: Self::Input, registry: &Registry, scope: Option<Arc<str>>) -> Result<Self, RegistryError>;
+}
+
+/// `ResilientApi::builder(delegate, &registry)`.
+pub fn wrapper_builder<W: Build>(input: W::Input, registry: &Registry) -> crate::WrapperBuilder<'_, W> {
+    crate::WrapperBuilder::new(input, registry)
+}
+
+/// The id handed to a policy's constructor: `<scope>/<derived>` in a scope, `derived` otherwise.
+pub fn scoped(scope: Option<&str>, derived: &'static str) -> ::std::borrow::Cow<'static, str> {
+    crate::scope::scoped(scope, derived)
+}
+
+/// One `(policy, id)` of `wrapper.ids()`: the `name` if set, else the scoped derived id.
+pub fn method_id(
+    policy: &'static str,
+    scope: Option<&str>,
+    derived: &'static str,
+    name: Option<&'static str>,
+) -> (&'static str, Arc<str>) {
+    (policy, crate::scope::instance_id(scope, derived, name))
+}
+
+pub use crate::MethodIds;
+pub use ::std::sync::Arc;
 
 /// One constructor per policy of the list, named after the attribute: builds (or finds, when
 /// shared by `name`) the instance of one method.

@@ -17,7 +17,7 @@
 //! wait with a refusal.
 //!
 //! Waits and the clock: the deadline of a wait is on the registry's clock. Async waits on a
-//! [`ManualClock`](crate::clock::ManualClock) take part in its deadline order (a waiter whose
+//! `testing::ManualClock` take part in its deadline order (a waiter whose
 //! `max_wait` ends before the holder's own wait is refused at its deadline; one that ends later gets
 //! the slot when the holder finishes, and leaves the clock there). A sync waiter waits for another
 //! thread to finish, so on the manual clock it does not move the clock itself: it gets a slot when

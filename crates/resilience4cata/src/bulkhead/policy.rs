@@ -334,6 +334,7 @@ mod tests {
     use std::future::Future;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use testkit::block_on;
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
@@ -357,10 +358,6 @@ mod tests {
             timer,
             Publisher::detached(listeners, &"bh".into()),
         )))
-    }
-
-    fn block_on<F: Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
     }
 
     fn counts(b: &BulkheadPolicy) -> (u32, u32, u32) {

@@ -73,18 +73,15 @@ impl CircuitBreakerMetrics {
 
 #[cfg(test)]
 mod tests {
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-
     use crate::__private::{CircuitBreakerConfigBuilder, Outcome, Site, circuit_breaker};
     use crate::clock::ManualClock;
+    use crate::metrics_counters::{Counters, recording};
     use crate::registry::Registry;
 
     #[test]
     fn outcomes_refusals_and_transitions_are_counted_per_instance() {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
         let clock = ManualClock::new();
-        let policy = metrics::with_local_recorder(&recorder, || {
+        let (policy, snapshotter) = recording(|| {
             let registry = Registry::builder().clock(&clock).build().unwrap();
             let site = Site { id: "m::Api::get", name: None, config: None, is_async: false };
             circuit_breaker(&registry, site, CircuitBreakerConfigBuilder::new().window_size(2)).unwrap()
@@ -93,28 +90,8 @@ mod tests {
         policy.acquire().unwrap().record(Outcome::Failure); // 1 of 2: opens
         assert!(policy.acquire().is_err());
 
-        let counters: Vec<(String, Vec<String>, u64)> = snapshotter
-            .snapshot()
-            .into_vec()
-            .into_iter()
-            .filter_map(|(key, _, _, value)| match value {
-                DebugValue::Counter(n) if n > 0 => {
-                    let labels = key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
-                    Some((key.key().name().to_owned(), labels, n))
-                }
-                _ => None,
-            })
-            .collect();
-        let find = |name: &str, label: &str| {
-            counters
-                .iter()
-                .find(|(n, labels, _)| {
-                    n == name
-                        && labels.contains(&"instance=m::Api::get".to_owned())
-                        && labels.contains(&label.to_owned())
-                })
-                .map(|c| c.2)
-        };
+        let counters = Counters::of(&snapshotter);
+        let find = |name: &str, label: &str| counters.get(name, &["instance=m::Api::get", label]);
         let calls = "resilience4cata_circuit_breaker_calls_total";
         assert_eq!(find(calls, "outcome=success"), Some(1));
         assert_eq!(find(calls, "outcome=failure"), Some(1));

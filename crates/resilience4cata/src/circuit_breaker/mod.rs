@@ -109,11 +109,12 @@
 //! failures wait for `minimum_calls`.
 //!
 //! Measured by `crates/bench` (`crates/bench/callgrind.sh breaker_closed`, `cargo bench -p bench
-//! --bench breaker`; table and machine in `docs/benchmarks.md`): a `#[resilient]` method with the
-//! default `#[circuit_breaker]` around an `#[inline(never)]` delegate costs 43 instructions per
-//! closed-breaker success (the bare call is 9) and 2.9 ns, against 22.8 ns for recloser 1.4, with no
-//! allocation. A time window adds one read-modify-write and slow-call tracking two coarse clock
-//! readings per call (not in the benchmark table).
+//! --bench breaker`): the instructions, time and allocations of a closed-breaker success through a
+//! `#[resilient]` method with the default `#[circuit_breaker]`, beside recloser, failsafe, seatbelt
+//! and tower-resilience, are the `breaker_closed/*` rows of the "Results" table in
+//! `docs/benchmarks.md` (the machine is described there), summed up in its "Against the targets"
+//! row "breaker closed". A time window adds one read-modify-write and slow-call tracking two coarse
+//! clock readings per call (not in the benchmark table).
 
 mod config;
 mod events;

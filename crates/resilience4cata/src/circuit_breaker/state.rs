@@ -36,6 +36,7 @@ use crate::shared::{BreakerLink, RemoteOpen};
 
 /// How the breaker records one call's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Outcome {
     /// Counts as a success (an `Ok`, or an `Err` outside `record_on`).
     Success,
@@ -86,7 +87,9 @@ impl Outcome {
 /// assert!(State::Closed.permits_calls());
 /// assert!(!State::ForcedOpen.permits_calls());
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum State {
     /// Calls pass and are recorded; the breaker opens when a rate reaches its threshold.
     Closed,

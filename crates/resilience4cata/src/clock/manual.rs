@@ -195,10 +195,7 @@ impl Drop for ManualSleep<'_> {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
-
-    fn block_on<F: Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-    }
+    use testkit::block_on;
 
     #[test]
     fn async_wait_advances_clock() {

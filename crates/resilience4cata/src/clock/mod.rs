@@ -1,9 +1,9 @@
 //! Time for every policy: one clock per registry, injected, never read behind its back.
 //!
 //! Policy code never calls `Instant::now()`, `thread::sleep` or `tokio::time::sleep`; it asks the
-//! registry's [`Timer`], which offers
-//! - an exact reading ([`Timer::now`]), about 44 ns on the system clock (SPEC §10), used only off success paths;
-//! - a *coarse* reading ([`Timer::coarse_now`]), one atomic load: the last exact reading, kept fresh by a
+//! registry's `Timer` (crate-private), which offers
+//! - an exact reading (`Timer::now`), a `clock_gettime` on the system clock, used only off success paths;
+//! - a *coarse* reading (`Timer::coarse_now`), one atomic load: the last exact reading, kept fresh by a
 //!   ticker thread on the system clock (started by the first policy that needs it) and exact under the
 //!   manual clock. A coarse reading is never ahead of real time, so a policy that decides on it errs
 //!   towards refusing; it re-reads the exact clock before it refuses;
@@ -13,7 +13,8 @@
 //! Times are `u64` nanoseconds since the clock's origin (the registry's build, or the manual clock's
 //! creation).
 
-mod manual;
+#[cfg(any(test, feature = "testing"))]
+pub(crate) mod manual;
 mod system;
 
 use std::sync::Arc;
@@ -22,10 +23,11 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-pub use manual::ManualClock;
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use manual::ManualClock;
 
 /// The time source a registry is built on: the system clock (the default) or, in tests, a
-/// [`ManualClock`](crate::testing::ManualClock).
+/// `testing::ManualClock` (feature `testing`).
 ///
 /// ```
 /// use resilience4cata::{Clock, Registry};
@@ -41,6 +43,7 @@ pub struct Clock {
 #[derive(Clone, Debug)]
 enum ClockKind {
     System,
+    #[cfg(any(test, feature = "testing"))]
     Manual(ManualClock),
 }
 
@@ -55,6 +58,7 @@ impl Clock {
     pub fn can_sleep_async(&self) -> bool {
         match self.kind {
             ClockKind::System => cfg!(feature = "tokio"),
+            #[cfg(any(test, feature = "testing"))]
             ClockKind::Manual(_) => true,
         }
     }
@@ -70,12 +74,14 @@ impl Default for Clock {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl From<ManualClock> for Clock {
     fn from(clock: ManualClock) -> Self {
         Clock { kind: ClockKind::Manual(clock) }
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl From<&ManualClock> for Clock {
     fn from(clock: &ManualClock) -> Self {
         Clock::from(clock.clone())
@@ -99,6 +105,7 @@ pub(crate) struct Timer {
 #[derive(Debug)]
 enum TimerKind {
     System(system::SystemTime),
+    #[cfg(any(test, feature = "testing"))]
     Manual(ManualClock),
 }
 
@@ -108,6 +115,7 @@ impl Timer {
             ClockKind::System => {
                 (TimerKind::System(system::SystemTime::new()), Arc::new(CachePadded::new(AtomicU64::new(0))))
             }
+            #[cfg(any(test, feature = "testing"))]
             ClockKind::Manual(m) => {
                 let cell = m.cell();
                 (TimerKind::Manual(m), cell)
@@ -125,23 +133,24 @@ impl Timer {
                 self.coarse.fetch_max(now, Ordering::Relaxed);
                 now
             }
+            #[cfg(any(test, feature = "testing"))]
             TimerKind::Manual(m) => m.nanos(),
         }
     }
 
     /// One atomic load: never ahead of [`Timer::now`], exact under the manual clock.
     #[inline]
-    #[allow(dead_code)] // read by the rate limiter, time-window breaker and timeout
     pub(crate) fn coarse_now(&self) -> u64 {
         self.coarse.load(Ordering::Relaxed)
     }
 
     /// Starts the ticker that keeps [`Timer::coarse_now`] within about a millisecond of the system
     /// clock; a no-op on the manual clock and when already running.
-    #[allow(dead_code)] // read by the rate limiter, time-window breaker and timeout
     pub(crate) fn keep_coarse_fresh(self: &Arc<Self>) {
-        if let TimerKind::System(s) = &self.kind {
-            s.start_ticker(Arc::downgrade(self));
+        match &self.kind {
+            TimerKind::System(s) => s.start_ticker(Arc::downgrade(self)),
+            #[cfg(any(test, feature = "testing"))]
+            TimerKind::Manual(_) => {}
         }
     }
 
@@ -149,6 +158,7 @@ impl Timer {
     pub(crate) fn can_sleep_async(&self) -> bool {
         match self.kind {
             TimerKind::System(_) => cfg!(feature = "tokio"),
+            #[cfg(any(test, feature = "testing"))]
             TimerKind::Manual(_) => true,
         }
     }
@@ -175,6 +185,7 @@ impl Timer {
         }
         match &self.kind {
             TimerKind::System(_) => self.waits.park(wait, &self.shutdown),
+            #[cfg(any(test, feature = "testing"))]
             TimerKind::Manual(m) => {
                 m.advance_to(m.nanos().saturating_add(nanos(wait)));
                 Ok(())
@@ -193,6 +204,7 @@ impl Timer {
         }
         match &self.kind {
             TimerKind::System(_) => self.waits.sleep_async(wait, &self.shutdown).await,
+            #[cfg(any(test, feature = "testing"))]
             TimerKind::Manual(m) => m.sleep(wait, &self.shutdown).await,
         }
     }
@@ -204,6 +216,7 @@ impl Timer {
     pub(crate) async fn deadline_async(&self, deadline: u64) {
         match &self.kind {
             TimerKind::System(s) => system::sleep_until(s.instant_at(deadline)).await,
+            #[cfg(any(test, feature = "testing"))]
             TimerKind::Manual(m) => {
                 let wait = Duration::from_nanos(deadline.saturating_sub(m.nanos()));
                 if !wait.is_zero() {
@@ -214,8 +227,8 @@ impl Timer {
         }
     }
 
-    /// A future that completes at `deadline` (nanoseconds since the origin); used by timeouts.
-    #[allow(dead_code)] // read by the rate limiter, time-window breaker and timeout
+    /// A wait until `deadline` (nanoseconds since the origin) that `Registry::shutdown` interrupts;
+    /// the bulkhead's bounded wait for a slot.
     pub(crate) async fn sleep_until_async(&self, deadline: u64) -> Result<(), Interrupted> {
         let now = self.now();
         self.sleep_async(Duration::from_nanos(deadline.saturating_sub(now))).await

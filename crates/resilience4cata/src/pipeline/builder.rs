@@ -134,6 +134,7 @@ macro_rules! policy_methods {
         #[doc = $example]
         /// # Ok::<(), resilience4cata::RegistryError>(())
         /// ```
+        #[must_use = "the policy is on the returned builder; this one is consumed"]
         pub fn $policy(mut self) -> PipelineBuilder<'r, $next> {
             Wanted::add(&mut self.wants.$policy);
             self.into_kind()
@@ -146,6 +147,7 @@ macro_rules! policy_methods {
         #[doc = $config_example]
         /// # Ok::<(), resilience4cata::RegistryError>(())
         /// ```
+        #[must_use = "the policy is on the returned builder; this one is consumed"]
         pub fn $config(mut self, name: impl Into<String>) -> PipelineBuilder<'r, $next> {
             Wanted::config(&mut self.wants.$policy, name.into());
             self.into_kind()
@@ -159,6 +161,7 @@ macro_rules! policy_methods {
         #[doc = $with_example]
         /// # Ok::<(), resilience4cata::RegistryError>(())
         /// ```
+        #[must_use = "the policy is on the returned builder; this one is consumed"]
         pub fn $with(mut self, f: impl FnOnce($builder) -> $builder) -> PipelineBuilder<'r, $next> {
             Wanted::with(&mut self.wants.$policy, f);
             self.into_kind()

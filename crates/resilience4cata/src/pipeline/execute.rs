@@ -4,6 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::PipelineBuilder;
 use super::guards::Guards;
@@ -11,7 +12,7 @@ use super::kind::{Blocking, SyncOrAsync};
 use super::rules::{Decide, Rules};
 use crate::registry::Registry;
 use crate::retry::Verdict;
-use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
+use crate::retry::policy::{RetryCall, RetryPolicy};
 use crate::{Rejection, ResilienceError};
 
 /// Policies applied to calls that cannot be annotated: the programmatic twin of `#[resilient]`.
@@ -135,6 +136,18 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1); // not retryable
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    ///
+    /// Like every consuming method of the pipeline and its builder, it is `#[must_use]`: the rule
+    /// is on the pipeline it returns, so dropping that one is an error under `deny(unused_must_use)`.
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// # use resilience4cata::{Pipeline, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let files = Pipeline::builder(&registry, "files").retry().build::<u32, std::io::Error>().unwrap();
+    /// files.retry_on(|_| true);
+    /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn retry_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         self.rules.decide = match self.rules.decide {
             Decide::Patterns { abort_on, .. } => Decide::Patterns { retry_on: Some(Arc::new(f)), abort_on },
@@ -160,11 +173,56 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn abort_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         self.rules.decide = match self.rules.decide {
             Decide::Patterns { retry_on, .. } => Decide::Patterns { retry_on, abort_on: Some(Arc::new(f)) },
             Decide::Classifier { .. } => Decide::Patterns { retry_on: None, abort_on: Some(Arc::new(f)) },
         };
+        self
+    }
+
+    /// Sets the wait before the next attempt from the failure (SPEC §7.1, "Delay from the
+    /// failure"), like `#[retry(delay_from = path)]`: `f(error, attempt, computed)` gets the `Err`
+    /// of a retryable attempt, its number (from 1) and the wait the backoff computed (after
+    /// jitter), and returns the wait to use, or `None` to give up (`NotRetryable`). It runs only
+    /// when another attempt is allowed (after the `max_attempts` check); its wait is not capped by
+    /// `max_delay`, and then meets `max_duration`, the budget and shutdown like any wait. With a
+    /// hook, the hook alone decides; without one, a rate limiter's `RateLimitExceeded` waits at
+    /// least its `retry_after` (detected where the pipeline requires `E: ResilienceError`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::testing::{self, ManualClock};
+    /// use resilience4cata::{Jitter, Pipeline};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum HttpError { TooManyRequests { retry_after: Option<Duration> }, Server }
+    ///
+    /// let clock = ManualClock::new();
+    /// let registry = testing::registry(&clock).build()?;
+    /// let api = Pipeline::builder(&registry, "api")
+    ///     .retry_with(|r| r.max_attempts(3).delay(Duration::from_millis(100)).jitter(Jitter::None))
+    ///     .build::<u32, HttpError>()?
+    ///     .delay_from(|e, _attempt, computed| match e {
+    ///         HttpError::TooManyRequests { retry_after } => Some(retry_after.unwrap_or(computed)),
+    ///         HttpError::Server => Some(computed),
+    ///     });
+    /// let mut calls = 0;
+    /// let result = api.execute(|| {
+    ///     calls += 1;
+    ///     match calls {
+    ///         1 => Err(HttpError::TooManyRequests { retry_after: Some(Duration::from_secs(2)) }),
+    ///         2 => Err(HttpError::Server),
+    ///         _ => Ok(7),
+    ///     }
+    /// });
+    /// assert_eq!(result, Ok(7));
+    /// assert_eq!(clock.elapsed(), Duration::from_millis(2_000 + 200)); // the server's 2 s, then the backoff's 200 ms
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn delay_from(mut self, f: impl Fn(&E, u32, Duration) -> Option<Duration> + Send + Sync + 'static) -> Self {
+        self.rules.delay_from = Some(Arc::new(f));
         self
     }
 
@@ -190,6 +248,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(registry.circuit_breaker("prices").unwrap().state(), State::Closed);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn record_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         if let Some(guards) = &mut self.guards {
             guards.record_on = Some(Arc::new(f));
@@ -215,6 +274,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(registry.circuit_breaker("prices").unwrap().snapshot().buffered_calls, 0);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn ignore_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         if let Some(guards) = &mut self.guards {
             guards.ignore_on = Some(Arc::new(f));
@@ -240,6 +300,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(poll.execute(|| { n += 1; Ok(n - 1) }), Ok(1)); // the first `Ok(0)` was retried
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn classifier(mut self, f: impl Fn(&Result<T, E>) -> Verdict + Send + Sync + 'static) -> Self {
         let on_exhausted = match self.rules.decide {
             Decide::Classifier { on_exhausted, .. } => on_exhausted,
@@ -266,6 +327,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(poll.execute(|| Ok(0)), Err("still empty".to_owned()));
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn on_exhausted_result(mut self, f: impl Fn(T) -> Result<T, E> + Send + Sync + 'static) -> Self {
         if let Decide::Classifier { on_exhausted, .. } = &mut self.rules.decide {
             *on_exhausted = Some(Arc::new(f));
@@ -296,6 +358,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// assert_eq!(calls, 1);
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[must_use = "the rule is on the returned pipeline; this one is consumed"]
     pub fn detect_rejections(mut self) -> Self
     where
         E: ResilienceError,
@@ -336,13 +399,17 @@ impl<T, E, M> Pipeline<T, E, M> {
             let Some(failure) = self.rules.judge(&outcome) else {
                 return outcome;
             };
-            if !retry.retry_after(&mut call, failure) {
+            let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
+                Some(wait) => retry.wait_blocking(&call, wait),
+                None => false,
+            };
+            if !again {
                 return self.rules.give_back(outcome);
             }
         }
     }
 
-    /// One blocking attempt through the policies inside the retry (§6), innermost the caller's call.
+    /// One blocking attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
     #[inline(always)]
     fn attempt(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         match &self.guards {
@@ -388,13 +455,17 @@ impl<T, E, M> Pipeline<T, E, M> {
             let Some(failure) = self.rules.judge(&outcome) else {
                 return outcome;
             };
-            if !self.retry_after_async(retry, &mut call, failure).await {
+            let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
+                Some(wait) => self.wait_async(retry, &call, wait).await,
+                None => false,
+            };
+            if !again {
                 return self.rules.give_back(outcome);
             }
         }
     }
 
-    /// One async attempt through the policies inside the retry (§6), innermost the caller's call.
+    /// One async attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
     pub(super) async fn attempt_async<Fut: Future<Output = Result<T, E>>>(
         &self,
         f: impl FnOnce() -> Fut,
@@ -405,8 +476,13 @@ impl<T, E, M> Pipeline<T, E, M> {
         }
     }
 
-    async fn retry_after_async(&self, retry: &RetryPolicy, call: &mut RetryCall, failure: Failure) -> bool {
-        if self.async_waits { retry.retry_after_async(call, failure).await } else { retry.retry_after(call, failure) }
+    /// A zero wait (the quick path) and a clock that cannot wait in a future never await.
+    async fn wait_async(&self, retry: &RetryPolicy, call: &RetryCall, wait: Duration) -> bool {
+        if self.async_waits && !wait.is_zero() {
+            retry.wait_async(call, wait).await
+        } else {
+            retry.wait_blocking(call, wait)
+        }
     }
 
     #[cfg(feature = "tower")]

@@ -1,4 +1,5 @@
-//! The policies inside the retry, around each attempt, in the generated code's order (SPEC §6):
+//! The policies inside the retry, around each attempt, in the generated code's order (docs/architecture.md,
+//! "The path of one call"):
 //! circuit breaker → rate limiter → timeout → bulkhead → the caller's call. Each one is the
 //! generated layer written once for every `E`: ask the policy object, turn its refusal into `E`
 //! with `E::from_rejection`, call inward, and (breaker) record the classified outcome.

@@ -85,4 +85,4 @@ pub use builder::PipelineBuilder;
 pub use execute::Pipeline;
 pub use kind::{AsyncOnly, Blocking, Kind, Plain, Rejecting, SyncOrAsync};
 #[cfg(feature = "tower")]
-pub use tower::{PipelineLayer, PipelineService, ResponseFuture};
+pub use tower::{ByClone, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResponseFuture};

@@ -8,16 +8,19 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::Rejection;
 use crate::retry::Verdict;
-use crate::retry::policy::Failure;
+use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 
 pub(super) type Predicate<E> = Arc<dyn Fn(&E) -> bool + Send + Sync>;
 pub(super) type Classifier<T, E> = Arc<dyn Fn(&Result<T, E>) -> Verdict + Send + Sync>;
 pub(super) type Exhausted<T, E> = Arc<dyn Fn(T) -> Result<T, E> + Send + Sync>;
 /// `<E as ResilienceError>::rejection`, captured where `E: ResilienceError` is known.
 pub(super) type FindRejection<E> = for<'a> fn(&'a E) -> Option<&'a Rejection>;
+/// `.delay_from(|e, attempt, computed| …)`: the wait before the next attempt, from the failure.
+pub(super) type DelayFrom<E> = Arc<dyn Fn(&E, u32, Duration) -> Option<Duration> + Send + Sync>;
 
 /// How a retry tells a retryable failure from the rest.
 pub(super) enum Decide<T, E> {
@@ -32,6 +35,8 @@ pub(super) struct Rules<T, E> {
     pub(super) decide: Decide<T, E>,
     /// Finds a nested breaker's refusal in `E`; `None` when `E: ResilienceError` was not required.
     pub(super) find_rejection: Option<FindRejection<E>>,
+    /// The `delay_from` hook, which alone decides the wait of a retryable `Err` when set.
+    pub(super) delay_from: Option<DelayFrom<E>>,
 }
 
 impl<T, E> Clone for Decide<T, E> {
@@ -49,7 +54,7 @@ impl<T, E> Clone for Decide<T, E> {
 
 impl<T, E> Clone for Rules<T, E> {
     fn clone(&self) -> Self {
-        Rules { decide: self.decide.clone(), find_rejection: self.find_rejection }
+        Rules { decide: self.decide.clone(), find_rejection: self.find_rejection, delay_from: self.delay_from.clone() }
     }
 }
 
@@ -64,13 +69,14 @@ impl<T, E> fmt::Debug for Rules<T, E> {
         f.debug_struct("Rules")
             .field("decide", &decide)
             .field("detects_rejections", &self.find_rejection.is_some())
+            .field("delay_from", &self.delay_from.is_some())
             .finish()
     }
 }
 
 impl<T, E> Default for Rules<T, E> {
     fn default() -> Self {
-        Rules { decide: Decide::Patterns { retry_on: None, abort_on: None }, find_rejection: None }
+        Rules { decide: Decide::Patterns { retry_on: None, abort_on: None }, find_rejection: None, delay_from: None }
     }
 }
 
@@ -112,6 +118,31 @@ impl<T, E> Rules<T, E> {
                 _ => Some(Failure::Retryable),
             },
             Verdict::Fail => Some(Failure::ClassifierFailed),
+        }
+    }
+
+    /// The retry's answer for a judged failure (SPEC §7.1, "Delay from the failure"): the
+    /// `delay_from` hook decides the wait of an `Err`; without one, a rate limiter's refusal (found
+    /// where `E: ResilienceError` was required) waits at least its `retry_after`, and any other
+    /// failure takes the retry's usual path, zero-wait quick path included.
+    #[inline]
+    pub(super) fn next_wait(
+        &self,
+        retry: &RetryPolicy,
+        call: &mut RetryCall,
+        failure: Failure,
+        outcome: &Result<T, E>,
+    ) -> Option<Duration> {
+        match (outcome, &self.delay_from) {
+            (Err(e), Some(hook)) => retry.decide_with(call, failure, |attempt, computed| hook(e, attempt, computed)),
+            (Err(e), None) => {
+                let rejection = self.find_rejection.and_then(|find| find(e));
+                match retry.retry_now_from(call, failure, rejection) {
+                    true => Some(Duration::ZERO),
+                    false => retry.decide_from(call, failure, rejection),
+                }
+            }
+            (Ok(_), _) => retry.decide_from(call, failure, None),
         }
     }
 

@@ -22,7 +22,7 @@
 //! Clock reads: the pass path reads the registry's *coarse* clock (one atomic load). The coarse
 //! reading is never ahead of real time, so a decision taken on it can only be stricter: before it
 //! makes a call wait or refuses it, the limiter reads the exact clock and decides again. Under a
-//! [`ManualClock`](crate::clock::ManualClock) both readings are the same, so tests are exact. On the
+//! `testing::ManualClock` both readings are the same, so tests are exact. On the
 //! system clock the lag shows in one place: the call that finds an idle limiter dates its permit at
 //! the coarse reading, up to about one tick (1 ms) early, which brings the following permits forward
 //! by as much. Over an interval of length `L`, at most `permits + (L + lag) × permits / period`

@@ -253,6 +253,7 @@ mod tests {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::task::Poll;
+    use testkit::block_on;
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
@@ -276,10 +277,6 @@ mod tests {
             timer,
             Publisher::detached(listeners, &"rl".into()),
         )))
-    }
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
     }
 
     fn retry_after(r: Result<(), Rejection>) -> Duration {

@@ -101,7 +101,6 @@ impl<C: PartialEq + fmt::Debug + Clone, S> Instances<C, S> {
     }
 
     /// The instance `id`, if built.
-    #[allow(dead_code)] // used by the handles of stateful policies
     pub(crate) fn get(&self, id: &str) -> Option<Arc<S>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner).get(id).map(|(_, s)| Arc::clone(s))
     }

@@ -211,6 +211,7 @@ macro_rules! registry_parts {
         })*
 
         /// Every policy instance of a registry at one moment (`Registry::snapshot`).
+        #[cfg_attr(feature = "serde", derive(serde::Serialize))]
         #[derive(Clone, Debug, PartialEq, Default)]
         #[non_exhaustive]
         pub struct RegistrySnapshot {

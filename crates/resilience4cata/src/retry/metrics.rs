@@ -50,18 +50,15 @@ impl RetryMetrics {
 mod tests {
     use std::time::Duration;
 
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-
     use crate::__private::{Failure, RetryConfigBuilder, RetryPolicy};
     use crate::clock::ManualClock;
+    use crate::metrics_counters::{Counters, recording};
     use crate::registry::{Registered, Registry};
 
     #[test]
     fn retries_and_give_ups_are_counted_per_instance_and_reason() {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
         let clock = ManualClock::new();
-        let policy = metrics::with_local_recorder(&recorder, || {
+        let (policy, snapshotter) = recording(|| {
             let registry = Registry::builder().clock(&clock).build().unwrap();
             let attrs = RetryConfigBuilder::new().max_attempts(3).delay(Duration::from_millis(10));
             RetryPolicy::build(&registry, "m::Api::get", None, None, false, attrs).unwrap()
@@ -71,30 +68,10 @@ mod tests {
         let mut call = policy.start();
         assert!(!policy.retry_after(&mut call, Failure::NotRetryable));
 
-        let counters: Vec<(String, Vec<String>, u64)> = snapshotter
-            .snapshot()
-            .into_vec()
-            .into_iter()
-            .filter_map(|(key, _, _, value)| match value {
-                DebugValue::Counter(n) if n > 0 => {
-                    let labels = key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
-                    Some((key.key().name().to_owned(), labels, n))
-                }
-                _ => None,
-            })
-            .collect();
-        let find = |name: &str, reason: Option<&str>| {
-            counters
-                .iter()
-                .find(|(n, labels, _)| {
-                    n == name
-                        && labels.contains(&"instance=m::Api::get".to_owned())
-                        && reason.is_none_or(|r| labels.contains(&format!("reason={r}")))
-                })
-                .map(|c| c.2)
-        };
-        assert_eq!(find("resilience4cata_retry_retries_total", None), Some(2));
-        assert_eq!(find("resilience4cata_retry_gave_up_total", Some("max_attempts")), Some(1));
-        assert_eq!(find("resilience4cata_retry_gave_up_total", Some("not_retryable")), Some(1));
+        let counters = Counters::of(&snapshotter);
+        let instance = "instance=m::Api::get";
+        assert_eq!(counters.get("resilience4cata_retry_retries_total", &[instance]), Some(2));
+        assert_eq!(counters.get("resilience4cata_retry_gave_up_total", &[instance, "reason=max_attempts"]), Some(1));
+        assert_eq!(counters.get("resilience4cata_retry_gave_up_total", &[instance, "reason=not_retryable"]), Some(1));
     }
 }

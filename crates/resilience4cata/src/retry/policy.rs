@@ -10,6 +10,7 @@ use crate::clock::{Interrupted, Timer, nanos};
 use crate::error::RegistryError;
 use crate::events::{Publisher, publish};
 use crate::registry::{Inner, policy_kind};
+use crate::rejection::Rejection;
 
 /// What the generated code learnt about a failed attempt before asking the retry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,8 +66,9 @@ impl RetryState {
         let base = match c.backoff {
             Backoff::Fixed => c.delay,
             // The first retry waits `delay` whatever the multiplier, and a zero delay stays zero:
-            // exact, and no float arithmetic (`powi`, `try_from_secs_f64`: ~70 instructions) on the
-            // most common paths (`max_delay >= delay` is validated).
+            // exact, and no float arithmetic (`powi`, `try_from_secs_f64`: the "Backoff arithmetic"
+            // item of docs/benchmarks.md, "What was fixed on the way") on the most common paths
+            // (`max_delay >= delay` is validated).
             Backoff::Exponential if n <= 1 || c.delay.is_zero() => c.delay,
             Backoff::Exponential => {
                 let grown = c.delay.as_secs_f64() * c.multiplier.powi(n.saturating_sub(1).min(i32::MAX as u32) as i32);
@@ -201,7 +203,7 @@ impl RetryPolicy {
 
     #[inline(never)]
     fn retry_after_slow(&self, call: &mut RetryCall, failure: Failure) -> bool {
-        match self.decide(call, failure) {
+        match self.decide(call, failure, computed_wait) {
             Some(wait) => self.wait_blocking(call, wait),
             None => false,
         }
@@ -216,13 +218,74 @@ impl RetryPolicy {
         self.quick(call, failure)
     }
 
+    /// [`retry_after`](Self::retry_after) for an `Err` that may carry a rejection (found by the
+    /// generated code's probe): a rate limiter's `RateLimitExceeded { retry_after }` makes the wait
+    /// at least `retry_after` (SPEC §7.1, "Delay from the failure", built in); any other failure
+    /// takes the unchanged path, quick path included.
+    #[inline]
+    pub fn retry_after_from(&self, call: &mut RetryCall, failure: Failure, rejection: Option<&Rejection>) -> bool {
+        match rate_limited_for(rejection) {
+            None => self.retry_after(call, failure),
+            Some(at_least) => self.retry_after_with(call, failure, at_least_wait(at_least)),
+        }
+    }
+
+    /// [`retry_after`](Self::retry_after) with a `delay_from` hook: `adjust(attempt, computed)`
+    /// replaces the computed wait (after jitter), `None` gives up with `NotRetryable`. It runs only
+    /// when another attempt is allowed; its wait is not capped by `max_delay` and then meets
+    /// `max_duration`, the budget and shutdown like any wait.
+    pub fn retry_after_with(
+        &self,
+        call: &mut RetryCall,
+        failure: Failure,
+        adjust: impl FnOnce(u32, Duration) -> Option<Duration>,
+    ) -> bool {
+        match self.decide(call, failure, adjust) {
+            Some(wait) => self.wait_blocking(call, wait),
+            None => false,
+        }
+    }
+
+    /// The async loop's zero-wait quick path for an `Err` that may carry a rejection: never taken
+    /// for a rate limiter's refusal (its `retry_after` must be waited).
+    #[inline]
+    pub fn retry_now_from(&self, call: &mut RetryCall, failure: Failure, rejection: Option<&Rejection>) -> bool {
+        rate_limited_for(rejection).is_none() && self.quick(call, failure)
+    }
+
+    /// The async loop's decision after [`retry_now_from`](Self::retry_now_from) said no: the wait
+    /// (at least a rate limiter's `retry_after`), or `None` to give up; then
+    /// [`wait_async`](Self::wait_async). Deciding before the await keeps `&E` out of the future.
+    pub fn decide_from(
+        &self,
+        call: &mut RetryCall,
+        failure: Failure,
+        rejection: Option<&Rejection>,
+    ) -> Option<Duration> {
+        match rate_limited_for(rejection) {
+            None => self.decide(call, failure, computed_wait),
+            Some(at_least) => self.decide(call, failure, at_least_wait(at_least)),
+        }
+    }
+
+    /// The async loop's decision with a `delay_from` hook (see
+    /// [`retry_after_with`](Self::retry_after_with)); then [`wait_async`](Self::wait_async).
+    pub fn decide_with(
+        &self,
+        call: &mut RetryCall,
+        failure: Failure,
+        adjust: impl FnOnce(u32, Duration) -> Option<Duration>,
+    ) -> Option<Duration> {
+        self.decide(call, failure, adjust)
+    }
+
     /// The async form of [`retry_after`](Self::retry_after): waits without blocking a thread;
     /// dropping the future cancels the wait and no further attempt starts.
     pub async fn retry_after_async(&self, call: &mut RetryCall, failure: Failure) -> bool {
         if self.quick(call, failure) {
             return true;
         }
-        match self.decide(call, failure) {
+        match self.decide(call, failure, computed_wait) {
             Some(wait) => self.wait_async(call, wait).await,
             None => false,
         }
@@ -234,23 +297,14 @@ impl RetryPolicy {
         &self.state.config
     }
 
-    /// The first half of [`retry_after`](Self::retry_after): counts the attempt, decides and
-    /// publishes; `Some(wait)` means "wait this long, then try again".
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
-    pub(crate) fn next_wait(&self, call: &mut RetryCall, failure: Failure) -> Option<Duration> {
-        if self.quick(call, failure) {
-            return Some(Duration::ZERO);
-        }
-        self.decide(call, failure)
-    }
-
     /// The second half, blocking the thread (a zero wait returns at once): whether to try again.
     pub(crate) fn wait_blocking(&self, call: &RetryCall, wait: Duration) -> bool {
         self.waited(call, self.state.timer.sleep(wait))
     }
 
-    /// The second half, in a future that owns nothing borrowed from the caller's stack.
-    pub(crate) async fn wait_async(&self, call: &RetryCall, wait: Duration) -> bool {
+    /// The second half, in a future that owns nothing borrowed from the caller's stack: waits
+    /// `wait` without blocking a thread and says whether to try again (`false` after shutdown).
+    pub async fn wait_async(&self, call: &RetryCall, wait: Duration) -> bool {
         self.waited(call, self.state.timer.sleep_async(wait).await)
     }
 
@@ -282,7 +336,14 @@ impl RetryPolicy {
     }
 
     /// The wait before the next attempt, or `None` to give up (the event already published).
-    fn decide(&self, call: &mut RetryCall, failure: Failure) -> Option<Duration> {
+    /// `adjust(attempt, computed)` has the last word on the computed wait, once the failure and
+    /// `max_attempts` allow another attempt; `None` from it gives up with `NotRetryable`.
+    fn decide(
+        &self,
+        call: &mut RetryCall,
+        failure: Failure,
+        adjust: impl FnOnce(u32, Duration) -> Option<Duration>,
+    ) -> Option<Duration> {
         call.attempts += 1;
         let state = &*self.state;
         let config = &state.config;
@@ -299,7 +360,10 @@ impl RetryPolicy {
             state.gave_up(call, reason);
             return None;
         }
-        let wait = state.wait_before_retry(call.attempts);
+        let Some(wait) = adjust(call.attempts, state.wait_before_retry(call.attempts)) else {
+            state.gave_up(call, GiveUpReason::NotRetryable);
+            return None;
+        };
         if let Err(reason) = self.within_limits(call, wait) {
             state.gave_up(call, reason);
             return None;
@@ -329,6 +393,26 @@ impl RetryPolicy {
             _ => Ok(()),
         }
     }
+}
+
+/// A rate limiter's `retry_after`, when the failure is (or nests) its refusal.
+#[inline]
+fn rate_limited_for(rejection: Option<&Rejection>) -> Option<Duration> {
+    match rejection {
+        Some(Rejection::RateLimitExceeded { retry_after, .. }) => Some(*retry_after),
+        _ => None,
+    }
+}
+
+/// No adjustment: the computed wait.
+#[inline]
+fn computed_wait(_attempt: u32, computed: Duration) -> Option<Duration> {
+    Some(computed)
+}
+
+/// The built-in adjustment for a rate limiter's refusal: never sooner than it said.
+fn at_least_wait(at_least: Duration) -> impl FnOnce(u32, Duration) -> Option<Duration> {
+    move |_, computed| Some(computed.max(at_least))
 }
 
 /// A stable hash of the instance id, so each instance's jitter stream differs but is reproducible.

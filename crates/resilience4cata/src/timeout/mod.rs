@@ -15,7 +15,7 @@
 //! Cost: the deadline is fixed from the registry's coarse clock (one atomic load) and the attempt
 //! is polled before any timer exists; only an attempt that is not ready on its first poll gets a
 //! timer. An attempt that is ready at once reads no clock and registers nothing; a timer that never
-//! fires is dropped with the attempt's result and, on a [`ManualClock`](crate::clock::ManualClock),
+//! fires is dropped with the attempt's result and, on a `testing::ManualClock`,
 //! leaves the clock where it was. On the manual clock the timer takes part in the deadline order of
 //! pending waits: an attempt that sleeps longer than its timeout is cut off at the timeout.
 //! `Registry::shutdown` interrupts the waits between attempts, not a running attempt's deadline.

@@ -141,6 +141,7 @@ mod tests {
     use std::sync::Mutex;
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
+    use testkit::block_on;
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
@@ -157,10 +158,6 @@ mod tests {
             timer,
             Publisher::detached(listeners, &"m::Api::get".into()),
         )))
-    }
-
-    fn block_on<F: Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
     }
 
     /// An attempt that sleeps `d` on the policy's (manual) clock, then returns `d`.

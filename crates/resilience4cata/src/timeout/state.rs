@@ -54,13 +54,10 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
+    use testkit::block_on;
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
-
-    fn block_on<F: Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
-    }
 
     /// Sets its flag when dropped.
     struct DropFlag(Arc<AtomicBool>);

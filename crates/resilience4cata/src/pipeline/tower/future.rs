@@ -11,6 +11,7 @@ use std::task::{Context, Poll, ready};
 use pin_project_lite::pin_project;
 use tower_service::Service;
 
+use super::{ByClone, CloneRequest};
 use crate::circuit_breaker::policy::OwnedPermit;
 use crate::pipeline::Pipeline;
 use crate::pipeline::kind::SyncOrAsync;
@@ -23,18 +24,29 @@ pub(super) fn max_attempts(retry: &RetryPolicy) -> u32 {
 }
 
 /// What the attempts after the first need: a service to drive ready (lent to a guarded attempt
-/// while it runs), and the original request.
-pub(super) struct Later<S, Req> {
+/// while it runs), the original request and how to copy it.
+pub(super) struct Later<S, Req, C> {
     pub(super) service: Option<S>,
     pub(super) request: Option<Req>,
     pub(super) max_attempts: u32,
+    pub(super) cloner: C,
 }
 
-impl<S, Req: Clone> Later<S, Req> {
-    /// The request for attempt `number`: a clone, or the original for the last possible attempt.
-    fn request(&mut self, number: u32) -> Req {
-        let original = if number >= self.max_attempts { self.request.take() } else { self.request.clone() };
-        original.expect("the retry grants an attempt only while attempts remain, and the last one takes the original")
+impl<S, Req, C: CloneRequest<Req>> Later<S, Req, C> {
+    /// The request for attempt `number`: a copy, or the original for the last possible attempt —
+    /// or for an earlier one the request cannot be copied for, which then ends the call.
+    fn request(&mut self, number: u32) -> (Req, bool) {
+        if number < self.max_attempts
+            && let Some(copy) = self.request.as_ref().and_then(|r| self.cloner.clone_request(r))
+        {
+            return (copy, false);
+        }
+        let original = self.request.take();
+        (
+            original
+                .expect("the retry grants an attempt only while attempts remain, and the last one takes the original"),
+            number < self.max_attempts,
+        )
     }
 }
 
@@ -134,7 +146,7 @@ enum Phase<T, E> {
 pin_project! {
     /// The future of a [`PipelineService`](super::PipelineService) call (feature `tower`): attempts, waits between them, and
     /// the final outcome, with every decision taken by the pipeline's policy objects.
-    pub struct ResponseFuture<S, Req, T, E, M = SyncOrAsync>
+    pub struct ResponseFuture<S, Req, T, E, M = SyncOrAsync, C = ByClone>
     where
         S: Service<Req>,
     {
@@ -142,12 +154,12 @@ pin_project! {
         attempt: Attempt<S::Future, S, T, E>,
         phase: Phase<T, E>,
         call: Option<RetryCall>,
-        later: Option<Later<S, Req>>,
+        later: Option<Later<S, Req, C>>,
         pipeline: Arc<Pipeline<T, E, M>>,
     }
 }
 
-impl<S, Req, T, E, M> fmt::Debug for ResponseFuture<S, Req, T, E, M>
+impl<S, Req, T, E, M, C> fmt::Debug for ResponseFuture<S, Req, T, E, M, C>
 where
     S: Service<Req>,
 {
@@ -166,7 +178,7 @@ where
     }
 }
 
-impl<S, Req, T, E, M> ResponseFuture<S, Req, T, E, M>
+impl<S, Req, T, E, M, C> ResponseFuture<S, Req, T, E, M, C>
 where
     S: Service<Req>,
 {
@@ -174,17 +186,18 @@ where
         pipeline: Arc<Pipeline<T, E, M>>,
         call: Option<RetryCall>,
         first: Attempt<S::Future, S, T, E>,
-        later: Option<Later<S, Req>>,
+        later: Option<Later<S, Req, C>>,
     ) -> Self {
         ResponseFuture { attempt: first, phase: Phase::Calling, call, later, pipeline }
     }
 }
 
-impl<S, Req, T, E, M> Future for ResponseFuture<S, Req, T, E, M>
+impl<S, Req, T, E, M, C> Future for ResponseFuture<S, Req, T, E, M, C>
 where
     S: Service<Req, Response = T, Error = E> + Send + 'static,
     S::Future: Send + 'static,
-    Req: Clone + Send + 'static,
+    C: CloneRequest<Req>,
+    Req: Send + 'static,
     T: Send + 'static,
     E: Send + 'static,
     M: 'static,
@@ -243,7 +256,10 @@ where
                     match ready!(service.poll_ready(cx)) {
                         Ok(()) => {
                             let number = this.call.map_or(1, |c| c.attempts() + 1);
-                            let request = later.request(number);
+                            let (request, ends_call) = later.request(number);
+                            if ends_call {
+                                *this.call = None; // no copy for another attempt: the retry is not asked again
+                            }
                             let attempt = if lends(this.pipeline) {
                                 let service = later.service.take().expect("checked above");
                                 Attempt::lend(Arc::clone(this.pipeline), service, request)
@@ -288,7 +304,7 @@ fn next<T, E, M>(pipeline: &Pipeline<T, E, M>, call: &mut Option<RetryCall>, out
     let Some(failure) = pipeline.rules().judge(&outcome) else {
         return Next::Return(outcome);
     };
-    match retry.next_wait(call, failure) {
+    match pipeline.rules().next_wait(retry, call, failure, &outcome) {
         None => Next::Return(pipeline.rules().give_back(outcome)),
         Some(wait) if wait.is_zero() || !pipeline.waits_async() => {
             if retry.wait_blocking(call, wait) {

@@ -35,6 +35,67 @@ use super::kind::SyncOrAsync;
 use crate::ResilienceError;
 use crate::retry::policy::RetryPolicy;
 
+/// How a [`PipelineService`] copies a request for another attempt (feature `tower`), as tower's
+/// retry `Policy::clone_request`: `Some(copy)` lets the call go on, `None` makes the attempt that
+/// receives the original the call's last (the retry is not asked after it). A closure given to
+/// [`PipelineLayer::clone_request`] is one; so is a type of your own:
+///
+/// ```
+/// use resilience4cata::pipeline::CloneRequest;
+///
+/// /// Copies uploads smaller than 1 MiB; bigger ones are sent once.
+/// #[derive(Clone)]
+/// struct SmallOnly;
+///
+/// impl CloneRequest<Vec<u8>> for SmallOnly {
+///     fn clone_request(&self, body: &Vec<u8>) -> Option<Vec<u8>> {
+///         (body.len() < 1 << 20).then(|| body.clone())
+///     }
+/// }
+///
+/// assert_eq!(SmallOnly.clone_request(&vec![1, 2]), Some(vec![1, 2]));
+/// assert_eq!(SmallOnly.clone_request(&vec![0; 2 << 20]), None);
+/// ```
+pub trait CloneRequest<Req> {
+    /// A copy of `request` for another attempt, or `None` when it cannot be copied (a streaming
+    /// body).
+    fn clone_request(&self, request: &Req) -> Option<Req>;
+}
+
+/// The default [`CloneRequest`]: `Req: Clone` (feature `tower`).
+///
+/// ```
+/// use resilience4cata::pipeline::{ByClone, CloneRequest};
+/// assert_eq!(ByClone.clone_request(&"GET /stock".to_owned()), Some("GET /stock".to_owned()));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ByClone;
+
+impl<Req: Clone> CloneRequest<Req> for ByClone {
+    #[inline]
+    fn clone_request(&self, request: &Req) -> Option<Req> {
+        Some(request.clone())
+    }
+}
+
+/// A [`CloneRequest`] from a closure, set with [`PipelineLayer::clone_request`] (feature `tower`),
+/// which shows it in use.
+#[derive(Clone, Copy)]
+pub struct CloneWith<F>(F);
+
+impl<F> fmt::Debug for CloneWith<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CloneWith(..)")
+    }
+}
+
+impl<Req, F: Fn(&Req) -> Option<Req>> CloneRequest<Req> for CloneWith<F> {
+    #[inline]
+    fn clone_request(&self, request: &Req) -> Option<Req> {
+        (self.0)(request)
+    }
+}
+
 impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
     /// This pipeline as a `tower::Layer` (feature `tower`). The layer shares the pipeline's
     /// instances; see [`PipelineLayer`] for what it needs of the service.
@@ -55,7 +116,7 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn layer(&self) -> PipelineLayer<T, E, M> {
-        PipelineLayer { pipeline: Arc::new(self.clone().detect_rejections()) }
+        PipelineLayer { pipeline: Arc::new(self.clone().detect_rejections()), cloner: ByClone }
     }
 }
 
@@ -63,13 +124,21 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 /// [`Pipeline::layer`].
 ///
 /// The wrapped service must be `Service<Req, Response = T, Error = E> + Clone` with `Req: Clone`
-/// and `E: ResilienceError` (so a nested open breaker's refusal is found and never retried):
+/// (or a [`clone_request`](PipelineLayer::clone_request) hook for requests that are not always
+/// cloneable) and `E: ResilienceError` (so a nested open breaker's refusal is found and never
+/// retried):
 /// - **readiness**: `poll_ready` is the inner service's. The first attempt is sent to the instance
 ///   the caller drove ready; each later attempt first waits for a clone of the service to be ready.
 ///   An error from that readiness check is that attempt's outcome, judged like any other.
 /// - **requests**: cloned at most once per attempt, and never when only one attempt is possible
 ///   (no retry, retry disabled, or `max_attempts = 1`); the last possible attempt consumes the
-///   original request. The service is cloned once per call, only when a retry is possible.
+///   original request. The service is cloned once per call, only when a retry is possible. With
+///   a `clone_request` hook, a request it cannot copy gets one attempt, and the retry is not
+///   asked after it.
+/// - **backpressure**: a bulkhead or rate limiter in the pipeline refuses (after its `max_wait`)
+///   inside the call, as everywhere in this crate; `poll_ready` does not reserve a slot or a
+///   permit. A server that wants tower's backpressure (`poll_ready` pending until there is room)
+///   puts `tower::limit::ConcurrencyLimit` / `RateLimit` outside this layer.
 /// - **cost**: the response future is a hand-written state machine (an `async fn` future cannot be
 ///   named on stable Rust) that takes no decision of its own. With a retry and/or a circuit breaker,
 ///   a call allocates nothing unless the retry waits a non-zero time between attempts (that wait is
@@ -88,27 +157,66 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 /// # let _ = service;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
-pub struct PipelineLayer<T, E, M = SyncOrAsync> {
+pub struct PipelineLayer<T, E, M = SyncOrAsync, C = ByClone> {
     pipeline: Arc<Pipeline<T, E, M>>,
+    cloner: C,
 }
 
-impl<T, E, M> Clone for PipelineLayer<T, E, M> {
+impl<T, E, M> PipelineLayer<T, E, M> {
+    /// For requests that are not always cloneable (an `http::Request` with a streaming body): `f`
+    /// copies a request for another attempt, or returns `None`, and then the attempt that takes
+    /// the original is the call's last, as with tower's retry `Policy::clone_request`. A request
+    /// `f` cannot copy before the first attempt makes a call of one attempt: the retry is not
+    /// started, asked or counted for it (no `Retrying` or `GaveUp` event), while the inner
+    /// policies (breaker, limiter, timeout, bulkhead) still apply. The service no longer needs
+    /// `Req: Clone`.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    /// use tower::{Layer, ServiceExt};
+    ///
+    /// /// A request whose body may be a one-shot stream.
+    /// enum Body { Bytes(Vec<u8>), Stream(std::sync::mpsc::Receiver<Vec<u8>>) }
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let layer = Pipeline::builder(&registry, "upload").retry().build::<usize, std::io::Error>()?.layer();
+    /// let layer = layer.clone_request(|body: &Body| match body {
+    ///     Body::Bytes(bytes) => Some(Body::Bytes(bytes.clone())),
+    ///     Body::Stream(_) => None, // one attempt: a stream cannot be sent twice
+    /// });
+    /// let service = layer.layer(tower::service_fn(|body: Body| async move {
+    ///     Ok::<_, std::io::Error>(match body { Body::Bytes(b) => b.len(), Body::Stream(_) => 0 })
+    /// }));
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// assert_eq!(service.oneshot(Body::Bytes(vec![1, 2, 3])).await.unwrap(), 3);
+    /// # });
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn clone_request<Req, F>(self, f: F) -> PipelineLayer<T, E, M, CloneWith<F>>
+    where
+        F: Fn(&Req) -> Option<Req> + Clone + Send + 'static,
+    {
+        PipelineLayer { pipeline: self.pipeline, cloner: CloneWith(f) }
+    }
+}
+
+impl<T, E, M, C: Clone> Clone for PipelineLayer<T, E, M, C> {
     fn clone(&self) -> Self {
-        PipelineLayer { pipeline: Arc::clone(&self.pipeline) }
+        PipelineLayer { pipeline: Arc::clone(&self.pipeline), cloner: self.cloner.clone() }
     }
 }
 
-impl<T, E, M> fmt::Debug for PipelineLayer<T, E, M> {
+impl<T, E, M, C> fmt::Debug for PipelineLayer<T, E, M, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PipelineLayer").field("pipeline", &self.pipeline).finish()
+        f.debug_struct("PipelineLayer").field("pipeline", &self.pipeline).finish_non_exhaustive()
     }
 }
 
-impl<S, T, E, M> Layer<S> for PipelineLayer<T, E, M> {
-    type Service = PipelineService<S, T, E, M>;
+impl<S, T, E, M, C: Clone> Layer<S> for PipelineLayer<T, E, M, C> {
+    type Service = PipelineService<S, T, E, M, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        PipelineService { inner, pipeline: Arc::clone(&self.pipeline) }
+        PipelineService { inner, pipeline: Arc::clone(&self.pipeline), cloner: self.cloner.clone() }
     }
 }
 
@@ -126,36 +234,41 @@ impl<S, T, E, M> Layer<S> for PipelineLayer<T, E, M> {
 /// # });
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
-pub struct PipelineService<S, T, E, M = SyncOrAsync> {
+pub struct PipelineService<S, T, E, M = SyncOrAsync, C = ByClone> {
     inner: S,
     /// Shared with every response future: one reference count up and down per call.
     pipeline: Arc<Pipeline<T, E, M>>,
+    cloner: C,
 }
 
-impl<S: Clone, T, E, M> Clone for PipelineService<S, T, E, M> {
+impl<S: Clone, T, E, M, C: Clone> Clone for PipelineService<S, T, E, M, C> {
     fn clone(&self) -> Self {
-        PipelineService { inner: self.inner.clone(), pipeline: Arc::clone(&self.pipeline) }
+        PipelineService { inner: self.inner.clone(), pipeline: Arc::clone(&self.pipeline), cloner: self.cloner.clone() }
     }
 }
 
-impl<S: fmt::Debug, T, E, M> fmt::Debug for PipelineService<S, T, E, M> {
+impl<S: fmt::Debug, T, E, M, C> fmt::Debug for PipelineService<S, T, E, M, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PipelineService").field("inner", &self.inner).field("pipeline", &self.pipeline).finish()
+        f.debug_struct("PipelineService")
+            .field("inner", &self.inner)
+            .field("pipeline", &self.pipeline)
+            .finish_non_exhaustive()
     }
 }
 
-impl<S, Req, T, E, M> Service<Req> for PipelineService<S, T, E, M>
+impl<S, Req, T, E, M, C> Service<Req> for PipelineService<S, T, E, M, C>
 where
     S: Service<Req, Response = T, Error = E> + Clone + Send + 'static,
     S::Future: Send + 'static,
-    Req: Clone + Send + 'static,
+    C: CloneRequest<Req> + Clone,
+    Req: Send + 'static,
     T: Send + 'static,
     E: ResilienceError + Send + 'static,
     M: 'static,
 {
     type Response = T;
     type Error = E;
-    type Future = ResponseFuture<S, Req, T, E, M>;
+    type Future = ResponseFuture<S, Req, T, E, M, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
         self.inner.poll_ready(cx)
@@ -163,15 +276,19 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let pipeline = &self.pipeline;
-        let call = pipeline.retry_policy().map(RetryPolicy::start);
         let max_attempts = pipeline.retry_policy().map_or(1, max_attempts);
-        let (first, later) = if max_attempts <= 1 {
-            (Attempt::start(pipeline, &mut self.inner, request), None)
-        } else {
-            let first = Attempt::start(pipeline, &mut self.inner, request.clone());
-            let service = first.keeps_service().then(|| self.inner.clone());
-            (first, Some(Later { service, request: Some(request), max_attempts }))
+        let copy = if max_attempts <= 1 { None } else { self.cloner.clone_request(&request) };
+        let Some(copy) = copy else {
+            // One attempt only: no retry, or a request that cannot be copied (then the retry is
+            // not started, so a budget does not count the call).
+            let call = if max_attempts <= 1 { pipeline.retry_policy().map(RetryPolicy::start) } else { None };
+            let first = Attempt::start(pipeline, &mut self.inner, request);
+            return ResponseFuture::new(Arc::clone(pipeline), call, first, None);
         };
-        ResponseFuture::new(Arc::clone(pipeline), call, first, later)
+        let call = pipeline.retry_policy().map(RetryPolicy::start);
+        let first = Attempt::start(pipeline, &mut self.inner, copy);
+        let service = first.keeps_service().then(|| self.inner.clone());
+        let later = Later { service, request: Some(request), max_attempts, cloner: self.cloner.clone() };
+        ResponseFuture::new(Arc::clone(pipeline), call, first, Some(later))
     }
 }

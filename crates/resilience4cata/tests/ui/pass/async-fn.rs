@@ -1,7 +1,6 @@
 use resilience4cata::{Registry, resilient};
 
 #[resilient]
-#[allow(async_fn_in_trait)]
 pub trait Inventory {
     #[retry(max_attempts = 3, delay = "100ms")]
     async fn stock(&self, sku: &str) -> Result<u32, String>;

@@ -1,0 +1,220 @@
+//! Test fixtures shared by the workspace's tests and by `crates/bench`, kept in one place:
+//!
+//! - [`alloc::Counting`], the one counting allocator. Linking this crate does **not** install it: a
+//!   test binary that counts allocations opts in with
+//!   `#[global_allocator] static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;`,
+//!   and every other test binary keeps the system allocator;
+//! - [`block_on`] (a tokio current-thread runtime) and [`now`] / [`poll_once`] (one poll with a
+//!   no-op waker, for futures that must not wait);
+//! - [`Recorder`], a listener that keeps every event of one type, with the projections the tests
+//!   compare ([`Recorder::gave_up`], [`Recorder::delays`], [`Recorder::transitions`]), and
+//!   [`RetryAndBreaker`], the pair the seeds' breaker examples watch;
+//! - [`no_jitter`], the seeds' examples' registry: the manual clock and exact waits.
+//!
+//! `publish = false`: a dev-dependency of the workspace only. The runtime's own unit tests may use
+//! only the helpers that name no `resilience4cata` type ([`block_on`], [`now`], [`poll_once`],
+//! [`ms`]): this crate links the runtime as a library, a second copy beside the one under test.
+#![deny(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod alloc;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
+use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::{Event, GiveUpReason, Jitter, RegistryBuilder, RetryEvent};
+
+/// Runs `future` to completion on a fresh tokio current-thread runtime with its timers enabled.
+///
+/// ```
+/// assert_eq!(testkit::block_on(async { 7 }), 7);
+/// ```
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime").block_on(future)
+}
+
+/// Polls `future` once with a no-op waker: `None` while it is pending.
+///
+/// ```
+/// let mut ready = std::pin::pin!(async { 3 });
+/// assert_eq!(testkit::poll_once(ready.as_mut()), Some(3));
+/// let mut pending = std::pin::pin!(std::future::pending::<()>());
+/// assert_eq!(testkit::poll_once(pending.as_mut()), None);
+/// ```
+pub fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>) -> Option<F::Output> {
+    match future.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
+}
+
+/// The output of a future that must finish at its first poll (the manual clock, zero waits, a pass
+/// path); allocates nothing itself.
+///
+/// # Panics
+///
+/// If the future is pending at its first poll.
+///
+/// ```
+/// assert_eq!(testkit::now(async { 5 }), 5);
+/// ```
+pub fn now<F: Future>(future: F) -> F::Output {
+    poll_once(pin!(future)).expect("the future waited")
+}
+
+/// `n` milliseconds.
+///
+/// ```
+/// assert_eq!(testkit::ms(1500), std::time::Duration::from_millis(1500));
+/// ```
+pub const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Every event of type `E` a registry publishes, in publication order. Clones share one list.
+///
+/// ```
+/// use resilience4cata::RetryEvent;
+/// use resilience4cata::testing::{self, ManualClock};
+///
+/// let events = testkit::Recorder::<RetryEvent>::default();
+/// let registry = events.on(testing::registry(&ManualClock::new())).build()?;
+/// assert!(events.all().is_empty());
+/// # drop(registry);
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+pub struct Recorder<E> {
+    events: Arc<Mutex<Vec<E>>>,
+}
+
+impl<E> Default for Recorder<E> {
+    fn default() -> Self {
+        Recorder { events: Arc::default() }
+    }
+}
+
+impl<E> Clone for Recorder<E> {
+    fn clone(&self) -> Self {
+        Recorder { events: Arc::clone(&self.events) }
+    }
+}
+
+impl<E: fmt::Debug> fmt::Debug for Recorder<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.lock().iter()).finish()
+    }
+}
+
+impl<E> Recorder<E> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<E>> {
+        self.events.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many events were recorded.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Forgets the events recorded so far.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// The projection `f` of every event it applies to, in order.
+    pub fn filter_map<T>(&self, f: impl FnMut(&E) -> Option<T>) -> Vec<T> {
+        self.lock().iter().filter_map(f).collect()
+    }
+}
+
+impl<E: Event> Recorder<E> {
+    /// `builder` with a listener that records into this recorder.
+    pub fn on(&self, builder: RegistryBuilder) -> RegistryBuilder {
+        let events = Arc::clone(&self.events);
+        builder.listen(move |e: &E| events.lock().unwrap_or_else(PoisonError::into_inner).push(e.clone()))
+    }
+
+    /// A copy of every event recorded so far.
+    pub fn all(&self) -> Vec<E> {
+        self.lock().clone()
+    }
+}
+
+impl Recorder<RetryEvent> {
+    /// `(attempts, reason)` of every `GaveUp`.
+    pub fn gave_up(&self) -> Vec<(u32, GiveUpReason)> {
+        self.filter_map(|e| match e {
+            RetryEvent::GaveUp { attempts, reason, .. } => Some((*attempts, *reason)),
+            _ => None,
+        })
+    }
+
+    /// The `delay` of every `Retrying`.
+    pub fn delays(&self) -> Vec<Duration> {
+        self.filter_map(|e| match e {
+            RetryEvent::Retrying { delay, .. } => Some(*delay),
+            _ => None,
+        })
+    }
+}
+
+impl Recorder<CircuitBreakerEvent> {
+    /// `(from, to)` of every `StateTransition`.
+    pub fn transitions(&self) -> Vec<(State, State)> {
+        self.filter_map(|e| match e {
+            CircuitBreakerEvent::StateTransition { from, to, .. } => Some((*from, *to)),
+            _ => None,
+        })
+    }
+}
+
+/// `testing::registry(clock)` with jitter off, so waits are exactly the configured backoff: the
+/// set-up of the seeds' examples (`100 ms then 200 ms`, the `report` timeline, …).
+///
+/// ```
+/// use resilience4cata::testing::ManualClock;
+///
+/// let registry = testkit::no_jitter(&ManualClock::new()).build()?;
+/// # drop(registry);
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+pub fn no_jitter(clock: &ManualClock) -> RegistryBuilder {
+    testing::registry(clock).retry_defaults(|r| r.jitter(Jitter::None))
+}
+
+/// The events of a retry around a circuit breaker (the seeds' `report` and `StockClient`
+/// examples), each policy's in publication order.
+#[derive(Clone, Debug, Default)]
+pub struct RetryAndBreaker {
+    /// The retry's events.
+    pub retry: Recorder<RetryEvent>,
+    /// The breaker's events.
+    pub breaker: Recorder<CircuitBreakerEvent>,
+}
+
+impl RetryAndBreaker {
+    /// `builder` with both recorders listening.
+    pub fn on(&self, builder: RegistryBuilder) -> RegistryBuilder {
+        self.breaker.on(self.retry.on(builder))
+    }
+
+    /// `(from, to)` of every breaker transition.
+    pub fn transitions(&self) -> Vec<(State, State)> {
+        self.breaker.transitions()
+    }
+
+    /// `(attempts, reason)` of every time the retry gave up.
+    pub fn gave_up(&self) -> Vec<(u32, GiveUpReason)> {
+        self.retry.gave_up()
+    }
+}
