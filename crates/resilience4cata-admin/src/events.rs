@@ -48,6 +48,9 @@ pub(crate) fn event_json(event: &AnyEvent) -> Value {
         AnyEvent::RateLimiter(e) => serde_json::to_value(e),
         AnyEvent::Bulkhead(e) => serde_json::to_value(e),
         AnyEvent::Timeout(e) => serde_json::to_value(e),
+        AnyEvent::Fallback(e) => serde_json::to_value(e),
+        AnyEvent::Hedge(e) => serde_json::to_value(e),
+        AnyEvent::SharedState(e) => serde_json::to_value(e),
         _ => Ok(json!({ "instance": event.instance() })),
     };
     let mut object = match fields {

@@ -102,6 +102,10 @@ use proc_macro::TokenStream;
 /// - Whatever order they are written in, the layers nest retry (outermost) → circuit breaker →
 ///   method: every retry attempt passes the breaker and is recorded, and an open breaker's refusal
 ///   stops the retry at once.
+/// - `#[fallback(method = name)]` is the outermost layer, on a method only: on the final `Err`
+///   (after the retry, refusals included) that `apply_on` accepts and `skip_on` does not, it calls
+///   `<Self as Trait>::name(self, args…, FallbackContext<E>)` through the wrapper, so the fallback
+///   method's own policies apply. See `resilience4cata::fallback`.
 /// - `#[circuit_breaker]` needs `E: ResilienceError` (its refusal travels in the method's error);
 ///   `record_on` / `ignore_on` take patterns over `E`, `record_on_if` / `ignore_on_if` paths to
 ///   `fn(&E) -> bool`.

@@ -116,6 +116,7 @@ pub trait SharedStore: Send + Sync + fmt::Debug + 'static {
 /// assert_eq!(e.instance(), "prices");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(tag = "kind"))]
 #[non_exhaustive]
 pub enum SharedStateEvent {
     /// The store could not be reached in time: the instance decides on its local state alone.

@@ -34,11 +34,17 @@ fn events_are_tagged_with_their_kind() {
         to_json(&gave_up),
         json!({ "kind": "GaveUp", "instance": "m::A::f", "attempts": 3, "reason": "BudgetExhausted" })
     );
-    let opened = CircuitBreakerEvent::StateTransition { instance, from: State::HalfOpen, to: State::ForcedOpen };
+    let opened = CircuitBreakerEvent::StateTransition {
+        instance: instance.clone(),
+        from: State::HalfOpen,
+        to: State::ForcedOpen,
+    };
     assert_eq!(
         to_json(&opened),
         json!({ "kind": "StateTransition", "instance": "m::A::f", "from": "HalfOpen", "to": "ForcedOpen" })
     );
+    let applied = resilience4cata::fallback::FallbackEvent::Applied { instance, attempts: 2 };
+    assert_eq!(to_json(&applied), json!({ "kind": "Applied", "instance": "m::A::f", "attempts": 2 }));
 }
 
 #[test]

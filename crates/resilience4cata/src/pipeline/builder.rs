@@ -14,13 +14,15 @@ use std::sync::Arc;
 use super::Pipeline;
 use super::execute::find_rejection;
 use super::guards::Guards;
-use super::kind::{AsyncOnly, Kind, Plain, Rejecting};
+use super::kind::{AsyncOnly, Hedged, Kind, Plain, Rejecting};
 use super::rules::FindRejection;
 use crate::bulkhead::BulkheadConfigBuilder;
 use crate::bulkhead::policy::BulkheadPolicy;
 use crate::circuit_breaker::CircuitBreakerConfigBuilder;
 use crate::circuit_breaker::policy::CircuitBreakerPolicy;
-use crate::error::RegistryError;
+use crate::error::{RegistryError, codes};
+use crate::hedge::HedgeConfigBuilder;
+use crate::hedge::policy::HedgePolicy;
 use crate::rate_limiter::RateLimiterConfigBuilder;
 use crate::rate_limiter::policy::RateLimiterPolicy;
 use crate::registry::{Layer, Registered, Registry};
@@ -70,6 +72,7 @@ type Rejections<E> = (fn(Rejection) -> E, FindRejection<E>);
 #[derive(Clone, Debug, Default)]
 struct Wants {
     retry: Option<Wanted<RetryConfigBuilder>>,
+    hedge: Option<Wanted<HedgeConfigBuilder>>,
     circuit_breaker: Option<Wanted<CircuitBreakerConfigBuilder>>,
     rate_limiter: Option<Wanted<RateLimiterConfigBuilder>>,
     timeout: Option<Wanted<TimeoutConfigBuilder>>,
@@ -197,6 +200,32 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
     );
 
     policy_methods!(
+        hedge, hedge_config, hedge_with, HedgeConfigBuilder => K::Hedged,
+        "hedge (then the pipeline offers only `execute_async`; a retry beside it fails `build` with \
+         `R4C-REG-001`)",
+        [
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"search\").hedge().build::<u32, String>()?;\n\
+             assert_eq!(registry.snapshot().hedges()[0].config.max_hedged_attempts, 1);",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().hedge(\"wide\", |h| h.max_hedged_attempts(3)).build()?;\n\
+             Pipeline::builder(&registry, \"search\").hedge_config(\"wide\").build::<u32, String>()?;\n\
+             assert_eq!(registry.snapshot().hedges()[0].config.max_hedged_attempts, 3);",
+            "use std::time::Duration;\n\
+             use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             let search = Pipeline::builder(&registry, \"search\")\n    \
+                 .hedge_with(|h| h.delay(Duration::from_millis(20)))\n    \
+                 .build::<u32, String>()?;\n\
+             # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {\n\
+             assert_eq!(search.execute_async(|| async { Ok(4) }).await, Ok(4));\n\
+             # });\n\
+             assert_eq!(registry.snapshot().hedges()[0].config.delay, Duration::from_millis(20));"
+        ]
+    );
+
+    policy_methods!(
         circuit_breaker, circuit_breaker_config, circuit_breaker_with, CircuitBreakerConfigBuilder => K::Rejecting,
         "circuit breaker (then `build` needs `E: ResilienceError`)",
         [
@@ -297,6 +326,15 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
         rejections: Option<Rejections<E>>,
     ) -> Result<Pipeline<T, E, M>, RegistryError> {
         let (registry, id, wants) = (self.registry, self.id.as_str(), self.wants);
+        if wants.retry.is_some() && wants.hedge.is_some() {
+            return Err(RegistryError::new(
+                codes::INVALID_COMBINATION,
+                Some(id),
+                "a pipeline takes a retry or a hedge, not both: both decide when another attempt starts",
+            ));
+        }
+        let hedge =
+            Wanted::resolve(wants.hedge, |config, attrs| HedgePolicy::build(registry, id, None, config, true, attrs))?;
         let retry = Wanted::resolve(wants.retry, |config, attrs| {
             RetryPolicy::build(registry, id, None, config, is_async, attrs)
         })?;
@@ -324,7 +362,7 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
             ignore_on: None,
         });
         let async_waits = registry.inner().timer.can_sleep_async();
-        Ok(Pipeline::from_parts(Arc::from(id), retry, guards, async_waits))
+        Ok(Pipeline::from_parts(registry.clone(), Arc::from(id), retry, guards, async_waits).with_hedge(hedge))
     }
 }
 
@@ -365,6 +403,26 @@ impl PipelineBuilder<'_, Rejecting> {
     /// ```
     pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E>, RegistryError> {
         Ok(self.resolve(false, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
+    }
+}
+
+impl PipelineBuilder<'_, Hedged> {
+    /// Resolves every policy once; with a hedge and no policy that refuses calls, any `E` will do
+    /// (an `E: ResilienceError` is still looked into after
+    /// [`detect_rejections`](Pipeline::detect_rejections), so a nested open breaker stops the
+    /// hedging), and the pipeline runs only async calls ([`Pipeline::execute_async`]). A retry
+    /// beside the hedge is `R4C-REG-001`.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let err = Pipeline::builder(&registry, "search").retry().hedge().build::<u32, String>().unwrap_err();
+    /// assert_eq!(err.code(), "R4C-REG-001");
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn build<T, E>(self) -> Result<Pipeline<T, E, AsyncOnly>, RegistryError> {
+        self.resolve(true, None)
     }
 }
 
