@@ -45,10 +45,13 @@ impl RateLimiterConfig {
     /// ```
     /// use resilience4cata::rate_limiter::RateLimiterConfig;
     ///
-    /// let c = RateLimiterConfig { permits: 100, ..Default::default() };
+    /// let mut c = RateLimiterConfig::default();
+    /// c.permits = 100;
     /// assert_eq!(c.lease(), 10);
-    /// assert_eq!(RateLimiterConfig { permits: 5, ..c.clone() }.lease(), 1);
-    /// assert_eq!(RateLimiterConfig { lease: Some(3), ..c }.lease(), 3);
+    /// c.permits = 5;
+    /// assert_eq!(c.lease(), 1);
+    /// c.lease = Some(3);
+    /// assert_eq!(c.lease(), 3);
     /// ```
     pub fn lease(&self) -> u32 {
         self.lease.unwrap_or((self.permits / 10).max(1))
