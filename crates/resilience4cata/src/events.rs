@@ -166,9 +166,6 @@ macro_rules! with_event_only {
 
 for_each_policy!(with_event_only);
 
-/// An event type of a policy of the list (or of an event-only kind): its policy's name and, with
-/// feature `metrics`, the metric handles one instance's publishing sites update ([`publish!`]).
-
 impl sealed::Sealed for SharedStateEvent {
     fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
         &mut listeners.shared_state
@@ -183,8 +180,11 @@ impl sealed::Sealed for SharedStateEvent {
     }
 }
 
+/// Shared-state events are published by `shared.rs` straight to listeners and subscribers.
 impl Event for SharedStateEvent {}
 
+/// An event type of a policy of the list (or of an event-only kind): its policy's name and, with
+/// feature `metrics`, the metric handles one instance's publishing sites update ([`publish!`]).
 pub(crate) trait Published: Event {
     /// The attribute name of the policy that publishes it (`AnyEvent::policy`).
     const POLICY: &'static str;
