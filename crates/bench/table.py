@@ -21,6 +21,7 @@ ANCHORS = {
     "breaker_closed": "recloser_sync",
     "rate_limiter_pass": "governor_sync",
     "bulkhead_pass": "tokio_semaphore_sync",
+    "adaptive_limit_pass": "tower_resilience_adaptive_async",
     "timeout_pass": "tokio_timeout_async",
     "full_stack": "tower_resilience_async",
 }

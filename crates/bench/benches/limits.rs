@@ -1,4 +1,4 @@
-//! Criterion groups: rate_limiter_pass, bulkhead_pass (see `bench::CASES`).
+//! Criterion groups: rate_limiter_pass, bulkhead_pass, adaptive_limit_pass (see `bench::CASES`).
 
 mod common;
 
@@ -12,5 +12,9 @@ fn bulkhead_pass(c: &mut Criterion) {
     common::group(c, "bulkhead_pass");
 }
 
-criterion_group!(benches, rate_limiter_pass, bulkhead_pass);
+fn adaptive_limit_pass(c: &mut Criterion) {
+    common::group(c, "adaptive_limit_pass");
+}
+
+criterion_group!(benches, rate_limiter_pass, bulkhead_pass, adaptive_limit_pass);
 criterion_main!(benches);

@@ -265,6 +265,13 @@ pub static CASES: &[Case] = &[
     case!("bulkhead_pass", "tower_concurrency_limit_async", Async, cases::limits::tower_concurrency_limit),
     case!("bulkhead_pass", "tower_resilience_async", Async, cases::limits::tower_resilience_bulkhead),
     case!("bulkhead_pass", "tokio_semaphore_sync_2t", Sync, cases::limits::tokio_semaphore_shared, contended),
+    // Adaptive concurrency limit, passing (the limit is never reached and stays put).
+    case!("adaptive_limit_pass", "ours_aimd_sync", Sync, cases::adaptive::aimd_sync),
+    case!("adaptive_limit_pass", "ours_aimd_async", Async, cases::adaptive::aimd_async),
+    case!("adaptive_limit_pass", "ours_vegas_sync", Sync, cases::adaptive::vegas_sync),
+    case!("adaptive_limit_pass", "ours_aimd_sync_2t", Sync, cases::adaptive::aimd_shared, contended),
+    case!("adaptive_limit_pass", "tower_concurrency_limit_async", Async, cases::limits::tower_concurrency_limit),
+    case!("adaptive_limit_pass", "tower_resilience_adaptive_async", Async, cases::adaptive::tower_resilience_adaptive),
     // Timeout that does not fire.
     case!("timeout_pass", "direct_async", Async, cases::baseline::direct_async),
     case!("timeout_pass", "ours_async", Async, cases::ours_guarded::timeout_async),

@@ -4,4 +4,5 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod adaptive_limit_sim;
 pub mod demo;

@@ -62,10 +62,51 @@ pub fn parse(input: &str) -> Result<Duration, DurationError> {
     if s == "0" {
         return Ok(Duration::ZERO);
     }
-    if s.len() > 2 && s[..2].eq_ignore_ascii_case("PT") {
-        return parse_iso(input, &s[2..]);
+    // Every form of the grammar is ASCII; refusing anything else first is what makes the byte
+    // indexing below land on character boundaries (`"1µs"`, `"€5s"` are errors, never a panic).
+    if !s.is_ascii() {
+        return Err(DurationError::new(input, "not ASCII"));
     }
-    parse_groups(input, s)
+    match s.get(..2) {
+        Some(prefix) if s.len() > 2 && prefix.eq_ignore_ascii_case("PT") => parse_iso(input, &s[2..]),
+        _ => parse_groups(input, s),
+    }
+}
+
+/// Formats a duration in the grammar's integer+unit form, largest unit first, so that
+/// `parse(&format(d)) == Ok(d)` for every `Duration`.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata_duration::{format, parse};
+///
+/// assert_eq!(format(Duration::from_millis(90_250)), "1m30s250ms");
+/// assert_eq!(format(Duration::ZERO), "0");
+/// assert_eq!(parse(&format(Duration::MAX)), Ok(Duration::MAX));
+/// ```
+pub fn format(duration: Duration) -> String {
+    const UNITS: [(&str, u128); 6] = [
+        ("h", 3_600_000_000_000),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+        ("ns", 1),
+    ];
+    let mut rest = duration.as_nanos();
+    if rest == 0 {
+        return "0".to_owned();
+    }
+    let mut out = String::new();
+    for (unit, nanos) in UNITS {
+        let count = rest / nanos;
+        if count > 0 {
+            out.push_str(&count.to_string());
+            out.push_str(unit);
+            rest %= nanos;
+        }
+    }
+    out
 }
 
 fn unit_nanos(unit: &str) -> Option<u128> {
@@ -80,6 +121,7 @@ fn unit_nanos(unit: &str) -> Option<u128> {
     })
 }
 
+/// `s` is ASCII (checked by [`parse`]): every byte index below is a character boundary.
 fn parse_groups(input: &str, s: &str) -> Result<Duration, DurationError> {
     let mut total: u128 = 0;
     let mut rest = s;
@@ -109,6 +151,8 @@ fn nanos_to_duration(input: &str, nanos: u128) -> Result<Duration, DurationError
     Ok(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }
 
+/// `body` is ASCII (checked by [`parse`]): every byte index below is a character boundary, and
+/// `len + 1` steps over the one-byte designator just matched.
 fn parse_iso(input: &str, body: &str) -> Result<Duration, DurationError> {
     let mut total: u128 = 0;
     let mut rest = body;
@@ -153,7 +197,10 @@ fn iso_component(input: &str, number: &str, unit: u128, fraction_allowed: bool) 
     } else {
         format!("{frac:0<9}").parse().map_err(|_| DurationError::new(input, "bad fraction"))?
     };
-    whole.checked_mul(unit).map(|v| v + frac_nanos).ok_or_else(|| DurationError::new(input, "too large"))
+    whole
+        .checked_mul(unit)
+        .and_then(|v| v.checked_add(frac_nanos))
+        .ok_or_else(|| DurationError::new(input, "too large"))
 }
 
 #[cfg(test)]
@@ -200,5 +247,18 @@ mod tests {
     #[test]
     fn overflow_is_an_error() {
         assert!(parse("99999999999999999999999999999999999999h").is_err());
+    }
+
+    #[test]
+    fn multi_byte_characters_are_an_error_not_a_panic() {
+        for bad in ["1µs", "€5s", "µ", "5€", "PT1€", "PT€S", "p€1s", "1s€", "PT1.€S", "é"] {
+            assert!(parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn a_fraction_that_overflows_is_an_error_not_a_panic() {
+        let err = parse("PT340282366920938463463374607431.9S").unwrap_err();
+        assert_eq!(err.reason(), "too large");
     }
 }

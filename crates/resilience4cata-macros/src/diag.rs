@@ -21,6 +21,9 @@ pub(crate) const ATR_PERMITS: &str = "R4C-ATR-030";
 pub(crate) const ATR_PERIOD: &str = "R4C-ATR-031";
 pub(crate) const ATR_MAX_CONCURRENT_CALLS: &str = "R4C-ATR-032";
 pub(crate) const ATR_TIMEOUT_DURATION: &str = "R4C-ATR-033";
+/// Adaptive limit values (`R4C-ATR-05x`): the limits' order, and the algorithms' parameters.
+pub(crate) const ATR_LIMIT_ORDER: &str = "R4C-ATR-050";
+pub(crate) const ATR_LIMIT_PARAMETER: &str = "R4C-ATR-051";
 /// Circuit breaker values (`R4C-ATR-02x`).
 pub(crate) const ATR_CB_COUNT: &str = "R4C-ATR-020";
 pub(crate) const ATR_CB_RATE: &str = "R4C-ATR-021";

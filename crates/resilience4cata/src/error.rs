@@ -24,6 +24,8 @@ pub mod codes {
     pub const CONFIG_UNKNOWN_KEY: &str = "R4C-CFG-002";
     /// A configuration file has a value of the wrong type or grammar.
     pub const CONFIG_BAD_VALUE: &str = "R4C-CFG-003";
+    /// A configuration file has a value out of range on its own (`max_attempts = 0`).
+    pub const CONFIG_OUT_OF_RANGE: &str = "R4C-CFG-004";
 }
 
 /// A configuration problem found when building a registry, a wrapper or a pipeline.

@@ -7,6 +7,7 @@ mod subscription;
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
@@ -197,6 +198,41 @@ pub(crate) trait Published: Event {
     fn register_metrics(instance: &Arc<str>) -> Self::Metrics;
 }
 
+/// Panics of listeners, `tracing` subscribers and `metrics` recorders caught while publishing, in
+/// this process.
+static LISTENER_PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times, in this process, a listener (or a `tracing` subscriber or `metrics` recorder
+/// behind an event) panicked while a policy published an event.
+///
+/// Publishing is isolated: the policy's state is updated before its event is published, and a
+/// panic while publishing is caught, counted here and otherwise ignored (the panic hook has
+/// already reported it), so an observer never changes what a policy does next and never turns a
+/// call's result into a panic. Watch this counter (and the panic hook's output) to find a faulty
+/// observer. With `panic = "abort"` nothing can be caught: the process ends, as with any panic.
+///
+/// ```
+/// use resilience4cata::Registry;
+///
+/// let registry = Registry::builder().build()?;
+/// assert_eq!(resilience4cata::listener_panics(), 0); // nothing published, nothing panicked
+/// # drop(registry);
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+pub fn listener_panics() -> u64 {
+    LISTENER_PANICS.load(Ordering::Relaxed)
+}
+
+/// Runs one observer. Its panic is caught, so it can neither change the policy's next step nor
+/// escape from a guard's `drop` during an unwind (which would abort the process). Observers hold
+/// no state of the policy's, so nothing they leave half-done is read afterwards: asserting unwind
+/// safety is sound here.
+pub(crate) fn isolated(observe: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(observe)).is_err() {
+        LISTENER_PANICS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E: Published> {
     listeners: Box<[Listener<E>]>,
@@ -269,12 +305,14 @@ impl<E: Published> Publisher<E> {
         }
     }
 
+    /// Each observer runs isolated: a panic is caught and counted (see [`listener_panics`]), and
+    /// the next observer still gets the event.
     #[cold]
     fn emit_cold(&self, event: E) {
         #[cfg(feature = "tracing")]
-        tracing::event!(target: "resilience4cata", tracing::Level::DEBUG, event = ?event);
+        isolated(|| tracing::event!(target: "resilience4cata", tracing::Level::DEBUG, event = ?event));
         for listener in self.listeners.iter() {
-            listener(&event);
+            isolated(|| listener(&event));
         }
         if self.hub.has_subscribers() {
             self.hub.publish(&sealed::Sealed::into_any(event));
@@ -300,7 +338,7 @@ macro_rules! publish {
         #[cfg(feature = "metrics")]
         {
             let $m = events.metrics();
-            $record;
+            $crate::events::isolated(|| $record); // a panicking recorder is an observer too
         }
         events.emit($make);
     }};

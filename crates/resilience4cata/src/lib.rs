@@ -4,6 +4,7 @@
 
 #[doc(hidden)]
 pub mod __private;
+pub mod adaptive_limit;
 pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod clock;
@@ -22,16 +23,17 @@ mod scope;
 #[cfg(feature = "serde")]
 mod serde_millis;
 pub mod shared;
+mod sync;
 pub mod timeout;
 
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
-pub use events::Event;
+pub use events::{Event, listener_panics};
 pub use fallback::FallbackContext;
 pub use pipeline::{Pipeline, PipelineBuilder};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
-pub use registry::{Registry, RegistryBuilder, RegistrySnapshot};
+pub use registry::{Registry, RegistryBuilder, RegistrySnapshot, UnusedConfig};
 pub use rejection::{Rejection, ResilienceError};
 /// `#[resilient]` on a trait, and `#[derive(ResilienceError)]` (same name as the trait, like serde's
 /// `Serialize`).

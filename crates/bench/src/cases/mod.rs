@@ -4,6 +4,7 @@
 //! Anchors are configured the way their documentation shows, with what the case needs and no more:
 //! no listeners, no metrics, no tracing features.
 
+pub mod adaptive;
 pub mod baseline;
 pub mod breaker;
 pub mod hedge;

@@ -45,7 +45,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
 }
 
 /// `matches!(error, a) || b(error)` over the given keys, `None` when none is set.
-fn any<const N: usize>(settings: &Settings, keys: [&str; N]) -> Option<TokenStream> {
+pub(crate) fn any<const N: usize>(settings: &Settings, keys: [&str; N]) -> Option<TokenStream> {
     let tests: Vec<_> = keys.iter().filter_map(|k| settings.get(k)).map(test_error).collect();
     (!tests.is_empty()).then(|| quote!(#(#tests)||*))
 }

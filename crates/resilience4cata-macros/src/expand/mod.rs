@@ -5,6 +5,7 @@
 //! Every path is absolute (`::resilience4cata::__private::…`, `::core::…`), so the generated code
 //! depends on nothing the user imported.
 
+pub(crate) mod adaptive_limit;
 pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
 mod desugar;

@@ -6,6 +6,7 @@
 //! `expand/`, and one line in [`POLICIES`]; parsing, validation, merging of trait-level and
 //! method-level attributes, the wrapper's fields and `new` are generic over this table.
 
+pub(crate) mod adaptive_limit;
 pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
 pub(crate) mod fallback;
@@ -27,6 +28,7 @@ pub(crate) static POLICIES: &[&PolicySpec] = &[
     &hedge::HEDGE,
     &circuit_breaker::CIRCUIT_BREAKER,
     &rate_limiter::RATE_LIMITER,
+    &adaptive_limit::ADAPTIVE_LIMIT,
     &timeout::TIMEOUT,
     &bulkhead::BULKHEAD,
 ];

@@ -97,6 +97,11 @@ fn duration(key: &KeySpec, expr: &Expr, nonzero: Option<&str>) -> syn::Result<Va
     if let (0, Some(code)) = (nanos, nonzero) {
         return Err(diag::error(lit, code, format!("`{}` must be longer than zero", key.name)));
     }
+    // The runtime's budget counts in tenths of the window, in a field sized for windows of 1 s
+    // and more (`R4C-REG-003` at run time; here at compile time).
+    if key.name == "budget_window" && nanos < 1_000_000_000 {
+        return Err(diag::error(lit, crate::diag::ATR_BUDGET, "`budget_window` must be at least \"1s\""));
+    }
     Ok(Value::Duration(nanos))
 }
 

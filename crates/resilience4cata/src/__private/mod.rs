@@ -14,6 +14,8 @@ pub use ::std;
 
 pub use crate::Rejection;
 pub use crate::ResilienceError;
+pub use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, LimitOutcome};
+pub use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, Algorithm};
 pub use crate::bulkhead::BulkheadConfigBuilder;
 pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
 pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};

@@ -3,8 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
-use crate::registry::Layer;
-use crate::registry::layered_builder;
+use crate::registry::{KeyProblem, Layer, layered_builder};
 
 /// A bulkhead's resolved configuration: every key has a value.
 ///
@@ -111,22 +110,27 @@ impl Layer for BulkheadConfigBuilder {
 
     fn resolve(&self, instance: &str) -> Result<BulkheadConfig, RegistryError> {
         let c = self.fill();
-        if c.max_concurrent_calls < 1 {
-            return Err(RegistryError::new(
-                codes::INVALID_VALUE,
-                Some(instance),
-                "bulkhead max_concurrent_calls must be at least 1",
-            ));
-        }
-        if c.lease == Some(0) || c.lease_ttl < Duration::from_millis(30) {
-            return Err(RegistryError::new(
-                codes::INVALID_VALUE,
-                Some(instance),
-                "bulkhead lease must be at least 1 and lease_ttl at least 30ms",
-            ));
-        }
+        check_values(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
         Ok(c)
     }
+
+    fn check_keys(&self) -> Result<(), KeyProblem> {
+        check_values(&self.fill())
+    }
+}
+
+/// The rules each value follows on its own (the built-in defaults follow them all).
+fn check_values(c: &BulkheadConfig) -> Result<(), KeyProblem> {
+    if c.max_concurrent_calls < 1 {
+        return Err(("max_concurrent_calls", "bulkhead max_concurrent_calls must be at least 1".into()));
+    }
+    if c.lease == Some(0) {
+        return Err(("lease", "bulkhead lease must be at least 1".into()));
+    }
+    if c.lease_ttl < Duration::from_millis(30) {
+        return Err(("lease_ttl", "bulkhead lease_ttl must be at least 30ms".into()));
+    }
+    Ok(())
 }
 
 impl BulkheadConfigBuilder {

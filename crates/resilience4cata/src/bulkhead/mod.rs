@@ -79,6 +79,8 @@
 mod config;
 mod events;
 mod handle;
+#[cfg(all(test, loom))]
+mod loom;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;

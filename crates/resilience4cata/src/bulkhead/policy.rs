@@ -88,10 +88,13 @@ impl BulkheadState {
         }
     }
 
+    /// The guard exists before `Permitted` is published, so the slot is owned by it whatever an
+    /// observer does.
     #[inline]
     fn permit(&self) -> BulkheadPermit<'_> {
+        let permit = BulkheadPermit { state: Some(self), fleet: false };
         publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
-        BulkheadPermit { state: Some(self), fleet: false }
+        permit
     }
 
     #[cold]

@@ -8,8 +8,10 @@
 //! queue itself.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
+
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{Mutex, MutexGuard};
 use std::task::Waker;
 use std::thread::Thread;
 

@@ -3,8 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
-use crate::registry::Layer;
-use crate::registry::layered_builder;
+use crate::registry::{KeyProblem, Layer, layered_builder};
 
 /// How the breaker's window of recent outcomes is measured.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -168,47 +167,71 @@ impl Layer for CircuitBreakerConfigBuilder {
 
     fn resolve(&self, instance: &str) -> Result<CircuitBreakerConfig, RegistryError> {
         let c = self.fill();
-        validate(&c).map_err(|msg| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
+        validate(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
         Ok(c)
+    }
+
+    fn check_keys(&self) -> Result<(), KeyProblem> {
+        check_values(&self.fill())
     }
 }
 
 /// Every rule a resolved configuration must follow, as a readable message for `R4C-REG-003`.
-fn validate(c: &CircuitBreakerConfig) -> Result<(), String> {
-    let max_window = match c.window_type {
-        WindowType::Count => MAX_COUNT_WINDOW,
-        WindowType::Time => MAX_TIME_WINDOW,
-    };
-    if !(1..=max_window).contains(&c.window_size) {
-        return Err(format!(
-            "circuit_breaker window_size must be within 1..={max_window} for a {:?} window, got {}",
-            c.window_type, c.window_size
-        ));
-    }
-    if c.minimum_calls < 1 {
-        return Err("circuit_breaker minimum_calls must be at least 1".into());
-    }
-    check_percent("failure_rate_threshold", c.failure_rate_threshold)?;
-    check_percent("slow_call_rate_threshold", c.slow_call_rate_threshold)?;
-    if c.slow_call_duration == Some(Duration::ZERO) {
-        return Err("circuit_breaker slow_call_duration must be longer than zero; leave it unset to turn slow-call \
-                    tracking off"
-            .into());
-    }
-    if !(1..=MAX_HALF_OPEN_CALLS).contains(&c.permitted_calls_in_half_open) {
-        return Err(format!(
-            "circuit_breaker permitted_calls_in_half_open must be within 1..={MAX_HALF_OPEN_CALLS}, got {}",
-            c.permitted_calls_in_half_open
+fn validate(c: &CircuitBreakerConfig) -> Result<(), KeyProblem> {
+    check_values(c)?;
+    if c.window_type == WindowType::Time && c.window_size > MAX_TIME_WINDOW {
+        return Err((
+            "window_size",
+            format!(
+                "circuit_breaker window_size must be within 1..={MAX_TIME_WINDOW} for a Time window, got {}",
+                c.window_size
+            ),
         ));
     }
     Ok(())
 }
 
-fn check_percent(key: &str, value: f64) -> Result<(), String> {
+/// The rules each value follows on its own (the built-in defaults follow them all).
+fn check_values(c: &CircuitBreakerConfig) -> Result<(), KeyProblem> {
+    if !(1..=MAX_COUNT_WINDOW).contains(&c.window_size) {
+        return Err((
+            "window_size",
+            format!(
+                "circuit_breaker window_size must be within 1..={MAX_COUNT_WINDOW} for a {:?} window, got {}",
+                c.window_type, c.window_size
+            ),
+        ));
+    }
+    if c.minimum_calls < 1 {
+        return Err(("minimum_calls", "circuit_breaker minimum_calls must be at least 1".into()));
+    }
+    check_percent("failure_rate_threshold", c.failure_rate_threshold)?;
+    check_percent("slow_call_rate_threshold", c.slow_call_rate_threshold)?;
+    if c.slow_call_duration == Some(Duration::ZERO) {
+        return Err((
+            "slow_call_duration",
+            "circuit_breaker slow_call_duration must be longer than zero; leave it unset to turn slow-call tracking \
+             off"
+            .into(),
+        ));
+    }
+    if !(1..=MAX_HALF_OPEN_CALLS).contains(&c.permitted_calls_in_half_open) {
+        return Err((
+            "permitted_calls_in_half_open",
+            format!(
+                "circuit_breaker permitted_calls_in_half_open must be within 1..={MAX_HALF_OPEN_CALLS}, got {}",
+                c.permitted_calls_in_half_open
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_percent(key: &'static str, value: f64) -> Result<(), KeyProblem> {
     if value > 0.0 && value <= 100.0 {
         Ok(())
     } else {
-        Err(format!("circuit_breaker {key} must be a percentage above 0 and at most 100, got {value}"))
+        Err((key, format!("circuit_breaker {key} must be a percentage above 0 and at most 100, got {value}")))
     }
 }
 

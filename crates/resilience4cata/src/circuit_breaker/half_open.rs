@@ -6,7 +6,7 @@
 //! first probe re-tags it. Every change is one compare-and-set, so exactly one completion sees the
 //! last probe done and decides.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 

@@ -120,6 +120,8 @@ mod config;
 mod events;
 mod half_open;
 mod handle;
+#[cfg(all(test, loom))]
+mod loom;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;

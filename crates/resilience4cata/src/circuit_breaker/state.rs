@@ -20,8 +20,8 @@
 //! newer closed window if the breaker completes a whole transition into a fresh closed state in the
 //! nanoseconds between them.
 
+use crate::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;

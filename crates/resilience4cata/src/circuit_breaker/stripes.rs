@@ -7,8 +7,8 @@
 //! counter with `fetch_add`, which is exact too, only slower. The index is the same in every
 //! counter, so one claim serves every breaker.
 
+use crate::sync::atomic::{AtomicU64, Ordering};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -17,30 +17,58 @@ pub(crate) const STRIPES: usize = 32;
 const UNCLAIMED: usize = usize::MAX;
 
 /// Which stripe indices live threads own.
+#[cfg(not(all(test, loom)))]
 static CLAIMED: AtomicU64 = AtomicU64::new(0);
 
+// Under loom the bitmap is a model atomic too (its release/acquire hands a stripe's increments to
+// the stripe's next owner), fresh in every execution.
+#[cfg(all(test, loom))]
+loom::lazy_static! {
+    static ref CLAIMED: AtomicU64 = AtomicU64::new(0);
+}
+
 /// Gives this thread's stripe back when the thread exits.
+#[cfg(not(all(test, loom)))]
 struct Claim {
     index: Cell<usize>,
 }
 
+#[cfg(not(all(test, loom)))]
 impl Drop for Claim {
     fn drop(&mut self) {
-        let index = self.index.get();
-        // Increments made after this point (by later destructors) go to the shared overflow.
-        let _ = INDEX.try_with(|i| i.set(STRIPES));
-        if index < STRIPES {
-            // Release: the next owner sees every increment this thread made.
-            CLAIMED.fetch_and(!(1 << index), Ordering::Release);
-        }
+        release(self.index.get());
     }
 }
 
+/// Gives `index` back as this thread ends.
+fn release(index: usize) {
+    // Increments made after this point (by later destructors) go to the shared overflow.
+    let _ = INDEX.try_with(|i| i.set(STRIPES));
+    if index < STRIPES {
+        // Release: the next owner sees every increment this thread made.
+        CLAIMED.fetch_and(!(1 << index), Ordering::Release);
+    }
+}
+
+/// loom runs no thread-local destructors a model could rely on: a model's thread gives its stripe
+/// back by calling this as it ends, which is what `Claim`'s destructor does.
+#[cfg(all(test, loom))]
+pub(super) fn release_at_thread_end() {
+    release(stripe());
+}
+
+#[cfg(not(all(test, loom)))]
 thread_local! {
     /// This thread's stripe index (no destructor, so reading it is one thread-local load).
     static INDEX: Cell<usize> = const { Cell::new(UNCLAIMED) };
     /// Registered on the first claim; its destructor releases the index.
     static CLAIM: Claim = const { Claim { index: Cell::new(UNCLAIMED) } };
+}
+
+// loom runs its threads on one OS thread: their thread-locals must be loom's.
+#[cfg(all(test, loom))]
+loom::thread_local! {
+    static INDEX: Cell<usize> = Cell::new(UNCLAIMED);
 }
 
 /// This thread's stripe index: below `STRIPES` once claimed, `STRIPES` when none was free,
@@ -52,6 +80,7 @@ fn stripe() -> usize {
 
 #[cold]
 fn claim() -> usize {
+    #[cfg(not(all(test, loom)))]
     let index = CLAIM
         .try_with(|claim| {
             let index = claim_free();
@@ -59,6 +88,8 @@ fn claim() -> usize {
             index
         })
         .unwrap_or(STRIPES);
+    #[cfg(all(test, loom))]
+    let index = claim_free(); // given back by `release_at_thread_end`
     INDEX.with(|i| i.set(index));
     index
 }

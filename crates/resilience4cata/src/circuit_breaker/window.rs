@@ -24,7 +24,7 @@
 //! at that instant; decoding clamps them into range, so a transient can never show more failures
 //! than calls.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 

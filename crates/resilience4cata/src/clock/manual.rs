@@ -80,6 +80,8 @@ impl ManualClock {
 
     /// The current time, as an `Instant` that moves only with this clock.
     pub fn now(&self) -> Instant {
+        // At most u64::MAX nanoseconds (584 years) after a real `Instant`: within the range of
+        // every platform's `Instant` (64-bit seconds or more), so this addition cannot overflow.
         self.shared.origin + self.elapsed()
     }
 

@@ -286,6 +286,32 @@ mod tests {
     }
 
     #[test]
+    fn system_sleep_of_duration_max_waits_until_shutdown_without_overflow() {
+        let timer = Arc::new(Clock::system().into_timer());
+        let t2 = Arc::clone(&timer);
+        let handle = std::thread::spawn(move || t2.sleep(Duration::MAX));
+        std::thread::sleep(Duration::from_millis(20));
+        timer.shut_down();
+        assert_eq!(handle.join().expect("no `Instant + Duration::MAX` overflow"), Err(Interrupted));
+        // Decided before the deadline is computed too: a wait asked for after shutdown.
+        assert_eq!(timer.waits.park(Duration::MAX, &AtomicBool::new(true)), Err(Interrupted));
+    }
+
+    #[test]
+    fn ticker_keeps_running_after_shutdown() {
+        // Shutdown interrupts waits between attempts; in-flight timeouts still need fresh time.
+        let timer = Arc::new(Clock::system().into_timer());
+        timer.keep_coarse_fresh();
+        timer.shut_down();
+        let frozen = timer.coarse_now();
+        let give_up = std::time::Instant::now() + Duration::from_secs(10);
+        while timer.coarse_now() <= frozen.saturating_add(2_000_000) && std::time::Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(timer.coarse_now() > frozen.saturating_add(2_000_000), "the coarse clock froze at shutdown");
+    }
+
+    #[test]
     fn ticker_keeps_coarse_fresh() {
         // Only the ticker writes the coarse reading here (no exact read is made), so any movement is
         // the ticker's; waiting for it has no timing bound beyond a generous give-up.

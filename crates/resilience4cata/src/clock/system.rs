@@ -24,21 +24,20 @@ impl SystemTime {
         super::nanos(self.origin.elapsed())
     }
 
-    /// The instant `nanos` after the origin.
-    pub(super) fn instant_at(&self, nanos: u64) -> Instant {
-        self.origin + Duration::from_nanos(nanos)
+    /// The instant `nanos` after the origin, or `None` beyond what an `Instant` represents.
+    pub(super) fn instant_at(&self, nanos: u64) -> Option<Instant> {
+        self.origin.checked_add(Duration::from_nanos(nanos))
     }
 
-    /// One thread per registry at most; it stops when the registry (its timer) is dropped.
+    /// One thread per registry at most; it stops when the registry (its timer) is dropped, not at
+    /// `Registry::shutdown`: calls drained during a graceful shutdown still need fresh time for their
+    /// timeouts and rate limits.
     pub(super) fn start_ticker(&self, timer: Weak<Timer>) {
         if self.ticking.swap(true, Ordering::AcqRel) {
             return;
         }
         let spawned = std::thread::Builder::new().name("resilience4cata-ticker".into()).spawn(move || {
             while let Some(timer) = timer.upgrade() {
-                if timer.is_shut_down() {
-                    break;
-                }
                 timer.now();
                 drop(timer);
                 std::thread::sleep(TICK);
@@ -68,19 +67,24 @@ impl Waits {
         self.notify.notify_waiters();
     }
 
-    /// Parks the calling thread for `wait`, or until shutdown.
+    /// Parks the calling thread for `wait`, or until shutdown. A wait beyond what an `Instant` can
+    /// represent (`Duration::MAX` from a builder or a file) saturates: it lasts until shutdown.
     pub(super) fn park(&self, wait: Duration, shutdown: &AtomicBool) -> Result<(), Interrupted> {
-        let deadline = Instant::now() + wait;
+        let deadline = Instant::now().checked_add(wait);
         let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if shutdown.load(Ordering::Acquire) {
                 return Err(Interrupted);
             }
-            let now = Instant::now();
-            if now >= deadline {
+            let Some(deadline) = deadline else {
+                guard = self.condvar.wait(guard).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
                 return Ok(());
             }
-            guard = self.condvar.wait_timeout(guard, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+            guard = self.condvar.wait_timeout(guard, left).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
 
@@ -113,11 +117,14 @@ impl Waits {
 /// A plain wait until `deadline` that shutdown does not interrupt (a timeout's timer); reads no
 /// clock of its own.
 #[cfg(feature = "tokio")]
-pub(super) async fn sleep_until(deadline: Instant) {
-    tokio::time::sleep_until(deadline.into()).await;
+pub(super) async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
 }
 
 #[cfg(not(feature = "tokio"))]
-pub(super) async fn sleep_until(_deadline: Instant) {
+pub(super) async fn sleep_until(_deadline: Option<Instant>) {
     unreachable!("[R4C-REG-010] async waits on the system clock need the `tokio` feature; checked when wrapping")
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
-use crate::registry::Layer;
+use crate::registry::{KeyProblem, Layer};
 use crate::retry::config::layered_builder;
 
 /// The most extra attempts one hedged call may start (`max_hedged_attempts`).
@@ -72,19 +72,28 @@ impl Layer for HedgeConfigBuilder {
 
     fn resolve(&self, instance: &str) -> Result<HedgeConfig, RegistryError> {
         let c = self.fill();
-        if !(1..=MAX_HEDGED_ATTEMPTS).contains(&c.max_hedged_attempts) {
-            return Err(RegistryError::new(
-                codes::INVALID_VALUE,
-                Some(instance),
-                format!(
-                    "hedge max_hedged_attempts must be within 1..={MAX_HEDGED_ATTEMPTS}, got {} (use `enabled = false` \
-                     for no hedging)",
-                    c.max_hedged_attempts
-                ),
-            ));
-        }
+        check_values(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
         Ok(c)
     }
+
+    fn check_keys(&self) -> Result<(), KeyProblem> {
+        check_values(&self.fill())
+    }
+}
+
+/// The rules each value follows on its own (the built-in defaults follow them all).
+fn check_values(c: &HedgeConfig) -> Result<(), KeyProblem> {
+    if !(1..=MAX_HEDGED_ATTEMPTS).contains(&c.max_hedged_attempts) {
+        return Err((
+            "max_hedged_attempts",
+            format!(
+                "hedge max_hedged_attempts must be within 1..={MAX_HEDGED_ATTEMPTS}, got {} (use `enabled = false` \
+                 for no hedging)",
+                c.max_hedged_attempts
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

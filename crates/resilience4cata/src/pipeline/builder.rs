@@ -16,6 +16,8 @@ use super::execute::find_rejection;
 use super::guards::Guards;
 use super::kind::{AsyncOnly, Hedged, Kind, Plain, Rejecting};
 use super::rules::FindRejection;
+use crate::adaptive_limit::AdaptiveLimitConfigBuilder;
+use crate::adaptive_limit::policy::AdaptiveLimitPolicy;
 use crate::bulkhead::BulkheadConfigBuilder;
 use crate::bulkhead::policy::BulkheadPolicy;
 use crate::circuit_breaker::CircuitBreakerConfigBuilder;
@@ -75,6 +77,7 @@ struct Wants {
     hedge: Option<Wanted<HedgeConfigBuilder>>,
     circuit_breaker: Option<Wanted<CircuitBreakerConfigBuilder>>,
     rate_limiter: Option<Wanted<RateLimiterConfigBuilder>>,
+    adaptive_limit: Option<Wanted<AdaptiveLimitConfigBuilder>>,
     timeout: Option<Wanted<TimeoutConfigBuilder>>,
     bulkhead: Option<Wanted<BulkheadConfigBuilder>>,
 }
@@ -87,7 +90,7 @@ struct Wants {
 /// built-in defaults < registry defaults < the named configuration < the `_with` overrides <
 /// `retry_instance(id, …)` on the registry. The order of the builder calls does not matter: the
 /// policies always nest in the order of the generated code (retry outermost, then circuit breaker,
-/// rate limiter, timeout, bulkhead).
+/// rate limiter, adaptive limit, timeout, bulkhead).
 ///
 /// `K` is the builder's type-state ([`Plain`], [`Rejecting`] or [`AsyncOnly`]): it decides what
 /// `build` asks of the error type and whether the pipeline can run blocking calls.
@@ -273,6 +276,29 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
     );
 
     policy_methods!(
+        adaptive_limit, adaptive_limit_config, adaptive_limit_with, AdaptiveLimitConfigBuilder => K::Rejecting,
+        "adaptive concurrency limit (then `build` needs `E: ResilienceError`)",
+        [
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"search\").adaptive_limit().build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.adaptive_limit(\"search\").unwrap().snapshot().limit, 20);",
+            "use resilience4cata::adaptive_limit::Algorithm;\n\
+             use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().adaptive_limit(\"vegas\", |a| a.algorithm(Algorithm::Vegas)).build()?;\n\
+             Pipeline::builder(&registry, \"search\").adaptive_limit_config(\"vegas\").build::<u32, std::io::Error>()?;\n\
+             assert_eq!(registry.snapshot().adaptive_limits()[0].config.algorithm, Algorithm::Vegas);",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             let search = Pipeline::builder(&registry, \"search\")\n    \
+                 .adaptive_limit_with(|a| a.initial_limit(10))\n    \
+                 .build::<u32, std::io::Error>()?;\n\
+             let _ = search.execute(|| Err(std::io::Error::other(\"overloaded\"))); // a drop: 10 × 0.9\n\
+             assert_eq!(registry.adaptive_limit(\"search\").unwrap().snapshot().limit, 9);"
+        ]
+    );
+
+    policy_methods!(
         timeout, timeout_config, timeout_with, TimeoutConfigBuilder => K::AsyncOnly,
         "timeout on each attempt (then `build` needs `E: ResilienceError`, and the pipeline offers \
          only `execute_async`)",
@@ -344,22 +370,31 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
         let rate_limiter = Wanted::resolve(wants.rate_limiter, |config, attrs| {
             RateLimiterPolicy::build(registry, id, None, config, is_async, attrs)
         })?;
+        let adaptive_limit = Wanted::resolve(wants.adaptive_limit, |config, attrs| {
+            AdaptiveLimitPolicy::build(registry, id, None, config, is_async, attrs)
+        })?;
         let timeout = Wanted::resolve(wants.timeout, |config, attrs| {
             TimeoutPolicy::build(registry, id, None, config, true, attrs)
         })?;
         let bulkhead = Wanted::resolve(wants.bulkhead, |config, attrs| {
             BulkheadPolicy::build(registry, id, None, config, is_async, attrs)
         })?;
-        let guarded = circuit_breaker.is_some() || rate_limiter.is_some() || timeout.is_some() || bulkhead.is_some();
+        let guarded = circuit_breaker.is_some()
+            || rate_limiter.is_some()
+            || adaptive_limit.is_some()
+            || timeout.is_some()
+            || bulkhead.is_some();
         let guards = rejections.filter(|_| guarded).map(|(wrap, find)| Guards {
             circuit_breaker,
             rate_limiter,
+            adaptive_limit,
             timeout,
             bulkhead,
             wrap,
             find,
             record_on: None,
             ignore_on: None,
+            drop_on: None,
         });
         let async_waits = registry.inner().timer.can_sleep_async();
         Ok(Pipeline::from_parts(registry.clone(), Arc::from(id), retry, guards, async_waits).with_hedge(hedge))

@@ -286,8 +286,9 @@ impl<T, E, M> Pipeline<T, E, M> {
 
     /// Leaves the errors `f` accepts out of the breaker's window (default: none), like the
     /// breaker's `ignore_on = <pattern>`; it wins over [`record_on`](Self::record_on), and an
-    /// ignored half-open probe gives its permit back. Only a pipeline with a circuit breaker
-    /// records anything; elsewhere this has no effect.
+    /// ignored half-open probe gives its permit back. It serves an adaptive limit too: an ignored
+    /// error is not a sample (and wins over [`drop_on`](Self::drop_on)). Only a pipeline with a
+    /// circuit breaker or an adaptive limit records anything; elsewhere this has no effect.
     ///
     /// ```
     /// use resilience4cata::{Pipeline, Registry};
@@ -306,6 +307,34 @@ impl<T, E, M> Pipeline<T, E, M> {
     pub fn ignore_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
         if let Some(guards) = &mut self.guards {
             guards.ignore_on = Some(Arc::new(f));
+        }
+        self
+    }
+
+    /// Counts as an adaptive limit drop only the errors `f` accepts (default: every `Err`), like
+    /// `drop_on = <pattern>`; any other `Err` is a success sample. [`ignore_on`](Self::ignore_on)
+    /// serves the adaptive limit too (an ignored error is not a sample) and wins over this; an
+    /// inner timeout is always a drop and a local refusal never a sample. Only a pipeline with an
+    /// adaptive limit takes samples; elsewhere this has no effect.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    /// use std::io::{Error, ErrorKind};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let search = Pipeline::builder(&registry, "search")
+    ///     .adaptive_limit()
+    ///     .build::<u32, Error>()?
+    ///     .drop_on(|e| e.kind() == ErrorKind::TimedOut);
+    /// let _ = search.execute(|| Err(Error::from(ErrorKind::NotFound))); // a success sample
+    /// assert_eq!(registry.adaptive_limit("search").unwrap().snapshot().limit, 20);
+    /// let _ = search.execute(|| Err(Error::from(ErrorKind::TimedOut))); // a drop
+    /// assert_eq!(registry.adaptive_limit("search").unwrap().snapshot().limit, 18);
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn drop_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        if let Some(guards) = &mut self.guards {
+            guards.drop_on = Some(Arc::new(f));
         }
         self
     }

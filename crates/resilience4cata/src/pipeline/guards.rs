@@ -1,6 +1,6 @@
 //! The policies inside the retry, around each attempt, in the generated code's order (docs/architecture.md,
 //! "The path of one call"):
-//! circuit breaker → rate limiter → timeout → bulkhead → the caller's call. Each one is the
+//! circuit breaker → rate limiter → adaptive limit → timeout → bulkhead → the caller's call. Each one is the
 //! generated layer written once for every `E`: ask the policy object, turn its refusal into `E`
 //! with `E::from_rejection`, call inward, and (breaker) record the classified outcome.
 
@@ -9,6 +9,7 @@ use std::future::Future;
 
 use super::rules::{FindRejection, Predicate};
 use crate::Rejection;
+use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, LimitOutcome};
 use crate::bulkhead::policy::BulkheadPolicy;
 use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome};
 use crate::rate_limiter::policy::RateLimiterPolicy;
@@ -19,6 +20,7 @@ use crate::timeout::policy::TimeoutPolicy;
 pub(super) struct Guards<E> {
     pub(super) circuit_breaker: Option<CircuitBreakerPolicy>,
     pub(super) rate_limiter: Option<RateLimiterPolicy>,
+    pub(super) adaptive_limit: Option<AdaptiveLimitPolicy>,
     pub(super) timeout: Option<TimeoutPolicy>,
     pub(super) bulkhead: Option<BulkheadPolicy>,
     pub(super) wrap: fn(Rejection) -> E,
@@ -26,6 +28,8 @@ pub(super) struct Guards<E> {
     /// The breaker's `record_on` (default: every `Err`) and `ignore_on` (default: none).
     pub(super) record_on: Option<Predicate<E>>,
     pub(super) ignore_on: Option<Predicate<E>>,
+    /// The adaptive limit's `drop_on` (default: every `Err`); `ignore_on` serves it too.
+    pub(super) drop_on: Option<Predicate<E>>,
 }
 
 impl<E> Clone for Guards<E> {
@@ -33,12 +37,14 @@ impl<E> Clone for Guards<E> {
         Guards {
             circuit_breaker: self.circuit_breaker.clone(),
             rate_limiter: self.rate_limiter.clone(),
+            adaptive_limit: self.adaptive_limit.clone(),
             timeout: self.timeout.clone(),
             bulkhead: self.bulkhead.clone(),
             wrap: self.wrap,
             find: self.find,
             record_on: self.record_on.clone(),
             ignore_on: self.ignore_on.clone(),
+            drop_on: self.drop_on.clone(),
         }
     }
 }
@@ -48,10 +54,12 @@ impl<E> fmt::Debug for Guards<E> {
         f.debug_struct("Guards")
             .field("circuit_breaker", &self.circuit_breaker.as_ref().map(CircuitBreakerPolicy::instance))
             .field("rate_limiter", &self.rate_limiter.as_ref().map(RateLimiterPolicy::instance))
+            .field("adaptive_limit", &self.adaptive_limit.as_ref().map(AdaptiveLimitPolicy::instance))
             .field("timeout", &self.timeout.as_ref().map(TimeoutPolicy::instance))
             .field("bulkhead", &self.bulkhead.as_ref().map(BulkheadPolicy::instance))
             .field("record_on", &self.record_on.is_some())
             .field("ignore_on", &self.ignore_on.is_some())
+            .field("drop_on", &self.drop_on.is_some())
             .finish()
     }
 }
@@ -61,7 +69,10 @@ impl<E> Guards<E> {
     /// unboxed, with an owned permit, as [`run_async`](Self::run_async) would.
     #[cfg(feature = "tower")]
     pub(super) fn only_breaker(&self) -> Option<&CircuitBreakerPolicy> {
-        let limits = self.rate_limiter.is_some() || self.timeout.is_some() || self.bulkhead.is_some();
+        let limits = self.rate_limiter.is_some()
+            || self.adaptive_limit.is_some()
+            || self.timeout.is_some()
+            || self.bulkhead.is_some();
         self.circuit_breaker.as_ref().filter(|_| !limits)
     }
 
@@ -98,6 +109,17 @@ impl<E> Guards<E> {
         if let Some(limiter) = &self.rate_limiter {
             limiter.acquire().map_err(self.wrap)?;
         }
+        let permit = match &self.adaptive_limit {
+            Some(limit) => Some(limit.acquire().map_err(self.wrap)?),
+            None => None,
+        };
+        let outcome = self.bulkheaded_sync(attempt);
+        self.sample(permit, &outcome);
+        outcome
+    }
+
+    #[inline]
+    fn bulkheaded_sync<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         let Some(bulkhead) = &self.bulkhead else {
             return attempt();
         };
@@ -116,6 +138,22 @@ impl<E> Guards<E> {
             Ok(_) => Outcome::Success,
             Err(e) => self.classify_err(e),
         }
+    }
+
+    /// Hands the attempt's outcome to the adaptive limit with its slot, classified as the
+    /// generated layer does: an inner timeout is a drop, a local refusal is ignored, then
+    /// `ignore_on`, then `drop_on` (default: every `Err`).
+    #[inline]
+    fn sample<T>(&self, permit: Option<AdaptiveLimitPermit<'_>>, outcome: &Result<T, E>) {
+        let Some(permit) = permit else { return };
+        permit.finish(match outcome {
+            Ok(_) => LimitOutcome::Success,
+            Err(e) => LimitOutcome::of_error(
+                (self.find)(e),
+                || self.ignore_on.as_ref().is_some_and(|ignored| ignored(e)),
+                || self.drop_on.as_ref().is_none_or(|dropped| dropped(e)),
+            ),
+        });
     }
 
     fn classify_err(&self, e: &E) -> Outcome {
@@ -159,13 +197,20 @@ impl<E> Guards<E> {
             let permit = if waits_async { limiter.acquire_async().await } else { limiter.acquire() };
             permit.map_err(self.wrap)?;
         }
-        match &self.timeout {
+        let permit = match &self.adaptive_limit {
+            Some(limit) if waits_async => Some(limit.acquire_async().await.map_err(self.wrap)?),
+            Some(limit) => Some(limit.acquire().map_err(self.wrap)?),
+            None => None,
+        };
+        let outcome = match &self.timeout {
             None => self.bulkheaded(attempt, waits_async).await,
             Some(timeout) => match timeout.run(self.bulkheaded(attempt, waits_async)).await {
                 Ok(outcome) => outcome,
                 Err(rejection) => Err((self.wrap)(rejection)),
             },
-        }
+        };
+        self.sample(permit, &outcome);
+        outcome
     }
 
     async fn bulkheaded<T, Fut>(&self, attempt: impl FnOnce() -> Fut, waits_async: bool) -> Result<T, E>

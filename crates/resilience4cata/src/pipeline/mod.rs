@@ -32,7 +32,7 @@
 //!   `retry_instance(id, …)`. Everything is resolved once, by [`PipelineBuilder::build`]; calls never
 //!   consult configuration.
 //! - **Order.** Policies nest in the fixed order of the generated code, whatever order the builder
-//!   calls come in: retry → circuit breaker → rate limiter → timeout → bulkhead → the call. Every
+//!   calls come in: retry → circuit breaker → rate limiter → adaptive limit → timeout → bulkhead → the call. Every
 //!   retry attempt passes the breaker (and is recorded), takes its own permit and gets its own
 //!   timeout; an open breaker stops the retries at once; calls the breaker refuses take no permit;
 //!   the bulkhead slot is held only while the call runs, never during a backoff.

@@ -3,8 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
-use crate::registry::Layer;
-use crate::registry::layered_builder;
+use crate::registry::{KeyProblem, Layer, layered_builder};
 
 /// A rate limiter's resolved configuration: every key has a value.
 ///
@@ -120,18 +119,27 @@ impl Layer for RateLimiterConfigBuilder {
 
     fn resolve(&self, instance: &str) -> Result<RateLimiterConfig, RegistryError> {
         let c = self.fill();
-        let invalid = |msg: &str| Err(RegistryError::new(codes::INVALID_VALUE, Some(instance), msg));
-        if c.permits < 1 {
-            return invalid("rate_limiter permits must be at least 1");
-        }
-        if c.period.is_zero() {
-            return invalid("rate_limiter period must be longer than zero");
-        }
-        if c.lease.is_some_and(|lease| !(1..=MAX_LEASE).contains(&lease)) {
-            return invalid("rate_limiter lease must be between 1 and 1048575 permits");
-        }
+        check_values(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
         Ok(c)
     }
+
+    fn check_keys(&self) -> Result<(), KeyProblem> {
+        check_values(&self.fill())
+    }
+}
+
+/// The rules each value follows on its own (the built-in defaults follow them all).
+fn check_values(c: &RateLimiterConfig) -> Result<(), KeyProblem> {
+    if c.permits < 1 {
+        return Err(("permits", "rate_limiter permits must be at least 1".into()));
+    }
+    if c.period.is_zero() {
+        return Err(("period", "rate_limiter period must be longer than zero".into()));
+    }
+    if c.lease.is_some_and(|lease| !(1..=MAX_LEASE).contains(&lease)) {
+        return Err(("lease", "rate_limiter lease must be between 1 and 1048575 permits".into()));
+    }
+    Ok(())
 }
 
 /// The largest lease a pool can hold (its count has 20 bits).

@@ -12,7 +12,7 @@
 //! A call that is not conformant yet may *reserve* its permit when the wait is within `max_wait`:
 //! TAT moves as for a conformant call and the caller waits until its turn.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -202,6 +202,23 @@ mod tests {
                     _ => None,
                 };
                 assert_eq!(gcra.permit_now(tat, now), expected, "tat {tat}, now {now}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_stale_reading_is_never_looser_than_the_exact_one() {
+        // For one decision on the same state: whatever the coarse reading admits, the exact clock
+        // (later or equal) admits too (docs/reliability.md, "The rate limiter and the coarse clock").
+        let gcra =
+            Gcra::new(&RateLimiterConfig { permits: 3, period: Duration::from_millis(10), ..Default::default() });
+        for tat in (0..40 * MS).step_by(MS as usize / 3) {
+            for exact in (0..40 * MS).step_by(MS as usize / 2) {
+                for stale in (0..=exact).step_by(MS as usize / 4) {
+                    if gcra.permit_now(tat, stale).is_some() {
+                        assert!(gcra.permit_now(tat, exact).is_some(), "tat {tat}, stale {stale}, exact {exact}");
+                    }
+                }
             }
         }
     }

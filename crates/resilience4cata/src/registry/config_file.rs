@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
 
-use super::{Configs, Layer, PolicyConfigs, for_each_policy};
+use super::{Configs, KeyProblem, Layer, PolicyConfigs, for_each_policy};
 use crate::circuit_breaker::WindowType;
 use crate::error::{RegistryError, codes};
 use crate::retry::{Backoff, Jitter};
@@ -44,6 +44,12 @@ macro_rules! policy_tables {
         impl PolicyTables {
             fn merge_into(self, targets: &mut PolicyConfigs, level: &Level) {
                 $(merge_into(&mut targets.$module, level, self.$module);)*
+            }
+
+            /// The first key of these sections set out of range on its own: `(policy, key, why)`.
+            fn check_keys(&self) -> Result<(), (&'static str, KeyProblem)> {
+                $(check_section(&self.$module)?;)*
+                Ok(())
             }
         }
     };
@@ -93,15 +99,74 @@ fn merge_into<B: Layer>(configs: &mut Configs<B>, level: &Level, builder: Option
     slot.merge(&builder);
 }
 
+/// A section's first key set out of range on its own: `(policy, key, why)`.
+fn check_section<B: Layer>(section: &Option<B>) -> Result<(), (&'static str, KeyProblem)> {
+    section.as_ref().map_or(Ok(()), |b| b.check_keys().map_err(|problem| (B::POLICY, problem)))
+}
+
+/// The same key tree down to each key's value, with where the value is in the text: read again
+/// only to point at an out-of-range value.
+type SpannedKeys = BTreeMap<String, toml::Spanned<toml::Value>>;
+
+#[derive(serde::Deserialize)]
+struct SpanTree {
+    #[serde(default)]
+    defaults: BTreeMap<String, SpannedKeys>,
+    #[serde(default)]
+    configs: BTreeMap<String, BTreeMap<String, SpannedKeys>>,
+    #[serde(default)]
+    instances: BTreeMap<String, BTreeMap<String, SpannedKeys>>,
+}
+
+/// The line of byte `offset` of `text` (1-based); `get` because an offset is not trusted to fall
+/// on a character boundary.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes().get(..offset.min(text.len())).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count()) + 1
+}
+
 impl RegistryConfig {
-    /// Parses TOML, reporting the key path and line of the first problem.
+    /// `R4C-CFG-004` for the first value out of range on its own, with its key path and line.
+    fn check_ranges(&self, text: &str, origin: &str) -> Result<(), RegistryError> {
+        let sections = std::iter::once((None, "defaults", &self.defaults))
+            .chain(self.configs.iter().map(|(name, t)| (Some(name.as_str()), "configs", t)))
+            .chain(self.instances.iter().map(|(id, t)| (Some(id.as_str()), "instances", t)));
+        for (name, level, tables) in sections {
+            let Err((policy, (key, message))) = tables.check_keys() else { continue };
+            let line = toml::from_str::<SpanTree>(text).ok().and_then(|tree| {
+                let policies = match name {
+                    None => Some(&tree.defaults),
+                    Some(name) if level == "configs" => tree.configs.get(name),
+                    Some(id) => tree.instances.get(id),
+                }?;
+                Some(line_of(text, policies.get(policy)?.get(key)?.span().start))
+            });
+            let path: Vec<&str> = [Some(level), name, Some(policy), Some(key)].into_iter().flatten().collect();
+            let at = line.map_or_else(|| origin.to_owned(), |l| format!("{origin}:{l}"));
+            return Err(RegistryError::new(
+                codes::CONFIG_OUT_OF_RANGE,
+                None,
+                format!("{at}: `{}` {message}", path.join(".")),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Parses TOML, reporting the key path and line of the first problem: its syntax
+    /// (`R4C-CFG-001`), an unknown key (`R4C-CFG-002`), a value of the wrong type or grammar
+    /// (`R4C-CFG-003`), or out of range on its own (`R4C-CFG-004`).
     pub(crate) fn from_toml(text: &str, origin: &str) -> Result<Self, RegistryError> {
+        let config = Self::parse_toml(text, origin)?;
+        config.check_ranges(text, origin)?;
+        Ok(config)
+    }
+
+    fn parse_toml(text: &str, origin: &str) -> Result<Self, RegistryError> {
         let deserializer = toml::Deserializer::new(text);
         serde_path_to_error::deserialize(deserializer).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let message = inner.message().to_owned();
-            let line = inner.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let line = inner.span().map(|s| line_of(text, s.start));
             let code = if message.starts_with("unknown field") {
                 codes::CONFIG_UNKNOWN_KEY
             } else if path == "." || path.is_empty() {
@@ -199,6 +264,11 @@ pub(crate) use config_enum;
 
 config_enum!(Backoff { "fixed" => Backoff::Fixed, "exponential" => Backoff::Exponential });
 config_enum!(Jitter { "full" => Jitter::Full, "equal" => Jitter::Equal, "none" => Jitter::None });
+config_enum!(crate::adaptive_limit::Algorithm {
+    "aimd" => crate::adaptive_limit::Algorithm::Aimd,
+    "gradient2" => crate::adaptive_limit::Algorithm::Gradient2,
+    "vegas" => crate::adaptive_limit::Algorithm::Vegas,
+});
 config_enum!(WindowType { "count" => WindowType::Count, "time" => WindowType::Time });
 
 #[cfg(test)]
@@ -271,6 +341,40 @@ mod tests {
         assert!(e.to_string().contains("configs.x.retry.delay"), "{e}");
         assert_eq!(err("[defaults.retry]\njitter = \"sometimes\"\n").code(), "R4C-CFG-003");
         assert_eq!(err("[defaults.retry]\nmax_attempts = \"three\"\n").code(), "R4C-CFG-003");
+    }
+
+    #[test]
+    fn out_of_range_values_name_path_and_line() {
+        let e = err("[defaults.retry]\ndelay = \"1s\"\nmax_attempts = 0\n");
+        assert_eq!(e.code(), "R4C-CFG-004");
+        assert!(e.to_string().contains("app.toml:3: `defaults.retry.max_attempts`"), "{e}");
+        assert!(e.to_string().contains("at least 1"), "{e}");
+        let e = err("[configs.slow.circuit_breaker]\nminimum_calls = 5\n\nfailure_rate_threshold = 0\n");
+        assert_eq!(e.code(), "R4C-CFG-004");
+        assert!(e.to_string().contains("app.toml:4: `configs.slow.circuit_breaker.failure_rate_threshold`"), "{e}");
+        let e = err("[instances]\n\"shop::Api::get\".bulkhead.max_concurrent_calls = 0\n");
+        assert!(e.to_string().contains("app.toml:2: `instances.shop::Api::get.bulkhead.max_concurrent_calls`"), "{e}");
+        let e = err("[defaults]\nrate_limiter = { permits = 3, period = \"0\" }\n");
+        assert!(e.to_string().contains("app.toml:2: `defaults.rate_limiter.period`"), "{e}");
+        let e = err("[instances.\"a::B::c\".timeout]\nduration = \"0\"\n");
+        assert_eq!((e.code(), e.instance()), ("R4C-CFG-004", None));
+        let e = err("[defaults.retry]\nbudget_window = \"100ms\"\n");
+        assert!(e.to_string().contains("`defaults.retry.budget_window`"), "{e}");
+    }
+
+    #[test]
+    fn rules_between_keys_wait_for_resolution() {
+        // Another layer may raise `delay`'s partner: `max_delay < delay` is judged per instance.
+        assert!(RegistryConfig::from_toml("[defaults.retry]\nmax_delay = \"10ms\"\n", "app.toml").is_ok());
+    }
+
+    #[test]
+    fn non_ascii_durations_are_bad_values_not_panics() {
+        for text in ["1µs", "€5s", "PT1€", "5é"] {
+            let e = err(&format!("[defaults.retry]\ndelay = \"{text}\"\n"));
+            assert_eq!(e.code(), "R4C-CFG-003", "{text}: {e}");
+            assert!(e.to_string().contains("app.toml:2: `defaults.retry.delay`"), "{e}");
+        }
     }
 
     #[test]

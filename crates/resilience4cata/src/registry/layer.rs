@@ -1,7 +1,7 @@
 //! The machinery every policy kind plugs into: layered configuration with "unset" keys, and the
 //! table of live instances shared by id.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -19,7 +19,16 @@ pub(crate) trait Layer: Clone + Default + fmt::Debug + Send + Sync + 'static {
 
     /// Fills unset keys with the built-in defaults and validates (`R4C-REG-003`).
     fn resolve(&self, instance: &str) -> Result<Self::Config, RegistryError>;
+
+    /// The first key this layer sets to a value out of range on its own (`max_attempts = 0`), with
+    /// the reason; rules between keys (`max_delay < delay`) wait for [`resolve`](Self::resolve),
+    /// since another layer may complete them. A configuration file reports it as `R4C-CFG-004`.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // read by configuration files
+    fn check_keys(&self) -> Result<(), KeyProblem>;
 }
+
+/// A key whose value is out of range on its own, and why.
+pub(crate) type KeyProblem = (&'static str, String);
 
 /// Registry defaults, named configurations and per-instance overrides of one policy kind.
 #[derive(Clone, Debug, Default)]
@@ -108,6 +117,72 @@ impl<C: PartialEq + fmt::Debug + Clone, S> Instances<C, S> {
     /// Every instance, ordered by id.
     pub(crate) fn all(&self) -> Vec<Arc<S>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner).values().map(|(_, s)| Arc::clone(s)).collect()
+    }
+}
+
+/// A named configuration or instance override that no wrapper or pipeline has resolved so far
+/// (`Registry::unused_config`): usually a typo in a `config = "…"` name or an instance id, or
+/// configuration left behind by code that is gone.
+///
+/// ```
+/// use resilience4cata::{Registry, UnusedConfig};
+///
+/// let registry = Registry::builder()
+///     .retry("external", |r| r.max_attempts(5))
+///     .retry_instance("shop::Api::get", |r| r.max_attempts(2))
+///     .build()?;
+/// // Nothing is wrapped yet: both are unused.
+/// let unused = registry.unused_config();
+/// assert!(unused.contains(&UnusedConfig::Named { policy: "retry", name: "external".into() }));
+/// assert!(unused.contains(&UnusedConfig::Instance { policy: "retry", id: "shop::Api::get".into() }));
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum UnusedConfig {
+    /// `registry.<policy>("name", …)` or `[configs.<name>.<policy>]`: no `config = "name"` chose it.
+    Named {
+        /// The policy section (`"retry"`, `"circuit_breaker"`, …).
+        policy: &'static str,
+        /// The configuration's name.
+        name: String,
+    },
+    /// `<policy>_instance(id, …)` or `[instances."<id>".<policy>]`: no instance with this id was
+    /// built.
+    Instance {
+        /// The policy section (`"retry"`, `"circuit_breaker"`, …).
+        policy: &'static str,
+        /// The instance id.
+        id: String,
+    },
+}
+
+/// Which named configurations and instance ids of one policy kind have been resolved.
+#[derive(Debug, Default)]
+pub(crate) struct Usage {
+    named: Mutex<BTreeSet<String>>,
+    ids: Mutex<BTreeSet<String>>,
+}
+
+impl Usage {
+    /// Notes a resolution of `id` with `config`, whatever its outcome.
+    pub(crate) fn note(&self, id: &str, config: Option<&str>) {
+        if let Some(name) = config {
+            self.named.lock().unwrap_or_else(PoisonError::into_inner).insert(name.to_owned());
+        }
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned());
+    }
+
+    /// What `configs` declares that no resolution has used so far.
+    pub(crate) fn unused<B: Layer>(&self, configs: &Configs<B>) -> Vec<UnusedConfig> {
+        let named = self.named.lock().unwrap_or_else(PoisonError::into_inner);
+        let ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let names = configs.named.keys().filter(|n| !named.contains(*n));
+        let overrides = configs.instances.keys().filter(|id| !ids.contains(*id));
+        names
+            .map(|name| UnusedConfig::Named { policy: B::POLICY, name: name.clone() })
+            .chain(overrides.map(|id| UnusedConfig::Instance { policy: B::POLICY, id: id.clone() }))
+            .collect()
     }
 }
 

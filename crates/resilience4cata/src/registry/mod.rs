@@ -11,7 +11,8 @@ mod policies;
 use std::fmt;
 use std::sync::Arc;
 
-pub(crate) use layer::{Configs, Instances, Layer, layered_builder};
+pub use layer::UnusedConfig;
+pub(crate) use layer::{Configs, Instances, KeyProblem, Layer, Usage, layered_builder};
 pub use policies::RegistrySnapshot;
 pub(crate) use policies::{
     PolicyConfigs, PolicyKind, Registered, Stores, for_each_event_only, for_each_policy, policy_handle, policy_kind,
@@ -123,6 +124,14 @@ impl Registry {
     /// running attempt's timeout is left alone.
     pub fn shutdown(&self) {
         self.inner.timer.shut_down();
+    }
+
+    /// The named configurations and instance overrides (from builder calls or configuration
+    /// files) that no wrapper or pipeline has resolved so far, ordered by policy: call it once
+    /// every wrapper is built to catch a misspelt `config = "…"` or instance id, which are
+    /// otherwise accepted silently. See [`UnusedConfig`].
+    pub fn unused_config(&self) -> Vec<UnusedConfig> {
+        self.inner.stores.unused()
     }
 
     /// Whether [`shutdown`](Registry::shutdown) was called.

@@ -12,7 +12,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{Configs, Inner, Instances, Layer, Registry};
+use super::{Configs, Inner, Instances, Layer, Registry, UnusedConfig, Usage};
 use crate::error::RegistryError;
 use crate::events::{Published, Publisher};
 
@@ -93,6 +93,7 @@ pub(crate) trait Registered: PolicyKind {
         let inner = registry.inner();
         let id = name.unwrap_or(id);
         let store = Self::store(inner);
+        store.usage.note(id, config);
         let resolved = store.configs.resolve(id, config, &attrs)?;
         Self::check(inner, id, is_async, &resolved)?;
         let state = store.instances.get_or_create(Self::NAME, id, resolved, |instance, config| {
@@ -141,11 +142,17 @@ pub(crate) use policy_kind;
 pub(crate) struct Store<P: PolicyKind> {
     pub(crate) configs: Configs<P::Builder>,
     pub(crate) instances: Instances<ConfigOf<P>, P::State>,
+    usage: Usage,
 }
 
 impl<P: PolicyKind> Store<P> {
     pub(crate) fn new(configs: Configs<P::Builder>) -> Self {
-        Store { configs, instances: Instances::default() }
+        Store { configs, instances: Instances::default(), usage: Usage::default() }
+    }
+
+    /// The named configurations and instance overrides no resolution has used so far.
+    fn unused(&self) -> Vec<UnusedConfig> {
+        self.usage.unused(&self.configs)
     }
 
     /// Every instance's snapshot, ordered by id.
@@ -170,6 +177,9 @@ macro_rules! for_each_policy {
                 [CircuitBreakerHandle] }
             { rate_limiter: RateLimiterPolicy(RateLimiterConfigBuilder, RateLimiterSnapshot), RateLimiterEvent => RateLimiter, "rate limiter", rate_limiters,
                 [rate_limiter_defaults, rate_limiter, rate_limiter_instance], [RateLimiterHandle] }
+            { adaptive_limit: AdaptiveLimitPolicy(AdaptiveLimitConfigBuilder, AdaptiveLimitSnapshot), AdaptiveLimitEvent => AdaptiveLimit,
+                "adaptive limit", adaptive_limits, [adaptive_limit_defaults, adaptive_limit, adaptive_limit_instance],
+                [AdaptiveLimitHandle] }
             { timeout: TimeoutPolicy(TimeoutConfigBuilder, TimeoutSnapshot), TimeoutEvent => Timeout, "timeout", timeouts,
                 [timeout_defaults, timeout, timeout_instance], [] }
             { bulkhead: BulkheadPolicy(BulkheadConfigBuilder, BulkheadSnapshot), BulkheadEvent => Bulkhead, "bulkhead", bulkheads,
@@ -217,6 +227,16 @@ macro_rules! registry_parts {
         impl PolicyConfigs {
             pub(crate) fn into_stores(self) -> Stores {
                 Stores { $($module: Store::new(self.$module),)* }
+            }
+        }
+
+        impl Stores {
+            /// What no wrapper or pipeline has resolved so far, in every policy (`Registry::unused_config`).
+            pub(crate) fn unused(&self) -> Vec<UnusedConfig> {
+                let mut unused = Vec::new();
+                $(unused.extend(self.$module.unused());)*
+                unused.sort();
+                unused
             }
         }
 

@@ -17,8 +17,8 @@
 //! dated at the last failure, so after a quiet period longer than the window those calls have expired
 //! and the budget restarts from its reserve (it errs towards fewer retries).
 
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -27,8 +27,18 @@ use crate::clock::nanos;
 
 const SLOTS: u64 = 10;
 const STRIPES: usize = 16;
-const COUNT_BITS: u32 = 32;
+/// A slot packs `(tenth << COUNT_BITS) | count`. 24 bits of count (16.7 million calls or retries per
+/// tenth; calls saturate there, which only makes the budget stricter, and a full retry count refuses)
+/// leave 40 bits of tenth: with tenths of at least [`MIN_WINDOW`]` / 10` that is more than the 584
+/// years a `u64` nanosecond clock reaches, so a tag never wraps.
+const COUNT_BITS: u32 = 24;
 const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+#[cfg(test)]
+const TAG_MAX: u64 = u64::MAX >> COUNT_BITS;
+
+/// The shortest `budget_window` (`R4C-REG-003` below it): the tenths of shorter windows would
+/// overflow the slot's tag within the clock's range.
+pub(crate) const MIN_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Debug)]
 pub(crate) struct RetryBudget {
@@ -46,8 +56,15 @@ pub(crate) struct RetryBudget {
     percent: f64,
 }
 
+#[cfg(not(all(test, loom)))]
 thread_local! {
     static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+// loom runs its threads on one OS thread: their thread-locals must be loom's.
+#[cfg(all(test, loom))]
+loom::thread_local! {
+    static STRIPE: Cell<usize> = Cell::new(usize::MAX);
 }
 
 /// This thread's stripe index, or `usize::MAX` before its first call.
@@ -60,7 +77,13 @@ fn stripe() -> usize {
 #[cold]
 #[inline(never)]
 fn assign_stripe() -> usize {
+    #[cfg(not(all(test, loom)))]
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    // Fresh in every loom execution, so each explores the same stripes.
+    #[cfg(all(test, loom))]
+    loom::lazy_static! {
+        static ref NEXT: AtomicUsize = AtomicUsize::new(0);
+    }
     let i = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
     STRIPE.with(|s| s.set(i));
     i
@@ -126,7 +149,7 @@ impl RetryBudget {
             }
             let mine = if tag(current) == tenth { current & COUNT_MASK } else { 0 };
             let others = self.sum_except(&self.retries, tenth);
-            if others + mine >= allowed {
+            if others + mine >= allowed || mine == COUNT_MASK {
                 return false;
             }
             match slot.compare_exchange_weak(current, pack(tenth, mine + 1), Ordering::AcqRel, Ordering::Acquire) {
@@ -245,6 +268,37 @@ mod tests {
         // 10 s after the tenth of the first grants, they have left the window.
         assert!(b.try_grant(10_000_000_000));
         assert_eq!(b.snapshot(10_000_000_000).retries, 1);
+    }
+
+    #[test]
+    fn grants_stay_capped_after_two_to_the_32_tenths() {
+        // A 1 s window has 100 ms tenths; 2^32 of them is 13.6 years of registry uptime, well inside
+        // the clock's range. The tenth must not lose its high bits there.
+        let config = RetryConfig {
+            budget_percent: 1.0,
+            budget_min_retries_per_second: 1,
+            budget_window: MIN_WINDOW,
+            ..RetryConfig::default()
+        };
+        let far = (1u64 << 32) * 100_000_000 + 5;
+        let b = RetryBudget::new(&config, far);
+        assert!(b.try_grant(far));
+        assert!(!b.try_grant(far + 1), "the reserve of one retry per 1 s window is spent");
+        assert_eq!(b.snapshot(far + 1).retries, 1);
+    }
+
+    #[test]
+    fn the_slowest_clock_still_fits_the_tag() {
+        let tenths_of_the_smallest_window = u64::MAX / (nanos(MIN_WINDOW) / SLOTS);
+        assert!(tenths_of_the_smallest_window <= TAG_MAX, "a tag must hold every tenth a u64 clock reaches");
+    }
+
+    #[test]
+    fn a_full_retry_counter_refuses_instead_of_losing_a_grant() {
+        let b = budget(1000.0, 0);
+        b.retries[0].store(pack(0, COUNT_MASK), Ordering::Relaxed);
+        b.calls[1].store(pack(0, COUNT_MASK), Ordering::Relaxed);
+        assert!(!b.try_grant(0));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
-use crate::registry::Layer;
+use crate::registry::{KeyProblem, Layer};
 
 /// How the base wait grows between attempts.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -155,11 +155,8 @@ impl Layer for RetryConfigBuilder {
     fn resolve(&self, instance: &str) -> Result<RetryConfig, RegistryError> {
         let c = self.fill();
         let invalid = |msg: String| Err(RegistryError::new(codes::INVALID_VALUE, Some(instance), msg));
-        if c.max_attempts < 1 {
-            return invalid("retry max_attempts must be at least 1".into());
-        }
-        if !(c.multiplier >= 1.0 && c.multiplier.is_finite()) {
-            return invalid(format!("retry multiplier must be a finite number ≥ 1, got {}", c.multiplier));
+        if let Err((_, msg)) = check_values(&c) {
+            return invalid(msg);
         }
         if c.max_delay < c.delay {
             return invalid(format!(
@@ -167,12 +164,37 @@ impl Layer for RetryConfigBuilder {
                 c.max_delay, c.delay
             ));
         }
-        if !(0.0..=1000.0).contains(&c.budget_percent) {
-            return invalid(format!("retry budget_percent must be within 0..=1000, got {}", c.budget_percent));
-        }
-        if c.budget_window.is_zero() {
-            return invalid("retry budget_window must be longer than zero".into());
-        }
         Ok(c)
     }
+
+    fn check_keys(&self) -> Result<(), KeyProblem> {
+        check_values(&self.fill())
+    }
+}
+
+/// The rules each value follows on its own (the built-in defaults follow them all).
+fn check_values(c: &RetryConfig) -> Result<(), KeyProblem> {
+    if c.max_attempts < 1 {
+        return Err(("max_attempts", "retry max_attempts must be at least 1".into()));
+    }
+    if !(c.multiplier >= 1.0 && c.multiplier.is_finite()) {
+        return Err(("multiplier", format!("retry multiplier must be a finite number ≥ 1, got {}", c.multiplier)));
+    }
+    if !(0.0..=1000.0).contains(&c.budget_percent) {
+        return Err((
+            "budget_percent",
+            format!("retry budget_percent must be within 0..=1000, got {}", c.budget_percent),
+        ));
+    }
+    if c.budget_window < super::budget::MIN_WINDOW {
+        let min = super::budget::MIN_WINDOW;
+        return Err((
+            "budget_window",
+            format!(
+                "retry budget_window must be at least {min:?} (the budget counts in tenths of it), got {:?}",
+                c.budget_window
+            ),
+        ));
+    }
+    Ok(())
 }

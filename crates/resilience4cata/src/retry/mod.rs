@@ -108,6 +108,8 @@
 mod budget;
 pub(crate) mod config;
 mod events;
+#[cfg(all(test, loom))]
+mod loom;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;

@@ -3,8 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
-use crate::registry::Layer;
-use crate::registry::layered_builder;
+use crate::registry::{KeyProblem, Layer, layered_builder};
 
 /// A timeout's resolved configuration: every key has a value.
 ///
@@ -72,15 +71,24 @@ impl Layer for TimeoutConfigBuilder {
 
     fn resolve(&self, instance: &str) -> Result<TimeoutConfig, RegistryError> {
         let c = self.fill();
-        if c.duration.is_zero() {
-            return Err(RegistryError::new(
-                codes::INVALID_VALUE,
-                Some(instance),
-                "timeout duration must be longer than zero (use `enabled = false` for no timeout)",
-            ));
-        }
+        check_values(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
         Ok(c)
     }
+
+    fn check_keys(&self) -> Result<(), KeyProblem> {
+        check_values(&self.fill())
+    }
+}
+
+/// The rules each value follows on its own (the built-in defaults follow them all).
+fn check_values(c: &TimeoutConfig) -> Result<(), KeyProblem> {
+    if c.duration.is_zero() {
+        return Err((
+            "duration",
+            "timeout duration must be longer than zero (use `enabled = false` for no timeout)".into(),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

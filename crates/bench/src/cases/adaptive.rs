@@ -1,0 +1,120 @@
+//! The adaptive concurrency limit, passing (the limit never reached, so it stays where it is),
+//! beside tower's fixed `ConcurrencyLimit` and tower-resilience's adaptive limiter (AIMD).
+#![allow(async_fn_in_trait)] // local traits: the futures are polled on the calling thread
+
+use std::future::{Future, ready};
+use std::time::Duration;
+
+use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
+use tower::Layer;
+
+use crate::{consume, exec, opaque, work};
+
+/// The error of the limited methods: the delegate's failure, or the limit's refusal.
+#[derive(Debug, PartialEq, ResilienceError)]
+pub enum LimitError {
+    /// The delegate failed.
+    Fail,
+    /// The limit refused the call.
+    #[rejection]
+    Rejected(Rejection),
+}
+
+/// One method per algorithm and form.
+#[resilient]
+pub trait Limited {
+    /// Aimd with the defaults (initial limit 20: one call in flight never makes it grow).
+    #[adaptive_limit]
+    fn aimd(&self, x: u64) -> Result<u64, LimitError>;
+
+    /// The async form.
+    #[adaptive_limit]
+    async fn aimd_async(&self, x: u64) -> Result<u64, LimitError>;
+
+    /// Vegas (its update runs under a mutex, and it reads the exact clock).
+    #[adaptive_limit(algorithm = Vegas)]
+    fn vegas(&self, x: u64) -> Result<u64, LimitError>;
+}
+
+/// The delegate: `work`, its error mapped (it never fails).
+#[derive(Debug, Default)]
+pub struct Backend;
+
+#[inline(always)]
+fn call(x: u64) -> Result<u64, LimitError> {
+    work(x).map_err(|_| LimitError::Fail)
+}
+
+impl Limited for Backend {
+    fn aimd(&self, x: u64) -> Result<u64, LimitError> {
+        call(x)
+    }
+    async fn aimd_async(&self, x: u64) -> Result<u64, LimitError> {
+        call(x)
+    }
+    fn vegas(&self, x: u64) -> Result<u64, LimitError> {
+        call(x)
+    }
+}
+
+/// The wrapper and its registry (whose coarse-clock ticker Aimd reads), kept together.
+struct Wrapped {
+    api: ResilientLimited<Backend>,
+    _registry: Registry,
+}
+
+fn wrapped() -> Wrapped {
+    let registry = Registry::builder().build().expect("the default registry builds");
+    let api = ResilientLimited::new(Backend, &registry).expect("every instance resolves");
+    Wrapped { api, _registry: registry }
+}
+
+fn sync_case<const SHARED: bool, F>(f: F) -> impl Fn() + Sync
+where
+    F: Fn(&ResilientLimited<Backend>, u64) -> Result<u64, LimitError> + Sync,
+{
+    let wrapped = wrapped();
+    move || consume(f(&wrapped.api, opaque(1)))
+}
+
+/// `#[adaptive_limit]` (Aimd), passing.
+pub fn aimd_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.aimd(x))
+}
+
+/// [`aimd_sync`], shared with a contender thread.
+pub fn aimd_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.aimd(x))
+}
+
+/// `#[adaptive_limit(algorithm = Vegas)]`, passing.
+pub fn vegas_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.vegas(x))
+}
+
+/// `#[adaptive_limit]` on an async method, passing.
+pub fn aimd_async() -> impl FnMut() {
+    // Leaked: the futures borrow the wrapper, and a case is built a few hundred times per run.
+    let wrapped: &'static Wrapped = Box::leak(Box::new(wrapped()));
+    move || consume(exec::poll_now(polled(&wrapped.api, opaque(1))))
+}
+
+fn polled(api: &ResilientLimited<Backend>, x: u64) -> impl Future<Output = Result<u64, LimitError>> + '_ {
+    api.aimd_async(x)
+}
+
+/// tower-resilience's adaptive limiter layer with AIMD, initial limit 20, never reached.
+pub fn tower_resilience_adaptive() -> impl FnMut() {
+    let aimd = tower_resilience::adaptive::Aimd::builder()
+        .initial_limit(20)
+        .min_limit(1)
+        .max_limit(200)
+        .latency_threshold(Duration::from_secs(5))
+        .build()
+        .expect("a valid AIMD configuration");
+    let layer = tower_resilience::adaptive::AdaptiveLimiterLayer::new(aimd);
+    let mut service = layer.layer(tower::service_fn(|x: u64| ready(work(x))));
+    move || {
+        consume(exec::call_tower(&mut service, opaque(1)));
+    }
+}

@@ -1,0 +1,19 @@
+use resilience4cata::{Registry, resilient};
+
+#[resilient]
+pub trait Inventory {
+    #[adaptive_limit(min_limit = 10, initial_limit = 5)]
+    fn stock(&self, _sku: &str) -> std::io::Result<u32>;
+}
+
+struct Backend;
+
+impl Inventory for Backend {
+    fn stock(&self, _sku: &str) -> std::io::Result<u32> {
+        Ok(1)
+    }
+}
+
+fn main() {
+    let _ = ResilientInventory::new(Backend, &Registry::builder().build().unwrap());
+}
