@@ -51,6 +51,7 @@ pub(crate) fn event_json(event: &AnyEvent) -> Value {
         AnyEvent::Fallback(e) => serde_json::to_value(e),
         AnyEvent::Hedge(e) => serde_json::to_value(e),
         AnyEvent::AdaptiveLimit(e) => serde_json::to_value(e),
+        AnyEvent::SharedState(e) => serde_json::to_value(e),
         _ => Ok(json!({ "instance": event.instance() })),
     };
     let mut object = match fields {

@@ -16,6 +16,8 @@ pub mod codes {
     pub const CONFLICTING_INSTANCE: &str = "R4C-REG-008";
     /// An async wait is needed but the registry's clock cannot sleep asynchronously.
     pub const NO_ASYNC_CLOCK: &str = "R4C-REG-010";
+    /// `shared = true` on a registry that was given no shared store.
+    pub const NO_SHARED_STORE: &str = "R4C-REG-011";
     /// A configuration file cannot be read or is not valid TOML.
     pub const CONFIG_SYNTAX: &str = "R4C-CFG-001";
     /// A configuration file has a key the library does not know.

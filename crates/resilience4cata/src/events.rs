@@ -13,6 +13,7 @@ pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
 
 use crate::registry::{PolicyKind, for_each_event_only, for_each_policy};
+pub use crate::shared::SharedStateEvent;
 
 /// A registered listener of events of type `E`.
 pub(crate) type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
@@ -87,6 +88,7 @@ macro_rules! event_parts {
             pub(crate) hub: Arc<Hub>,
             $(pub(crate) $module: Vec<Listener<$event>>,)*
             $(pub(crate) $only: Vec<Listener<$only_event>>,)*
+            pub(crate) shared_state: Vec<Listener<SharedStateEvent>>,
         }
 
         impl fmt::Debug for Listeners {
@@ -130,6 +132,8 @@ macro_rules! event_parts {
                 #[doc = concat!("A ", $only_human, "'s event.")]
                 $only_variant($only_event),
             )*
+            /// A shared instance left the fleet for its local state, or came back.
+            SharedState(SharedStateEvent),
         }
 
         impl AnyEvent {
@@ -138,6 +142,7 @@ macro_rules! event_parts {
                 match self {
                     $(AnyEvent::$variant(e) => e.instance(),)*
                     $(AnyEvent::$only_variant(e) => e.instance(),)*
+                    AnyEvent::SharedState(e) => e.instance(),
                 }
             }
 
@@ -146,6 +151,7 @@ macro_rules! event_parts {
                 match self {
                     $(AnyEvent::$variant(_) => <$event as Published>::POLICY,)*
                     $(AnyEvent::$only_variant(_) => <$only_event as Published>::POLICY,)*
+                    AnyEvent::SharedState(_) => "shared_state",
                 }
             }
         }
@@ -160,6 +166,23 @@ macro_rules! with_event_only {
 }
 
 for_each_policy!(with_event_only);
+
+impl sealed::Sealed for SharedStateEvent {
+    fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
+        &mut listeners.shared_state
+    }
+
+    fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
+        &listeners.shared_state
+    }
+
+    fn into_any(self) -> AnyEvent {
+        AnyEvent::SharedState(self)
+    }
+}
+
+/// Shared-state events are published by `shared.rs` straight to listeners and subscribers.
+impl Event for SharedStateEvent {}
 
 /// An event type of a policy of the list (or of an event-only kind): its policy's name and, with
 /// feature `metrics`, the metric handles one instance's publishing sites update ([`publish!`]).

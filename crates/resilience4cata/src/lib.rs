@@ -22,6 +22,7 @@ pub mod retry;
 mod scope;
 #[cfg(feature = "serde")]
 mod serde_millis;
+pub mod shared;
 mod sync;
 pub mod timeout;
 

@@ -27,11 +27,39 @@ pub struct BulkheadConfig {
     /// How long a call may wait for a slot before it is refused (`0`: refuse at once).
     #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub max_wait: Duration,
+    /// `true`: `max_concurrent_calls` is a cap for every process on the registry's shared store
+    /// together; see [`crate::shared`]. A configuration key only.
+    pub shared: bool,
+    /// Slots a shared bulkhead takes from the fleet at a time (`None`: `max(1, max / 10)`).
+    pub lease: Option<u32>,
+    /// How long a shared bulkhead's slot lives in the store without renewal: a crashed process
+    /// frees its slots within it (default 10 s).
+    pub lease_ttl: Duration,
+}
+
+impl BulkheadConfig {
+    /// Slots per lease of a shared bulkhead: `lease`, else `max(1, max_concurrent_calls / 10)`.
+    ///
+    /// ```
+    /// use resilience4cata::bulkhead::BulkheadConfig;
+    ///
+    /// assert_eq!(BulkheadConfig::default().lease(), 2); // 25 / 10
+    /// ```
+    pub fn lease(&self) -> u32 {
+        self.lease.unwrap_or((self.max_concurrent_calls / 10).max(1))
+    }
 }
 
 impl Default for BulkheadConfig {
     fn default() -> Self {
-        BulkheadConfig { enabled: true, max_concurrent_calls: 25, max_wait: Duration::ZERO }
+        BulkheadConfig {
+            enabled: true,
+            max_concurrent_calls: 25,
+            max_wait: Duration::ZERO,
+            shared: false,
+            lease: None,
+            lease_ttl: Duration::from_secs(10),
+        }
     }
 }
 
@@ -63,6 +91,12 @@ layered_builder! {
         max_concurrent_calls: u32,
         /// `max_wait`: how long a call may wait for a slot.
         max_wait: Duration,
+        /// `shared`: one cap for the whole fleet, on the registry's shared store (config only).
+        shared: bool,
+        /// `lease`: slots a shared bulkhead takes from the fleet at a time.
+        lease: u32,
+        /// `lease_ttl`: how long a shared slot lives without renewal.
+        lease_ttl: Duration,
     }
 }
 
@@ -90,7 +124,20 @@ fn check_values(c: &BulkheadConfig) -> Result<(), KeyProblem> {
     if c.max_concurrent_calls < 1 {
         return Err(("max_concurrent_calls", "bulkhead max_concurrent_calls must be at least 1".into()));
     }
+    if c.lease == Some(0) {
+        return Err(("lease", "bulkhead lease must be at least 1".into()));
+    }
+    if c.lease_ttl < Duration::from_millis(30) {
+        return Err(("lease_ttl", "bulkhead lease_ttl must be at least 30ms".into()));
+    }
     Ok(())
+}
+
+impl BulkheadConfigBuilder {
+    /// Whether this layer sets `shared = true` (checked against the registry's store at build).
+    pub(crate) fn sets_shared(&self) -> bool {
+        self.shared == Some(true)
+    }
 }
 
 #[cfg(test)]

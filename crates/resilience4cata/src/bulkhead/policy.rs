@@ -13,6 +13,7 @@ use crate::error::RegistryError;
 use crate::events::{Publisher, publish};
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
+use crate::shared::{Answer, SharedPublisher, SlotPool};
 
 /// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
 const RECHECK: Duration = Duration::from_millis(5);
@@ -25,6 +26,8 @@ pub(crate) struct BulkheadState {
     slots: Slots,
     timer: Arc<Timer>,
     events: Publisher<BulkheadEvent>,
+    /// `shared = true`: the fleet's slots this process holds (local slots alone while degraded).
+    shared: Option<Arc<SlotPool>>,
 }
 
 impl BulkheadState {
@@ -34,7 +37,44 @@ impl BulkheadState {
         timer: Arc<Timer>,
         events: Publisher<BulkheadEvent>,
     ) -> Self {
-        BulkheadState { slots: Slots::new(config.max_concurrent_calls), instance, config, timer, events }
+        BulkheadState { slots: Slots::new(config.max_concurrent_calls), instance, config, timer, events, shared: None }
+    }
+
+    /// A fleet slot before the local one (shared bulkheads): `Ok(true)` held, `Ok(false)` decided
+    /// locally (degraded, or no answer within the store timeout), `Err` the fleet is full.
+    #[cold]
+    fn fleet_slot(&self, answer: impl FnOnce(&SlotPool) -> Answer) -> Result<bool, Rejection> {
+        let Some(pool) = &self.shared else { return Ok(false) };
+        if pool.is_degraded() {
+            return Ok(false);
+        }
+        if pool.try_take() {
+            return Ok(true);
+        }
+        match answer(pool) {
+            Answer::Permit => Ok(true),
+            Answer::Exhausted(_) => Err(self.refuse()),
+            Answer::Local => Ok(false),
+        }
+    }
+
+    /// Ties a fleet slot to the local outcome: kept by the permit, or given back on a refusal.
+    fn with_fleet<'a>(
+        &'a self,
+        fleet: bool,
+        local: Result<BulkheadPermit<'a>, Rejection>,
+    ) -> Result<BulkheadPermit<'a>, Rejection> {
+        match (local, &self.shared) {
+            (Ok(mut permit), _) => {
+                permit.fleet = fleet;
+                Ok(permit)
+            }
+            (Err(refused), Some(pool)) if fleet => {
+                pool.give_back();
+                Err(refused)
+            }
+            (Err(refused), _) => Err(refused),
+        }
     }
 
     pub(crate) fn snapshot(&self) -> BulkheadSnapshot {
@@ -52,7 +92,7 @@ impl BulkheadState {
     /// observer does.
     #[inline]
     fn permit(&self) -> BulkheadPermit<'_> {
-        let permit = BulkheadPermit { state: Some(self) };
+        let permit = BulkheadPermit { state: Some(self), fleet: false };
         self.permitted();
         permit
     }
@@ -161,13 +201,23 @@ impl Drop for InLine<'_> {
 pub struct BulkheadPermit<'a> {
     /// `None` for a disabled bulkhead, which counts nothing.
     state: Option<&'a BulkheadState>,
+    /// Whether it holds one of the fleet's slots too (shared bulkheads).
+    fleet: bool,
 }
 
 impl Drop for BulkheadPermit<'_> {
     #[inline]
     fn drop(&mut self) {
         if let Some(state) = self.state {
-            state.finished();
+            state.slots.release();
+            if self.fleet
+                && let Some(pool) = &state.shared
+            {
+                pool.give_back();
+            }
+            publish!(state.events, |m| m.finished(), || BulkheadEvent::Finished {
+                instance: Arc::clone(&state.instance)
+            });
         }
     }
 }
@@ -233,8 +283,18 @@ impl BulkheadPolicy {
     pub fn acquire(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if !state.config.enabled {
-            return Ok(BulkheadPermit { state: None });
+            return Ok(BulkheadPermit { state: None, fleet: false });
         }
+        if state.shared.is_some() {
+            let fleet = state.fleet_slot(SlotPool::wait_sync)?;
+            return state.with_fleet(fleet, self.acquire_local());
+        }
+        self.acquire_local()
+    }
+
+    #[inline]
+    fn acquire_local(&self) -> Result<BulkheadPermit<'_>, Rejection> {
+        let state = &*self.state;
         if state.slots.try_acquire() {
             return Ok(state.permit());
         }
@@ -250,8 +310,25 @@ impl BulkheadPolicy {
     pub async fn acquire_async(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if !state.config.enabled {
-            return Ok(BulkheadPermit { state: None });
+            return Ok(BulkheadPermit { state: None, fleet: false });
         }
+        if let Some(pool) = &state.shared {
+            let fleet = match pool.is_degraded() || pool.try_take() {
+                true => !pool.is_degraded(),
+                false => match pool.wait_async().await {
+                    Answer::Permit => true,
+                    Answer::Exhausted(_) => return Err(state.refuse()),
+                    Answer::Local => false,
+                },
+            };
+            return state.with_fleet(fleet, self.acquire_local_async().await);
+        }
+        self.acquire_local_async().await
+    }
+
+    #[inline]
+    async fn acquire_local_async(&self) -> Result<BulkheadPermit<'_>, Rejection> {
+        let state = &*self.state;
         if state.slots.try_acquire() {
             return Ok(state.permit());
         }
@@ -326,7 +403,10 @@ policy_kind! {
     }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &BulkheadConfig) -> Result<(), RegistryError> {
-        match is_async && c.enabled && !c.max_wait.is_zero() {
+        if c.shared {
+            inner.require_shared_store(id)?;
+        }
+        match is_async && c.enabled && (!c.max_wait.is_zero() || c.shared) {
             true => inner.require_async_clock(id, "this async method may wait for a bulkhead slot"),
             false => Ok(()),
         }
@@ -338,7 +418,21 @@ policy_kind! {
         config: BulkheadConfig,
         events: Publisher<BulkheadEvent>,
     ) -> BulkheadState {
-        BulkheadState::new(instance, config, Arc::clone(&inner.timer), events)
+        let shared = config.shared && config.enabled;
+        let mut state = BulkheadState::new(instance, config, Arc::clone(&inner.timer), events);
+        if let (Some(store), true) = (&inner.shared, shared) {
+            let pool = SlotPool::new(
+                Arc::clone(&state.instance),
+                &state.config,
+                store.store_timeout(),
+                Arc::clone(&inner.timer),
+                SharedPublisher::new(&inner.listeners),
+            );
+            let pool = Arc::new(pool);
+            store.share_bulkhead(Arc::clone(&pool));
+            state.shared = Some(pool);
+        }
+        state
     }
 }
 

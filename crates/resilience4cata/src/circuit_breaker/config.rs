@@ -61,6 +61,9 @@ pub struct CircuitBreakerConfig {
     pub wait_in_open: Duration,
     /// Probes let through when half-open; their outcomes close or reopen the breaker.
     pub permitted_calls_in_half_open: u32,
+    /// `true`: Open is published to every process on the registry's shared store, and half-open
+    /// probes are capped fleet-wide; see [`crate::shared`]. A configuration key only.
+    pub shared: bool,
 }
 
 impl Default for CircuitBreakerConfig {
@@ -75,6 +78,7 @@ impl Default for CircuitBreakerConfig {
             slow_call_rate_threshold: 100.0,
             wait_in_open: Duration::from_secs(60),
             permitted_calls_in_half_open: 10,
+            shared: false,
         }
     }
 }
@@ -141,6 +145,15 @@ layered_builder! {
         wait_in_open: Duration,
         /// `permitted_calls_in_half_open`: probes let through when half-open.
         permitted_calls_in_half_open: u32,
+        /// `shared`: Open published to the fleet, probes capped fleet-wide (config only).
+        shared: bool,
+    }
+}
+
+impl CircuitBreakerConfigBuilder {
+    /// Whether this layer sets `shared = true` (checked against the registry's store at build).
+    pub(crate) fn sets_shared(&self) -> bool {
+        self.shared == Some(true)
     }
 }
 

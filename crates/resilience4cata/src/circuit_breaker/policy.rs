@@ -9,8 +9,10 @@ pub use super::state::Outcome;
 use super::state::{CircuitBreakerState, Ticket};
 use super::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerEvent, CircuitBreakerSnapshot};
 use crate::Rejection;
+use crate::error::RegistryError;
 use crate::events::Publisher;
 use crate::registry::{Inner, policy_kind};
+use crate::shared::{BreakerLink, RemoteOpen, SharedPublisher};
 
 /// The field the generated code keeps for one method's breaker.
 #[derive(Clone)]
@@ -27,6 +29,10 @@ impl fmt::Debug for CircuitBreakerPolicy {
 
 impl CircuitBreakerPolicy {
     pub(crate) fn new(state: Arc<CircuitBreakerState>) -> Self {
+        if let Some(link) = &state.shared {
+            let breaker: std::sync::Weak<dyn RemoteOpen> = Arc::downgrade(&state) as _;
+            link.attach(breaker);
+        }
         let enabled = state.config.enabled;
         CircuitBreakerPolicy { state, enabled }
     }
@@ -145,6 +151,23 @@ policy_kind! {
         config: CircuitBreakerConfig,
         events: Publisher<CircuitBreakerEvent>,
     ) -> CircuitBreakerState {
-        CircuitBreakerState::new(instance, config, Arc::clone(&inner.timer), events)
+        let shared = config.shared && config.enabled;
+        let (wait, permitted) = (config.wait_in_open, config.permitted_calls_in_half_open);
+        let state = CircuitBreakerState::new(Arc::clone(&instance), config, Arc::clone(&inner.timer), events);
+        match (&inner.shared, shared) {
+            (Some(store), true) => {
+                let link = Arc::new(BreakerLink::new(instance, wait, permitted, SharedPublisher::new(&inner.listeners)));
+                store.share_circuit_breaker(Arc::clone(&link));
+                state.with_link(link)
+            }
+            _ => state,
+        }
+    }
+
+    fn check(inner: &Inner, id: &str, _is_async: bool, c: &CircuitBreakerConfig) -> Result<(), RegistryError> {
+        match c.shared {
+            true => inner.require_shared_store(id),
+            false => Ok(()),
+        }
     }
 }

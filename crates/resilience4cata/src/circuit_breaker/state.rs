@@ -22,6 +22,7 @@
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
@@ -31,6 +32,7 @@ use super::{CircuitBreakerConfig, CircuitBreakerEvent, CircuitBreakerSnapshot, W
 use crate::Rejection;
 use crate::clock::{Timer, nanos};
 use crate::events::{Publisher, publish};
+use crate::shared::{BreakerLink, RemoteOpen};
 
 /// How the breaker records one call's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -181,6 +183,10 @@ pub(crate) struct CircuitBreakerState {
     wait_nanos: u64,
     min_calls: u64,
     permitted: u64,
+    /// `shared = true`: Opens go to the fleet, the fleet's come in, probes are capped fleet-wide.
+    pub(crate) shared: Option<Arc<BreakerLink>>,
+    /// When an Open applied from the fleet ends (0: the Open, if any, is this process's own).
+    remote_until: AtomicU64,
 }
 
 impl CircuitBreakerState {
@@ -210,7 +216,15 @@ impl CircuitBreakerState {
             config,
             timer,
             events,
+            shared: None,
+            remote_until: AtomicU64::new(0),
         }
+    }
+
+    /// Shares the breaker through `link` (`shared = true`).
+    pub(crate) fn with_link(mut self, link: Arc<BreakerLink>) -> Self {
+        self.shared = Some(link);
+        self
     }
 
     fn load(&self) -> u64 {
@@ -256,12 +270,20 @@ impl CircuitBreakerState {
             match code(word) {
                 CLOSED | DISABLED => return Ok(self.ticket(word)),
                 HALF_OPEN => match self.probes.try_take(epoch(word), self.permitted) {
+                    Take::Granted if self.shared.as_ref().is_some_and(|link| !link.take_probe()) => {
+                        self.probes.give_back(epoch(word)); // the fleet's probes are taken
+                        return Err(self.refuse());
+                    }
                     Take::Granted => return Ok(self.ticket(word)),
                     Take::Full => return Err(self.refuse()),
                     Take::Stale => {}
                 },
                 OPEN if self.wait_is_over() => {
-                    self.swap_state(word, HALF_OPEN);
+                    if self.swap_state(word, HALF_OPEN)
+                        && let Some(link) = &self.shared
+                    {
+                        link.half_opened();
+                    }
                 }
                 _ => return Err(self.refuse()), // open and waiting, forced open, changing
             }
@@ -271,6 +293,10 @@ impl CircuitBreakerState {
 
     /// Reads the exact clock: a refusal is never decided on a stale reading.
     fn wait_is_over(&self) -> bool {
+        let remote_until = self.remote_until.load(Ordering::Acquire);
+        if remote_until != 0 {
+            return self.timer.now() >= remote_until;
+        }
         let opened_at = self.word.opened_at.load(Ordering::Acquire);
         self.timer.now() >= opened_at.saturating_add(self.wait_nanos)
     }
@@ -346,7 +372,8 @@ impl CircuitBreakerState {
         if self.load() != ticket.word {
             return;
         }
-        match self.probes.complete(epoch(ticket.word), bits, self.permitted) {
+        let permitted = self.shared.as_ref().map_or(self.permitted, |link| link.probe_quota(self.permitted));
+        match self.probes.complete(epoch(ticket.word), bits, permitted) {
             Done::Stale => {}
             Done::Counted => self.recorded(bits),
             Done::Last(tally) => {
@@ -422,8 +449,14 @@ impl CircuitBreakerState {
     }
 
     fn open(&self, from: u64) {
-        self.word.opened_at.fetch_max(self.timer.now(), Ordering::AcqRel);
-        self.swap_state(from, OPEN);
+        let now = self.timer.now();
+        self.word.opened_at.fetch_max(now, Ordering::AcqRel);
+        self.remote_until.store(0, Ordering::Release);
+        if self.swap_state(from, OPEN)
+            && let Some(link) = &self.shared
+        {
+            link.opened(now);
+        }
     }
 
     /// Moves from exactly `from` to `to` (no preparation needed); false if another thread moved first.
@@ -509,6 +542,27 @@ impl CircuitBreakerState {
             not_permitted_calls: self.not_permitted.load(Ordering::Relaxed),
             failure_rate: rate(tally.failed),
             slow_call_rate: rate(tally.slow),
+        }
+    }
+}
+
+impl RemoteOpen for CircuitBreakerState {
+    fn is_half_open(&self) -> bool {
+        code(self.load()) == HALF_OPEN
+    }
+
+    fn open_remotely(&self, remaining: Duration) {
+        let now = self.timer.now();
+        loop {
+            let word = self.settled();
+            if !matches!(code(word), CLOSED | HALF_OPEN) {
+                return; // already open, forced open or disabled
+            }
+            self.word.opened_at.fetch_max(now, Ordering::AcqRel);
+            self.remote_until.store(now.saturating_add(nanos(remaining)).max(1), Ordering::Release);
+            if self.swap_state(word, OPEN) {
+                return;
+            }
         }
     }
 }

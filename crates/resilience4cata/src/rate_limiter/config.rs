@@ -31,11 +31,42 @@ pub struct RateLimiterConfig {
     /// How long a call may wait for a permit before it is refused (`0`: refuse at once).
     #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub max_wait: Duration,
+    /// `true`: one quota for every process on the registry's shared store (same store, key
+    /// prefix and instance id); see [`crate::shared`]. A configuration key only, not an attribute.
+    pub shared: bool,
+    /// Permits a shared limiter leases at a time (`None`: `max(1, permits / 10)`).
+    pub lease: Option<u32>,
+}
+
+impl RateLimiterConfig {
+    /// Permits per lease of a shared limiter: `lease`, else `max(1, permits / 10)`.
+    ///
+    /// ```
+    /// use resilience4cata::rate_limiter::RateLimiterConfig;
+    ///
+    /// let mut c = RateLimiterConfig::default();
+    /// c.permits = 100;
+    /// assert_eq!(c.lease(), 10);
+    /// c.permits = 5;
+    /// assert_eq!(c.lease(), 1);
+    /// c.lease = Some(3);
+    /// assert_eq!(c.lease(), 3);
+    /// ```
+    pub fn lease(&self) -> u32 {
+        self.lease.unwrap_or((self.permits / 10).max(1))
+    }
 }
 
 impl Default for RateLimiterConfig {
     fn default() -> Self {
-        RateLimiterConfig { enabled: true, permits: 50, period: Duration::from_secs(1), max_wait: Duration::ZERO }
+        RateLimiterConfig {
+            enabled: true,
+            permits: 50,
+            period: Duration::from_secs(1),
+            max_wait: Duration::ZERO,
+            shared: false,
+            lease: None,
+        }
     }
 }
 
@@ -71,6 +102,10 @@ layered_builder! {
         period: Duration,
         /// `max_wait`: how long a call may wait for a permit.
         max_wait: Duration,
+        /// `shared`: one quota for the whole fleet, on the registry's shared store (config only).
+        shared: bool,
+        /// `lease`: permits a shared limiter takes from the fleet at a time.
+        lease: u32,
     }
 }
 
@@ -101,7 +136,20 @@ fn check_values(c: &RateLimiterConfig) -> Result<(), KeyProblem> {
     if c.period.is_zero() {
         return Err(("period", "rate_limiter period must be longer than zero".into()));
     }
+    if c.lease.is_some_and(|lease| !(1..=MAX_LEASE).contains(&lease)) {
+        return Err(("lease", "rate_limiter lease must be between 1 and 1048575 permits".into()));
+    }
     Ok(())
+}
+
+/// The largest lease a pool can hold (its count has 20 bits).
+const MAX_LEASE: u32 = (1 << 20) - 1;
+
+impl RateLimiterConfigBuilder {
+    /// Whether this layer sets `shared = true` (checked against the registry's store at build).
+    pub(crate) fn sets_shared(&self) -> bool {
+        self.shared == Some(true)
+    }
 }
 
 #[cfg(test)]
@@ -122,5 +170,7 @@ mod tests {
         assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some("x")));
         let e = RateLimiterConfigBuilder::new().period(Duration::ZERO).resolve("x").unwrap_err();
         assert!(e.message().contains("period"), "{e}");
+        let e = RateLimiterConfigBuilder::new().lease(0).resolve("x").unwrap_err();
+        assert!(e.message().contains("lease"), "{e}");
     }
 }

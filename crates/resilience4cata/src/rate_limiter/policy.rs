@@ -10,6 +10,7 @@ use crate::error::RegistryError;
 use crate::events::{Publisher, publish};
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
+use crate::shared::{Answer, LeasePool, SharedPublisher, SharedStore, Take};
 
 /// A rate limiter instance's shared state: one per instance id.
 #[derive(Debug)]
@@ -20,6 +21,8 @@ pub(crate) struct RateLimiterState {
     max_wait: u64,
     timer: Arc<Timer>,
     events: Publisher<RateLimiterEvent>,
+    /// `shared = true`: the permits leased from the fleet (the local GCRA decides while degraded).
+    shared: Option<Arc<LeasePool>>,
 }
 
 impl RateLimiterState {
@@ -38,11 +41,30 @@ impl RateLimiterState {
             config,
             timer,
             events,
+            shared: None,
         }
     }
 
+    /// Shares the instance through `store` (`shared = true`).
+    fn share(mut self, store: &dyn SharedStore, events: SharedPublisher) -> Self {
+        let pool = LeasePool::new(
+            Arc::clone(&self.instance),
+            &self.config,
+            store.store_timeout(),
+            Arc::clone(&self.timer),
+            events,
+        );
+        let pool = Arc::new(pool);
+        store.share_rate_limiter(Arc::clone(&pool));
+        self.shared = Some(pool);
+        self
+    }
+
     pub(crate) fn snapshot(&self) -> RateLimiterSnapshot {
-        let available = self.gcra.available(self.timer.now());
+        let available = match &self.shared {
+            Some(pool) if !pool.is_degraded() => u64::from(pool.in_hand()),
+            _ => self.gcra.available(self.timer.now()),
+        };
         RateLimiterSnapshot {
             instance: Arc::clone(&self.instance),
             config: self.config.clone(),
@@ -56,7 +78,13 @@ impl RateLimiterState {
         if !self.config.enabled {
             return true;
         }
-        if self.gcra.try_acquire(self.timer.coarse_now()) {
+        let now = self.timer.coarse_now();
+        if let Some(pool) = &self.shared
+            && !pool.is_degraded()
+        {
+            return pool.try_take(now) == Take::Taken && self.permitted_now();
+        }
+        if self.gcra.try_acquire(now) {
             self.permitted(Duration::ZERO);
             return true;
         }
@@ -67,6 +95,11 @@ impl RateLimiterState {
     #[cold]
     #[inline(never)]
     fn acquire_slow(&self) -> Result<(), Rejection> {
+        if let Some(pool) = &self.shared
+            && let Some(shared) = self.fleet_answer(pool.wait_sync())
+        {
+            return shared;
+        }
         match self.decide_exactly() {
             Decision::Permit => Ok(()),
             Decision::Wait(wait) => self.waited(wait, self.timer.sleep(Duration::from_nanos(wait))),
@@ -76,6 +109,11 @@ impl RateLimiterState {
 
     /// Past the pass path, async: decide on the exact clock, wait in the future.
     async fn acquire_slow_async(&self) -> Result<(), Rejection> {
+        if let Some(pool) = &self.shared
+            && let Some(shared) = self.fleet_answer(pool.wait_async().await)
+        {
+            return shared;
+        }
         match self.decide_exactly() {
             Decision::Permit => Ok(()),
             Decision::Wait(wait) => self.waited(wait, self.timer.sleep_async(Duration::from_nanos(wait)).await),
@@ -91,6 +129,25 @@ impl RateLimiterState {
             self.permitted(Duration::ZERO);
         }
         decision
+    }
+
+    /// What the fleet decided for a call that found its lease empty; `None`: decide locally.
+    fn fleet_answer(&self, answer: Answer) -> Option<Result<(), Rejection>> {
+        match answer {
+            Answer::Permit => {
+                self.permitted(Duration::ZERO);
+                Some(Ok(()))
+            }
+            Answer::Exhausted(retry_after) => Some(Err(self.refuse(retry_after))),
+            Answer::Local => None,
+        }
+    }
+
+    /// Publishes an unwaited permit; `true`, for the pass path's `&&`.
+    #[inline]
+    fn permitted_now(&self) -> bool {
+        self.permitted(Duration::ZERO);
+        true
     }
 
     #[inline]
@@ -272,7 +329,10 @@ policy_kind! {
     }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &RateLimiterConfig) -> Result<(), RegistryError> {
-        match is_async && c.enabled && !c.max_wait.is_zero() {
+        if c.shared {
+            inner.require_shared_store(id)?;
+        }
+        match is_async && c.enabled && (!c.max_wait.is_zero() || c.shared) {
             true => inner.require_async_clock(id, "this async method may wait for a rate limiter permit"),
             false => Ok(()),
         }
@@ -284,7 +344,12 @@ policy_kind! {
         config: RateLimiterConfig,
         events: Publisher<RateLimiterEvent>,
     ) -> RateLimiterState {
-        RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events)
+        let shared = config.shared && config.enabled;
+        let state = RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events);
+        match (&inner.shared, shared) {
+            (Some(store), true) => state.share(store.as_ref(), SharedPublisher::new(&inner.listeners)),
+            _ => state,
+        }
     }
 }
 

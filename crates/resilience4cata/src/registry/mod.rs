@@ -21,6 +21,7 @@ pub(crate) use policies::{
 use crate::clock::{Clock, Timer};
 use crate::error::{RegistryError, codes};
 use crate::events::{Event, Listeners};
+use crate::shared::SharedStore;
 
 /// Holds configuration, listeners, the clock and the state of every policy instance.
 ///
@@ -46,9 +47,19 @@ pub(crate) struct Inner {
     pub(crate) seed: u64,
     pub(crate) listeners: Listeners,
     pub(crate) stores: Stores,
+    /// Where `shared = true` instances keep their fleet-wide state.
+    pub(crate) shared: Option<Arc<dyn SharedStore>>,
 }
 
 impl Inner {
+    /// `R4C-REG-011` unless the registry was given a shared store.
+    pub(crate) fn require_shared_store(&self, id: &str) -> Result<(), RegistryError> {
+        match self.shared {
+            Some(_) => Ok(()),
+            None => Err(no_shared_store(Some(id))),
+        }
+    }
+
     /// `R4C-REG-010` unless the clock can wait inside a future (needed by `why`).
     pub(crate) fn require_async_clock(&self, id: &str, why: &str) -> Result<(), RegistryError> {
         if self.timer.can_sleep_async() {
@@ -145,6 +156,7 @@ pub struct RegistryBuilder {
     clock: Clock,
     seed: Option<u64>,
     listeners: Listeners,
+    shared: Option<Arc<dyn SharedStore>>,
     /// Configured through the `x_defaults` / `x` / `x_instance` trio of each policy (`policies.rs`).
     policies: PolicyConfigs,
 }
@@ -160,7 +172,42 @@ pub(crate) fn edit<B: Layer>(slot: &mut B, f: impl FnOnce(B) -> B) {
     *slot = f(std::mem::take(slot));
 }
 
+/// The first layer of `configs` that sets `shared = true`: `Some(None)` for the defaults,
+/// `Some(Some(name or id))` otherwise.
+fn shared_in<B>(configs: &Configs<B>, sets: impl Fn(&B) -> bool) -> Option<Option<&str>> {
+    std::iter::once((None, &configs.defaults))
+        .chain(configs.named.iter().map(|(name, b)| (Some(name.as_str()), b)))
+        .chain(configs.instances.iter().map(|(id, b)| (Some(id.as_str()), b)))
+        .find(|(_, layer)| sets(layer))
+        .map(|(at, _)| at)
+}
+
+/// `shared = true` somewhere (`at`: the instance id or named configuration) without a store.
+fn no_shared_store(at: Option<&str>) -> RegistryError {
+    RegistryError::new(
+        codes::NO_SHARED_STORE,
+        at,
+        "`shared = true` needs a shared store: give the registry one with \
+         `RegistryBuilder::shared_state(store)` (e.g. `resilience4cata_redis::RedisStore`)",
+    )
+}
+
 impl RegistryBuilder {
+    /// The store that instances configured with `shared = true` share their state through, with
+    /// every process using the same store (see [`crate::shared`]). Without one, `shared = true`
+    /// is `R4C-REG-011` at [`build`](Self::build):
+    ///
+    /// ```
+    /// use resilience4cata::Registry;
+    ///
+    /// let err = Registry::builder().rate_limiter_instance("prices", |r| r.shared(true)).build().unwrap_err();
+    /// assert_eq!((err.code(), err.instance()), ("R4C-REG-011", Some("prices")));
+    /// ```
+    pub fn shared_state(mut self, store: impl SharedStore) -> Self {
+        self.shared = Some(Arc::new(store));
+        self
+    }
+
     /// The clock every policy reads and waits on (default: [`Clock::system`]).
     pub fn clock(mut self, clock: impl Into<Clock>) -> Self {
         self.clock = clock.into();
@@ -232,10 +279,18 @@ impl RegistryBuilder {
     }
 
     /// Builds the registry, or returns the first configuration-file error. Policy values are
-    /// checked when a wrapper or pipeline resolves them.
+    /// checked when a wrapper or pipeline resolves them, except `shared = true` without a
+    /// [`shared_state`](Self::shared_state) store: `R4C-REG-011` here.
     pub fn build(self) -> Result<Registry, RegistryError> {
         if let Some(error) = self.error {
             return Err(error);
+        }
+        if self.shared.is_none()
+            && let Some(at) = shared_in(&self.policies.rate_limiter, |l| l.sets_shared())
+                .or_else(|| shared_in(&self.policies.circuit_breaker, |l| l.sets_shared()))
+                .or_else(|| shared_in(&self.policies.bulkhead, |l| l.sets_shared()))
+        {
+            return Err(no_shared_store(at));
         }
         let timer = Arc::new(self.clock.into_timer());
         let inner = Inner {
@@ -243,6 +298,7 @@ impl RegistryBuilder {
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             listeners: self.listeners,
             stores: self.policies.into_stores(),
+            shared: self.shared,
         };
         Ok(Registry { inner: Arc::new(inner) })
     }

@@ -1,0 +1,186 @@
+//! One replica of a fleet, for the multi-process tests of this crate (and for trying a fleet by
+//! hand): shares the rate limiter `<instance>` through Redis and calls it as fast as it lets
+//! through, from `<start_at_unix_ms>` for `<run_ms>`.
+//!
+//! `r4c-redis-fleet-member <url> <instance> <permits> <lease> <start_at_unix_ms> <run_ms>`
+//!
+//! Prints one line per admitted call (`ok <unix µs>`), one per shared-state event
+//! (`degraded <unix µs>`, `recovered <unix µs>`), and at the end `max_call_us <µs>` (the slowest
+//! decision) and `refused <count>`.
+//!
+//! `r4c-redis-fleet-member hold <url> <instance> <max> <slots> <lease_ttl_ms>`
+//!
+//! Takes `<slots>` slots of the shared bulkhead `<instance>` (fleet cap `<max>`), prints `holding`
+//! and holds them until killed.
+//!
+//! `r4c-redis-fleet-member breaker <url> <instance> <fail|succeed> <start_at_unix_ms> <run_ms>`
+//!
+//! Shares the breaker `<instance>` (window 5, wait_in_open 1.5 s, 2 half-open probes) and calls it
+//! every millisecond: `fail` fails until its own breaker opens (`opened <unix µs>`), then succeeds
+//! like `succeed`. Prints `first_refusal <unix µs>`, one `probe <unix µs>` per call that ran while
+//! the breaker was half-open, and `state <final state>`.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use resilience4cata::shared::SharedStateEvent;
+use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
+use resilience4cata_redis::RedisStore;
+
+fn unix_us() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("breaker") {
+        return breaker(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("hold") {
+        return hold(&args[1..]);
+    }
+    let [url, instance, permits, lease, start_at, run_ms] = args.as_slice() else {
+        return Err(
+            "usage: r4c-redis-fleet-member <url> <instance> <permits> <lease> <start_at_unix_ms> <run_ms>".into()
+        );
+    };
+    let (permits, lease): (u32, u32) = (permits.parse()?, lease.parse()?);
+    let (start_at, run): (u128, u64) = (start_at.parse()?, run_ms.parse()?);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let store = runtime.block_on(RedisStore::connect(url))?;
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let events = Arc::clone(&lines);
+    let registry = Registry::builder()
+        .shared_state(store)
+        .listen(move |e: &SharedStateEvent| {
+            let kind = if matches!(e, SharedStateEvent::Degraded { .. }) { "degraded" } else { "recovered" };
+            events.lock().unwrap().push(format!("{kind} {}", unix_us()));
+        })
+        .rate_limiter_instance(instance.as_str(), |r| r.shared(true).permits(permits).lease(lease))
+        .build()?;
+    let limiter =
+        Pipeline::builder(&registry, instance.as_str()).rate_limiter_with(|r| r).build::<(), std::io::Error>()?;
+    while unix_us() < start_at * 1000 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let end = Instant::now() + Duration::from_millis(run);
+    let (mut slowest, mut refused) = (Duration::ZERO, 0u64);
+    while Instant::now() < end {
+        let started = Instant::now();
+        let outcome = limiter.execute(|| Ok(()));
+        slowest = slowest.max(started.elapsed());
+        match outcome {
+            Ok(()) => lines.lock().unwrap().push(format!("ok {}", unix_us())),
+            Err(e) => {
+                refused += 1;
+                let pause = match e.rejection() {
+                    Some(Rejection::RateLimitExceeded { retry_after, .. }) => *retry_after,
+                    _ => Duration::ZERO,
+                };
+                std::thread::sleep(pause.clamp(Duration::from_micros(200), Duration::from_millis(2)));
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    for line in lines.lock().unwrap().iter() {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "max_call_us {}", slowest.as_micros())?;
+    writeln!(out, "refused {refused}")?;
+    Ok(())
+}
+
+fn breaker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    use resilience4cata::circuit_breaker::State;
+    let [url, instance, role, start_at, run_ms] = args else {
+        return Err(
+            "usage: r4c-redis-fleet-member breaker <url> <instance> <fail|succeed> <start_at_unix_ms> <run_ms>".into(),
+        );
+    };
+    let (start_at, run): (u128, u64) = (start_at.parse()?, run_ms.parse()?);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let store = runtime.block_on(RedisStore::connect(url))?;
+    let registry = Registry::builder()
+        .shared_state(store)
+        .circuit_breaker_instance(instance.as_str(), |c| {
+            c.shared(true)
+                .window_size(5)
+                .minimum_calls(5)
+                .wait_in_open(Duration::from_millis(1_500))
+                .permitted_calls_in_half_open(2)
+        })
+        .build()?;
+    let breaker =
+        Pipeline::builder(&registry, instance.as_str()).circuit_breaker_with(|c| c).build::<(), std::io::Error>()?;
+    let handle = registry.circuit_breaker(instance).ok_or("no breaker")?;
+    let mut lines = Vec::new();
+    let mut failing = role == "fail";
+    let mut refused_once = false;
+    while unix_us() < start_at * 1000 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let end = Instant::now() + Duration::from_millis(run);
+    while Instant::now() < end {
+        let outcome = breaker.execute(|| {
+            if handle.snapshot().state == State::HalfOpen {
+                lines.push(format!("probe {}", unix_us()));
+            }
+            if failing { Err(std::io::Error::other("down")) } else { Ok(()) }
+        });
+        if let Err(e) = outcome
+            && e.rejection().is_some()
+        {
+            if failing {
+                failing = false;
+                lines.push(format!("opened {}", unix_us()));
+            } else if !refused_once {
+                refused_once = true;
+                lines.push(format!("first_refusal {}", unix_us()));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut out = std::io::stdout().lock();
+    for line in &lines {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "state {:?}", handle.snapshot().state)?;
+    Ok(())
+}
+
+fn hold(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let [url, instance, max, slots, ttl_ms] = args else {
+        return Err("usage: r4c-redis-fleet-member hold <url> <instance> <max> <slots> <lease_ttl_ms>".into());
+    };
+    let (max, slots, ttl): (u32, usize, u64) = (max.parse()?, slots.parse()?, ttl_ms.parse()?);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let store = runtime.block_on(RedisStore::connect(url))?;
+    let registry = Registry::builder()
+        .shared_state(store)
+        .bulkhead_instance(instance.as_str(), |b| {
+            b.shared(true).max_concurrent_calls(max).lease(1).lease_ttl(Duration::from_millis(ttl))
+        })
+        .build()?;
+    let bulkhead =
+        Pipeline::builder(&registry, instance.as_str()).bulkhead_with(|b| b).build::<(), std::io::Error>()?;
+    let entered = std::sync::Barrier::new(slots + 1);
+    std::thread::scope(|s| {
+        for _ in 0..slots {
+            s.spawn(|| {
+                let _ = bulkhead.execute(|| {
+                    entered.wait();
+                    loop {
+                        std::thread::park();
+                    }
+                });
+            });
+        }
+        entered.wait();
+        println!("holding");
+        let _ = std::io::stdout().flush();
+        loop {
+            std::thread::park();
+        }
+    })
+}
