@@ -453,7 +453,13 @@ fn toml_section() {
     let e =
         testing::registry(&clock).config_toml("[defaults.adaptive_limit]\nbackof_ratio = 0.5\n").build().unwrap_err();
     assert_eq!(e.code(), "R4C-CFG-002");
-    let registry = testing::registry(&clock).config_toml("[defaults.adaptive_limit]\nmin_limit = 0\n").build().unwrap();
+    // A value out of range on its own is reported by `build`, with its key path and line.
+    let e = testing::registry(&clock).config_toml("[defaults.adaptive_limit]\nmin_limit = 0\n").build().unwrap_err();
+    assert_eq!(e.code(), "R4C-CFG-004");
+    assert!(e.to_string().contains("config:2: `defaults.adaptive_limit.min_limit`"), "{e}");
+    // A rule between keys (min above the default initial 20) waits for the instance to resolve.
+    let registry =
+        testing::registry(&clock).config_toml("[defaults.adaptive_limit]\nmin_limit = 30\n").build().unwrap();
     assert_eq!(ResilientApi::new(Backend, &registry).err().unwrap().code(), "R4C-REG-003");
 }
 
