@@ -510,9 +510,8 @@ pub(crate) trait RemoteOpen: Send + Sync {
 }
 
 /// The link between one shared circuit breaker and the store: the breaker's local Opens go out
-/// ([`opened`](Self::opened)), the fleet's Opens come in ([`open_remotely`](Self::open_remotely)),
-/// and half-open probes are granted fleet-wide ([`probes_wanted`](Self::probes_wanted),
-/// [`grant_probes`](Self::grant_probes)).
+/// (`opened`), the fleet's Opens come in (`open_remotely`), and half-open probes are granted
+/// fleet-wide (`probes_wanted`, `grant_probes`).
 ///
 /// Each process keeps its own window: only the transition to Open is shared. A breaker that goes
 /// half-open lets a probe through only with a fleet-wide probe permit in hand, so at most
