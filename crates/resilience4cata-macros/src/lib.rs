@@ -14,6 +14,7 @@ extern crate proc_macro;
 mod derive;
 mod diag;
 mod expand;
+mod order;
 mod parse;
 mod policy;
 mod validate;

@@ -22,7 +22,7 @@ pub mod timeout;
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::Event;
-pub use pipeline::{Pipeline, PipelineBuilder};
+pub use pipeline::{Pipeline, PipelineBuilder, Policy};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
 pub use registry::{Registry, RegistryBuilder, RegistrySnapshot};

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::PipelineBuilder;
 use super::guards::Guards;
 use super::kind::{Blocking, SyncOrAsync};
+use super::order::{Steps, retry_loop};
 use super::rules::{Decide, Rules};
 use crate::registry::Registry;
 use crate::retry::Verdict;
@@ -46,12 +47,14 @@ use crate::{Rejection, ResilienceError};
 /// ```
 pub struct Pipeline<T, E, M = SyncOrAsync> {
     id: Arc<str>,
-    retry: Option<RetryPolicy>,
+    pub(super) retry: Option<RetryPolicy>,
     /// The policies inside the retry; present only where `E: ResilienceError` was required.
-    guards: Option<Guards<E>>,
+    pub(super) guards: Option<Guards<E>>,
     /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
-    async_waits: bool,
-    rules: Rules<T, E>,
+    pub(super) async_waits: bool,
+    pub(super) rules: Rules<T, E>,
+    /// A non-default order (`PipelineBuilder::order`); `None` runs the default order's code.
+    order: Option<Steps>,
     mode: PhantomData<fn() -> M>,
 }
 
@@ -63,6 +66,7 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
             guards: self.guards.clone(),
             async_waits: self.async_waits,
             rules: self.rules.clone(),
+            order: self.order,
             mode: PhantomData,
         }
     }
@@ -102,8 +106,9 @@ impl<T, E, M> Pipeline<T, E, M> {
         retry: Option<RetryPolicy>,
         guards: Option<Guards<E>>,
         async_waits: bool,
+        order: Option<Steps>,
     ) -> Self {
-        Pipeline { id, retry, guards, async_waits, rules: Rules::default(), mode: PhantomData }
+        Pipeline { id, retry, guards, async_waits, rules: Rules::default(), order, mode: PhantomData }
     }
 
     /// The pipeline's id: the instance id of each of its policies.
@@ -386,27 +391,13 @@ impl<T, E, M> Pipeline<T, E, M> {
         F: FnMut() -> Result<T, E>,
         M: Blocking,
     {
+        if let Some(order) = &self.order {
+            return self.run_steps(order.get(), &mut f);
+        }
         let Some(retry) = &self.retry else {
             return self.attempt(f);
         };
-        let mut call = retry.start();
-        loop {
-            let outcome = match self.attempt(&mut f) {
-                // The generated `Ok(v) => break Ok(v)`: only the value moves, not the whole `Result`.
-                Ok(value) if self.rules.accepts_every_ok() => return Ok(value),
-                outcome => outcome,
-            };
-            let Some(failure) = self.rules.judge(&outcome) else {
-                return outcome;
-            };
-            let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
-                Some(wait) => retry.wait_blocking(&call, wait),
-                None => false,
-            };
-            if !again {
-                return self.rules.give_back(outcome);
-            }
-        }
+        retry_loop!(self, retry, |call, wait| retry.wait_blocking(&call, wait), self.attempt(&mut f))
     }
 
     /// One blocking attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
@@ -443,26 +434,18 @@ impl<T, E, M> Pipeline<T, E, M> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        if let Some(order) = &self.order {
+            return self.level0(order.get(), &mut f).await;
+        }
         let Some(retry) = &self.retry else {
             return self.attempt_async(f).await;
         };
-        let mut call = retry.start();
-        loop {
-            let outcome = match self.attempt_async(&mut f).await {
-                Ok(value) if self.rules.accepts_every_ok() => return Ok(value),
-                outcome => outcome,
-            };
-            let Some(failure) = self.rules.judge(&outcome) else {
-                return outcome;
-            };
-            let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
-                Some(wait) => self.wait_async(retry, &call, wait).await,
-                None => false,
-            };
-            if !again {
-                return self.rules.give_back(outcome);
-            }
-        }
+        retry_loop!(
+            self,
+            retry,
+            |call, wait| self.wait_async(retry, &call, wait).await,
+            self.attempt_async(&mut f).await
+        )
     }
 
     /// One async attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
@@ -470,14 +453,19 @@ impl<T, E, M> Pipeline<T, E, M> {
         &self,
         f: impl FnOnce() -> Fut,
     ) -> Result<T, E> {
-        match &self.guards {
-            None => f().await,
-            Some(guards) => guards.run_async(f, self.async_waits).await,
+        match (&self.guards, &self.order) {
+            (None, _) => f().await,
+            (Some(guards), None) => guards.run_async(f, self.async_waits).await,
+            (Some(_), Some(order)) => {
+                let mut once = Some(f);
+                let mut call = || once.take().expect("no retry among the steps: one call")();
+                self.level0(order.without_retry().get(), &mut call).await
+            }
         }
     }
 
     /// A zero wait (the quick path) and a clock that cannot wait in a future never await.
-    async fn wait_async(&self, retry: &RetryPolicy, call: &RetryCall, wait: Duration) -> bool {
+    pub(super) async fn wait_async(&self, retry: &RetryPolicy, call: &RetryCall, wait: Duration) -> bool {
         if self.async_waits && !wait.is_zero() {
             retry.wait_async(call, wait).await
         } else {

@@ -118,7 +118,7 @@ impl<E> Guards<E> {
         }
     }
 
-    fn classify_err(&self, e: &E) -> Outcome {
+    pub(super) fn classify_err(&self, e: &E) -> Outcome {
         Outcome::of_error(
             (self.find)(e),
             || self.ignore_on.as_ref().is_some_and(|ignored| ignored(e)),

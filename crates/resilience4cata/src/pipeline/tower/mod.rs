@@ -139,6 +139,10 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 ///   inside the call, as everywhere in this crate; `poll_ready` does not reserve a slot or a
 ///   permit. A server that wants tower's backpressure (`poll_ready` pending until there is room)
 ///   puts `tower::limit::ConcurrencyLimit` / `RateLimit` outside this layer.
+/// - **order**: the layer drives the retry itself, around one attempt at a time, so a pipeline
+///   reordered with [`PipelineBuilder::order`](crate::PipelineBuilder::order) keeps its order among
+///   the other policies, but a policy ordered *outside* the retry runs once per attempt here, as if
+///   listed just inside it (use `execute_async` for a policy that must span the retried call).
 /// - **cost**: the response future is a hand-written state machine (an `async fn` future cannot be
 ///   named on stable Rust) that takes no decision of its own. With a retry and/or a circuit breaker,
 ///   a call allocates nothing unless the retry waits a non-zero time between attempts (that wait is

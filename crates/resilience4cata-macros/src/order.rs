@@ -1,0 +1,214 @@
+//! `#[policy_order(Timeout, Retry)]` on a method or on the trait: which layers nest outermost,
+//! overriding the default order of [`POLICIES`](crate::policy::POLICIES) (SPEC §6).
+//!
+//! The attribute is parsed and judged here (names, duplicates, the fallback's place) and applied
+//! to a method's merged policies by [`apply`]: the listed policies the method uses come first, in
+//! the listed order, then the others in their default relative order; a fallback is always
+//! outermost. The layers are expressions of type `Result<T, E>` nested in the order of
+//! `Method::policies`, so any order expands to the same straight-line, unboxed code.
+
+use syn::punctuated::Punctuated;
+use syn::{Attribute, Ident, ItemTrait, Meta, Token, TraitItem, TraitItemConst, TraitItemType};
+
+use crate::diag::{ATR_DUPLICATE, ATR_PLACEMENT, ATR_SYNTAX, ATR_UNKNOWN_KEY, Errors};
+use crate::validate::Policy;
+
+/// `[R4C-ATR-060]`: a policy named twice in one `#[policy_order]`.
+pub(crate) const ATR_ORDER_DUPLICATE: &str = "R4C-ATR-060";
+/// `[R4C-ATR-061]`: `Fallback` listed anywhere but first.
+pub(crate) const ATR_ORDER_FALLBACK: &str = "R4C-ATR-061";
+
+/// The names `#[policy_order]` accepts, with the attribute each stands for, in the default order
+/// (the variants of `resilience4cata::Policy`). A listed policy the method does not use is ignored,
+/// so every name is accepted whether or not the method (or this version of the macro) has it.
+pub(crate) const NAMES: &[(&str, &str)] = &[
+    ("Fallback", "fallback"),
+    ("Retry", "retry"),
+    ("Hedge", "hedge"),
+    ("CircuitBreaker", "circuit_breaker"),
+    ("RateLimiter", "rate_limiter"),
+    ("AdaptiveLimit", "adaptive_limit"),
+    ("Timeout", "timeout"),
+    ("Bulkhead", "bulkhead"),
+];
+
+/// A judged `#[policy_order(…)]`: the attribute names of the listed policies, outermost first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Order {
+    pub(crate) listed: Vec<&'static str>,
+}
+
+/// The `#[policy_order]`s of one trait: the trait's own and each method's.
+#[derive(Default)]
+pub(crate) struct Orders {
+    trait_level: Order,
+    /// Per item of the trait, same index; `None` where the item has none.
+    members: Vec<Option<Order>>,
+}
+
+impl Orders {
+    /// Takes `#[policy_order]` off the trait and its methods. On an associated const or type it is
+    /// `[R4C-ATR-010]`.
+    pub(crate) fn take(item: &mut ItemTrait, errors: &mut Errors) -> Orders {
+        let trait_level = take(&mut item.attrs, errors).unwrap_or_default();
+        let members = item
+            .items
+            .iter_mut()
+            .map(|member| match member {
+                TraitItem::Fn(f) => take(&mut f.attrs, errors),
+                TraitItem::Const(TraitItemConst { attrs, .. }) | TraitItem::Type(TraitItemType { attrs, .. }) => {
+                    if let Some(attr) = attrs.iter().find(|a| a.path().is_ident("policy_order")) {
+                        errors.add(attr.path(), ATR_PLACEMENT, "`#[policy_order]` applies to a method or to the whole trait, not to an associated const or type");
+                    }
+                    attrs.retain(|a| !a.path().is_ident("policy_order"));
+                    None
+                }
+                _ => None,
+            })
+            .collect();
+        Orders { trait_level, members }
+    }
+
+    /// The order for the trait's `index`-th item: its own list, which replaces the trait's.
+    pub(crate) fn of_member(&self, index: usize) -> &Order {
+        self.members.get(index).and_then(Option::as_ref).unwrap_or(&self.trait_level)
+    }
+}
+
+/// Removes every `#[policy_order]` from `attrs` and judges it; `None` when there is none. A second
+/// `#[policy_order]` on one item is `[R4C-ATR-008]`.
+pub(crate) fn take(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Option<Order> {
+    let mut found: Option<Order> = None;
+    let mut kept = Vec::with_capacity(attrs.len());
+    for attr in attrs.drain(..) {
+        if !attr.path().is_ident("policy_order") {
+            kept.push(attr);
+            continue;
+        }
+        if found.is_some() {
+            errors.add(
+                attr.path(),
+                ATR_DUPLICATE,
+                "`#[policy_order]` set multiple times here: list every policy in one `#[policy_order(…)]`",
+            );
+            continue;
+        }
+        found = Some(judge(&attr, errors));
+    }
+    *attrs = kept;
+    found
+}
+
+fn judge(attr: &Attribute, errors: &mut Errors) -> Order {
+    let names = match &attr.meta {
+        Meta::List(list) => match list.parse_args_with(Punctuated::<Ident, Token![,]>::parse_terminated) {
+            Ok(names) => names,
+            Err(e) => {
+                errors.add(
+                    &list.tokens,
+                    ATR_SYNTAX,
+                    format!("{e}: write policy names separated by commas, e.g. `#[policy_order(Timeout, Retry)]`"),
+                );
+                return Order::default();
+            }
+        },
+        _ => {
+            errors.add(attr, ATR_SYNTAX, "write `#[policy_order(Timeout, Retry)]`: the policies, outermost first");
+            return Order::default();
+        }
+    };
+    let mut order = Order::default();
+    for (position, name) in names.iter().enumerate() {
+        let Some(&(_, policy)) = NAMES.iter().find(|(n, _)| name == n) else {
+            let valid: Vec<&str> = NAMES.iter().map(|(n, _)| *n).collect();
+            errors.add(name, ATR_UNKNOWN_KEY, format!("unknown policy `{name}`: expected one of {}", valid.join(", ")));
+            continue;
+        };
+        if order.listed.contains(&policy) {
+            errors.add(name, ATR_ORDER_DUPLICATE, format!("`{name}` listed twice: each policy at most once"));
+            continue;
+        }
+        if policy == "fallback" && position != 0 {
+            errors.add(
+                name,
+                ATR_ORDER_FALLBACK,
+                "a fallback is always the outermost layer: list `Fallback` first or leave it out",
+            );
+            continue;
+        }
+        order.listed.push(policy);
+    }
+    order
+}
+
+/// Reorders a method's policies (given in the default order): the fallback first, then the listed
+/// ones in the listed order, then the rest in their default relative order.
+pub(crate) fn apply(order: &Order, policies: Vec<Policy>) -> Vec<Policy> {
+    let rank = |p: &Policy| match p.spec.name {
+        "fallback" => 0,
+        name => order.listed.iter().position(|l| *l == name).map_or(usize::MAX, |i| i + 1),
+    };
+    let mut policies = policies;
+    // A stable sort: the unlisted policies (all `usize::MAX`) keep their default relative order.
+    policies.sort_by_key(rank);
+    policies
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(attr: Attribute) -> (Option<Order>, Vec<String>) {
+        let mut errors = Errors::default();
+        let mut attrs = vec![attr];
+        let order = take(&mut attrs, &mut errors);
+        assert!(attrs.is_empty(), "the attribute is taken off the item");
+        (order, errors.messages())
+    }
+
+    #[test]
+    fn names_are_judged_outermost_first() {
+        let (order, errors) = judged(syn::parse_quote!(#[policy_order(Timeout, Retry, CircuitBreaker)]));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(order.unwrap().listed, ["timeout", "retry", "circuit_breaker"]);
+    }
+
+    #[test]
+    fn a_name_twice_is_060() {
+        let (order, errors) = judged(syn::parse_quote!(#[policy_order(Timeout, Retry, Timeout)]));
+        assert_eq!(order.unwrap().listed, ["timeout", "retry"]);
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("[R4C-ATR-060]"), "{errors:?}");
+    }
+
+    #[test]
+    fn fallback_not_first_is_061() {
+        let (_, errors) = judged(syn::parse_quote!(#[policy_order(Retry, Fallback)]));
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("[R4C-ATR-061]"), "{errors:?}");
+        let (order, errors) = judged(syn::parse_quote!(#[policy_order(Fallback, Retry)]));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(order.unwrap().listed, ["fallback", "retry"]);
+    }
+
+    #[test]
+    fn an_unknown_name_is_002_and_lists_the_names() {
+        let (_, errors) = judged(syn::parse_quote!(#[policy_order(Retry, retry)]));
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("[R4C-ATR-002] unknown policy `retry`"), "{errors:?}");
+        assert!(errors[0].contains("Fallback, Retry, Hedge, CircuitBreaker"), "{errors:?}");
+    }
+
+    #[test]
+    fn malformed_forms_are_009_and_two_attributes_008() {
+        let (_, errors) = judged(syn::parse_quote!(#[policy_order]));
+        assert!(errors[0].starts_with("[R4C-ATR-009]"), "{errors:?}");
+        let (_, errors) = judged(syn::parse_quote!(#[policy_order(Retry = 1)]));
+        assert!(errors[0].starts_with("[R4C-ATR-009]"), "{errors:?}");
+        let mut errors = Errors::default();
+        let mut attrs: Vec<Attribute> =
+            vec![syn::parse_quote!(#[policy_order(Retry)]), syn::parse_quote!(#[policy_order(Timeout)])];
+        assert_eq!(take(&mut attrs, &mut errors).unwrap().listed, ["retry"]);
+        assert!(errors.messages()[0].starts_with("[R4C-ATR-008]"));
+    }
+}
