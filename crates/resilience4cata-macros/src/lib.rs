@@ -102,7 +102,10 @@ use proc_macro::TokenStream;
 ///   `resilience4cata::circuit_breaker`.
 /// - Whatever order they are written in, the layers nest retry (outermost) → circuit breaker →
 ///   method: every retry attempt passes the breaker and is recorded, and an open breaker's refusal
-///   stops the retry at once.
+///   stops the retry at once. `#[policy_order(Timeout, Retry)]` on a method or on the trait (the
+///   method's list replaces the trait's) nests the listed policies outermost first, the others in
+///   their default relative order inside them; a listed policy the method does not use is
+///   ignored. The expansion stays straight-line and unboxed for every order (SPEC §6).
 /// - `#[circuit_breaker]` needs `E: ResilienceError` (its refusal travels in the method's error);
 ///   `record_on` / `ignore_on` take patterns over `E`, `record_on_if` / `ignore_on_if` paths to
 ///   `fn(&E) -> bool`.

@@ -199,6 +199,51 @@ mod tests {
         assert!(errors[0].contains("Fallback, Retry, Hedge, CircuitBreaker"), "{errors:?}");
     }
 
+    fn expand(input: proc_macro2::TokenStream) -> String {
+        let mut errors = Errors::default();
+        let parsed = crate::parse::parse_trait(proc_macro2::TokenStream::new(), input, &mut errors);
+        let model = crate::validate::validate(parsed.unwrap_or_else(|_| panic!("not a trait")), &mut errors);
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        crate::expand::expand(&model).to_string()
+    }
+
+    #[test]
+    fn the_default_order_expands_exactly_as_without_a_list() {
+        let plain = expand(quote::quote! {
+            pub trait Api {
+                #[bulkhead] #[retry] #[circuit_breaker] #[rate_limiter]
+                fn get(&self) -> Result<u32, E>;
+            }
+        });
+        let spelled = expand(quote::quote! {
+            #[policy_order(Fallback, Retry, Hedge, CircuitBreaker, RateLimiter, AdaptiveLimit, Timeout, Bulkhead)]
+            pub trait Api {
+                #[bulkhead] #[retry] #[circuit_breaker] #[rate_limiter]
+                fn get(&self) -> Result<u32, E>;
+            }
+        });
+        assert_eq!(plain, spelled);
+    }
+
+    #[test]
+    fn a_listed_policy_wraps_the_others_in_the_expansion() {
+        let out = expand(quote::quote! {
+            pub trait Api {
+                #[policy_order(Bulkhead, Retry)]
+                #[retry] #[circuit_breaker] #[bulkhead]
+                fn get(&self) -> Result<u32, E>;
+            }
+        });
+        let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("{needle} in {out}"));
+        let (bulkhead, retry, breaker) = (
+            at("self . __r4c_bulkhead_get . acquire"),
+            at("& self . __r4c_retry_get"),
+            at("self . __r4c_circuit_breaker_get"),
+        );
+        assert!(bulkhead < retry && retry < breaker, "bulkhead → retry → breaker: {out}");
+        assert!(!out.contains("Box"), "still unboxed");
+    }
+
     #[test]
     fn malformed_forms_are_009_and_two_attributes_008() {
         let (_, errors) = judged(syn::parse_quote!(#[policy_order]));
