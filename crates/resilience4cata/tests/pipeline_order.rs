@@ -19,10 +19,13 @@ pub enum ApiError {
 
 /// The registry on the manual clock, and, for each `Retrying` event (published as the backoff
 /// starts), the `(in_flight, available)` of the bulkhead of the retried pipeline at that moment.
-fn setup() -> (ManualClock, Registry, Arc<Mutex<Vec<(u32, u32)>>>) {
+/// `(in_flight, available)` of a bulkhead, one per backoff.
+type DuringBackoff = Arc<Mutex<Vec<(u32, u32)>>>;
+
+fn setup() -> (ManualClock, Registry, DuringBackoff) {
     let clock = ManualClock::new();
     let seen: Arc<OnceLock<Registry>> = Arc::default();
-    let during_backoff: Arc<Mutex<Vec<(u32, u32)>>> = Arc::default();
+    let during_backoff: DuringBackoff = Arc::default();
     let (seen_in, during) = (Arc::clone(&seen), Arc::clone(&during_backoff));
     let registry = testkit::no_jitter(&clock)
         .listen(move |e: &RetryEvent| {
