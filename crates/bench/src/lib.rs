@@ -271,6 +271,17 @@ pub static CASES: &[Case] = &[
     case!("timeout_pass", "tokio_timeout_async", Async, cases::timeout::tokio_timeout),
     case!("timeout_pass", "tower_timeout_async", Async, cases::timeout::tower_timeout),
     case!("timeout_pass", "tower_resilience_async", Async, cases::timeout::tower_resilience_time_limiter),
+    // Fallback around a retry: a success never consults it; a call that falls back after 3 attempts.
+    case!("fallback", "direct", Sync, cases::baseline::direct),
+    case!("fallback", "ours_retry_only_sync", Sync, cases::ours_fallback::retry_only_sync),
+    case!("fallback", "ours_success_sync", Sync, cases::ours_fallback::success_sync),
+    case!("fallback", "ours_retry_only_async", Async, cases::ours_fallback::retry_only_async),
+    case!("fallback", "ours_success_async", Async, cases::ours_fallback::success_async),
+    case!("fallback", "ours_fallen_back_sync", Sync, cases::ours_fallback::fallen_back_sync),
+    // Hedge whose first attempt answers at once.
+    case!("hedge_first_answers", "direct_async", Async, cases::baseline::direct_async),
+    case!("hedge_first_answers", "ours_async", Async, cases::hedge::ours_async),
+    case!("hedge_first_answers", "seatbelt_async", Async, cases::hedge::seatbelt_async),
     // Retry + breaker + rate limiter + bulkhead, all passing.
     case!("full_stack", "ours_sync", Sync, cases::ours_guarded::full_sync),
     case!("full_stack", "ours_async", Async, cases::ours_guarded::full_async),

@@ -25,6 +25,9 @@ pub(crate) const ATR_TIMEOUT_DURATION: &str = "R4C-ATR-033";
 pub(crate) const ATR_CB_COUNT: &str = "R4C-ATR-020";
 pub(crate) const ATR_CB_RATE: &str = "R4C-ATR-021";
 pub(crate) const ATR_CB_SLOW_ZERO: &str = "R4C-ATR-022";
+/// Hedge (`R4C-ATR-04x`).
+pub(crate) const ATR_RETRY_WITH_HEDGE: &str = "R4C-ATR-040";
+pub(crate) const ATR_HEDGED_ATTEMPTS: &str = "R4C-ATR-041";
 /// Classifier combinations.
 pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
 pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";
@@ -41,6 +44,13 @@ pub(crate) const SIG_TRAIT_SHAPE: &str = "R4C-SIG-008";
 pub(crate) const SIG_NOT_FORWARDABLE: &str = "R4C-SIG-009";
 /// `#[timeout]` on a sync method (`R4C-SIG-02x`: the limits' signature rules).
 pub(crate) const SIG_TIMEOUT_SYNC: &str = "R4C-SIG-020";
+/// `#[fallback(method = …)]`: the method is not in the trait, has another signature, or is the
+/// protected method itself (`R4C-SIG-03x`).
+pub(crate) const SIG_FALLBACK_NOT_FOUND: &str = "R4C-SIG-030";
+pub(crate) const SIG_FALLBACK_SIGNATURE: &str = "R4C-SIG-031";
+pub(crate) const SIG_FALLBACK_ITSELF: &str = "R4C-SIG-032";
+/// `#[hedge]` on a sync method.
+pub(crate) const SIG_HEDGE_SYNC: &str = "R4C-SIG-021";
 /// `#[derive(ResilienceError)]`.
 pub(crate) const DRV_NOT_ENUM: &str = "R4C-DRV-001";
 pub(crate) const DRV_MISSING: &str = "R4C-DRV-002";

@@ -106,6 +106,10 @@ use proc_macro::TokenStream;
 ///   method's list replaces the trait's) nests the listed policies outermost first, the others in
 ///   their default relative order inside them; a listed policy the method does not use is
 ///   ignored. The expansion stays straight-line and unboxed for every order (SPEC §6).
+/// - `#[fallback(method = name)]` is the outermost layer, on a method only: on the final `Err`
+///   (after the retry, refusals included) that `apply_on` accepts and `skip_on` does not, it calls
+///   `<Self as Trait>::name(self, args…, FallbackContext<E>)` through the wrapper, so the fallback
+///   method's own policies apply. See `resilience4cata::fallback`.
 /// - `#[circuit_breaker]` needs `E: ResilienceError` (its refusal travels in the method's error);
 ///   `record_on` / `ignore_on` take patterns over `E`, `record_on_if` / `ignore_on_if` paths to
 ///   `fn(&E) -> bool`.

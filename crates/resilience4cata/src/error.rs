@@ -90,3 +90,12 @@ impl fmt::Display for RegistryError {
 }
 
 impl std::error::Error for RegistryError {}
+
+/// `R4C-REG-001` for a policy that only async methods can have (`why` says what a blocking call
+/// cannot do), checked before anything is resolved.
+pub(crate) fn async_only(id: &str, is_async: bool, why: &str) -> Result<(), RegistryError> {
+    match is_async {
+        true => Ok(()),
+        false => Err(RegistryError::new(codes::INVALID_COMBINATION, Some(id), why)),
+    }
+}

@@ -11,7 +11,7 @@ use std::sync::Arc;
 pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
 
-use crate::registry::{PolicyKind, for_each_policy};
+use crate::registry::{PolicyKind, for_each_event_only, for_each_policy};
 
 /// A registered listener of events of type `E`.
 pub(crate) type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
@@ -34,10 +34,48 @@ pub(crate) mod sealed {
 /// [`CircuitBreakerEvent`], and the event enum of each other policy.
 pub trait Event: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {}
 
-/// Per policy of the list: its listeners' field, its `Event` impl, its `AnyEvent` variant.
+/// One event type: where its listeners are kept (`Listeners::$field`), its `AnyEvent` variant, the
+/// name of the policy that publishes it and (feature `metrics`) its metric handles.
+macro_rules! event_kind {
+    ($event:ident => $field:ident, $variant:ident, $name:expr, $metrics:ty, $register:expr) => {
+        impl sealed::Sealed for $event {
+            fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
+                &mut listeners.$field
+            }
+
+            fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
+                &listeners.$field
+            }
+
+            fn into_any(self) -> AnyEvent {
+                AnyEvent::$variant(self)
+            }
+        }
+
+        impl Published for $event {
+            const POLICY: &'static str = $name;
+
+            #[cfg(feature = "metrics")]
+            type Metrics = $metrics;
+
+            #[cfg(feature = "metrics")]
+            fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+                $register(instance)
+            }
+        }
+
+        impl Event for $event {}
+    };
+}
+
+/// Per policy of the list: its listeners' field, its `Event` impl, its `AnyEvent` variant; then the
+/// same for each kind that only publishes events (`for_each_event_only!`), with its metric handles
+/// named directly since it has no `PolicyKind`.
 macro_rules! event_parts {
-    ($({ $module:ident: $policy:ident($($types:tt)*), $event:ident => $variant:ident, $human:literal, $($rest:tt)* })*) => {
+    ($({ $module:ident: $policy:ident($($types:tt)*), $event:ident => $variant:ident, $human:literal, $($rest:tt)* })*
+     ; $({ $only:ident: $only_event:ident => $only_variant:ident, $only_human:literal, $only_metrics:ident })*) => {
         $(use crate::$module::$event;)*
+        $(use crate::$only::$only_event;)*
 
         /// The listeners of every event type, as registered on the builder, and the subscribers
         /// that attach after build.
@@ -47,36 +85,23 @@ macro_rules! event_parts {
         pub struct Listeners {
             pub(crate) hub: Arc<Hub>,
             $(pub(crate) $module: Vec<Listener<$event>>,)*
+            $(pub(crate) $only: Vec<Listener<$only_event>>,)*
         }
 
         impl fmt::Debug for Listeners {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.debug_struct("Listeners")$(.field(stringify!($module), &self.$module.len()))*.finish()
+                f.debug_struct("Listeners")
+                    $(.field(stringify!($module), &self.$module.len()))*
+                    $(.field(stringify!($only), &self.$only.len()))*
+                    .finish()
             }
         }
 
-        $(
-            impl sealed::Sealed for $event {
-                fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
-                    &mut listeners.$module
-                }
-
-                fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
-                    &listeners.$module
-                }
-
-                fn into_any(self) -> AnyEvent {
-                    AnyEvent::$variant(self)
-                }
-
-            }
-
-            impl Published for $event {
-                type Policy = crate::$module::policy::$policy;
-            }
-
-            impl Event for $event {}
-        )*
+        $(event_kind!($event => $module, $variant, <crate::$module::policy::$policy as PolicyKind>::NAME,
+            <crate::$module::policy::$policy as PolicyKind>::Metrics,
+            <crate::$module::policy::$policy as PolicyKind>::register_metrics);)*
+        $(event_kind!($only_event => $only, $only_variant, stringify!($only), crate::$only::metrics::$only_metrics,
+            crate::$only::metrics::$only_metrics::register);)*
 
         /// Every event a registry publishes, as a [`Subscription`] delivers it: one variant per
         /// policy.
@@ -100,6 +125,10 @@ macro_rules! event_parts {
                 #[doc = concat!("A ", $human, "'s event.")]
                 $variant($event),
             )*
+            $(
+                #[doc = concat!("A ", $only_human, "'s event.")]
+                $only_variant($only_event),
+            )*
         }
 
         impl AnyEvent {
@@ -107,24 +136,42 @@ macro_rules! event_parts {
             pub fn instance(&self) -> &str {
                 match self {
                     $(AnyEvent::$variant(e) => e.instance(),)*
+                    $(AnyEvent::$only_variant(e) => e.instance(),)*
                 }
             }
 
             /// The policy's attribute name: `"retry"`, `"circuit_breaker"`, `"rate_limiter"`, …
             pub fn policy(&self) -> &'static str {
                 match self {
-                    $(AnyEvent::$variant(_) => <crate::$module::policy::$policy as PolicyKind>::NAME,)*
+                    $(AnyEvent::$variant(_) => <$event as Published>::POLICY,)*
+                    $(AnyEvent::$only_variant(_) => <$only_event as Published>::POLICY,)*
                 }
             }
         }
     };
 }
 
-for_each_policy!(event_parts);
+/// The policies of the list, then the kinds that only publish events.
+macro_rules! with_event_only {
+    ($($policies:tt)*) => {
+        for_each_event_only!(event_parts { $($policies)* });
+    };
+}
 
-/// An event type of a policy of the list: which policy publishes it (for its metric handles).
+for_each_policy!(with_event_only);
+
+/// An event type of a policy of the list (or of an event-only kind): its policy's name and, with
+/// feature `metrics`, the metric handles one instance's publishing sites update ([`publish!`]).
 pub(crate) trait Published: Event {
-    type Policy: PolicyKind<Event = Self>;
+    /// The attribute name of the policy that publishes it (`AnyEvent::policy`).
+    const POLICY: &'static str;
+
+    /// One instance's metric handles, registered once so recording never allocates.
+    #[cfg(feature = "metrics")]
+    type Metrics: Send + Sync;
+
+    #[cfg(feature = "metrics")]
+    fn register_metrics(instance: &Arc<str>) -> Self::Metrics;
 }
 
 /// What one policy instance publishes to: nothing is built unless someone listens.
@@ -132,7 +179,7 @@ pub(crate) struct Publisher<E: Published> {
     listeners: Box<[Listener<E>]>,
     hub: Arc<Hub>,
     #[cfg(feature = "metrics")]
-    metrics: <E::Policy as PolicyKind>::Metrics,
+    metrics: <E as Published>::Metrics,
 }
 
 impl<E: Published> Publisher<E> {
@@ -155,7 +202,7 @@ impl<E: Published> Publisher<E> {
             listeners: listeners.into(),
             hub,
             #[cfg(feature = "metrics")]
-            metrics: <E::Policy as PolicyKind>::register_metrics(instance),
+            metrics: <E as Published>::register_metrics(instance),
         }
     }
 
@@ -186,7 +233,7 @@ impl<E: Published> Publisher<E> {
     /// The instance's metric handles (feature `metrics`), registered when it was built.
     #[cfg(feature = "metrics")]
     #[inline]
-    pub(crate) fn metrics(&self) -> &<E::Policy as PolicyKind>::Metrics {
+    pub(crate) fn metrics(&self) -> &<E as Published>::Metrics {
         &self.metrics
     }
 

@@ -9,6 +9,8 @@ pub mod circuit_breaker;
 pub mod clock;
 mod error;
 pub mod events;
+pub mod fallback;
+pub mod hedge;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_counters;
 pub mod pipeline;
@@ -17,11 +19,14 @@ mod registry;
 mod rejection;
 pub mod retry;
 mod scope;
+#[cfg(feature = "serde")]
+mod serde_millis;
 pub mod timeout;
 
 pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::Event;
+pub use fallback::FallbackContext;
 pub use pipeline::{Pipeline, PipelineBuilder, Policy};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
@@ -36,8 +41,8 @@ pub use scope::{MethodIds, WrapperBuilder};
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backoff, Budget, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder, RegistryError,
-        Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
+        Backoff, Budget, FallbackContext, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder,
+        RegistryError, Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
     };
 }
 

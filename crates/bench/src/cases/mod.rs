@@ -6,8 +6,10 @@
 
 pub mod baseline;
 pub mod breaker;
+pub mod hedge;
 pub mod limits;
 pub mod ours;
+pub mod ours_fallback;
 pub mod ours_guarded;
 pub mod retry;
 pub mod stack;

@@ -147,11 +147,14 @@ fn body(model: &Model, method: &Method) -> TokenStream {
 fn innermost(model: &Model, method: &Method) -> TokenStream {
     let p = private();
     let repeats = method.policies.iter().any(|policy| crate::policy::repeats(policy.spec));
+    // A hedge's attempts run side by side: its layer rebinds each owned argument to a reference.
+    let hedged = crate::policy::hedged(method);
     let args = method.args.iter().map(|a| {
         let ident = &a.ident;
         match &a.ty {
             Type::Reference(r) if r.mutability.is_some() => quote!(&mut *#ident),
             Type::Reference(_) => quote!(#ident),
+            ty if hedged => quote_spanned!(ty.span()=> #p::attempt_arg(#ident)),
             ty if repeats => quote_spanned!(ty.span()=> #p::attempt_arg(&#ident)),
             _ => quote!(#ident),
         }

@@ -8,6 +8,8 @@
 pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
 mod desugar;
+pub(crate) mod fallback;
+pub(crate) mod hedge;
 mod method;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;

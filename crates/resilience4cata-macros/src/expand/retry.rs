@@ -22,12 +22,23 @@ use crate::validate::{Setting, Settings, Value};
 pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> TokenStream {
     let p = private();
     let field = ctx.field();
+    // With a fallback outside, the attempts made so far go to it when the loop ends on a failure:
+    // all of them after giving up (the refused or unretryable one included), plus the current one
+    // when a classifier accepts an `Err` as it is.
+    let (gave_up, accepted) = if crate::policy::has_fallback(ctx.method) {
+        (
+            quote!(__r4c_attempts = __r4c_call.attempts();),
+            quote!(__r4c_attempts = __r4c_call.attempts().saturating_add(1);),
+        )
+    } else {
+        (TokenStream::new(), TokenStream::new())
+    };
     let round = match settings.get("classifier") {
         Some(classifier) => {
             let retry_after = ask(ctx, settings, Subject::Result);
-            classified(classifier, settings.get("on_exhausted_result"), inner, retry_after)
+            classified(classifier, settings.get("on_exhausted_result"), inner, retry_after, [gave_up, accepted])
         }
-        None => by_error(settings, inner, ask(ctx, settings, Subject::Error)),
+        None => by_error(settings, inner, ask(ctx, settings, Subject::Error), gave_up),
     };
     quote! {{
         #[allow(unused_imports)]
@@ -108,7 +119,7 @@ fn ask(ctx: &Ctx<'_>, settings: &Settings, subject: Subject) -> TokenStream {
 }
 
 /// One round without a classifier: `Ok` breaks out; an `Err` is judged by the patterns.
-fn by_error(settings: &Settings, inner: TokenStream, retry_after: TokenStream) -> TokenStream {
+fn by_error(settings: &Settings, inner: TokenStream, retry_after: TokenStream, gave_up: TokenStream) -> TokenStream {
     let p = private();
     let abort = [settings.get("abort_on"), settings.get("abort_on_if")].into_iter().flatten().map(test_error);
     let retry: Vec<_> =
@@ -124,6 +135,7 @@ fn by_error(settings: &Settings, inner: TokenStream, retry_after: TokenStream) -
                     #p::Failure::Retryable
                 };
                 if !#retry_after {
+                    #gave_up
                     break ::core::result::Result::Err(__r4c_error);
                 }
             }
@@ -148,6 +160,7 @@ fn classified(
     exhausted: Option<&Setting>,
     inner: TokenStream,
     retry_after: TokenStream,
+    [gave_up, accepted]: [TokenStream; 2],
 ) -> TokenStream {
     let p = private();
     let Value::Path(classifier) = &classifier.value else { unreachable!("classifier is a path") };
@@ -163,7 +176,10 @@ fn classified(
     quote! {
         let __r4c_result = #inner;
         let __r4c_failure = match #classifier(&__r4c_result) {
-            #p::Verdict::Success => break __r4c_result,
+            #p::Verdict::Success => {
+                #accepted
+                break __r4c_result;
+            }
             #p::Verdict::Retry => match &__r4c_result {
                 ::core::result::Result::Err(__r4c_error) if (&#p::Probe(__r4c_error)).is_call_not_permitted() => {
                     #p::Failure::NotRetryable
@@ -177,6 +193,7 @@ fn classified(
             _ => #p::Failure::ClassifierFailed,
         };
         if !#retry_after {
+            #gave_up
             break #give_up;
         }
     }

@@ -203,6 +203,32 @@ fn sync_limits_neither_await_nor_box() {
 }
 
 #[test]
+fn a_fallback_wraps_the_retry_and_calls_through_the_wrapper_with_the_attempt_count() {
+    let out = expand(quote! {
+        pub trait Api {
+            #[retry(delay = "0")]
+            #[fallback(method = cached, skip_on = E::Fatal)]
+            fn get(&self, key: String) -> Result<u32, E>;
+            fn cached(&self, key: String, ctx: FallbackContext<E>) -> Result<u32, E>;
+        }
+    });
+    for expected in [
+        "__r4c_fallback_get : :: resilience4cata :: __private :: FallbackPolicy",
+        ":: resilience4cata :: __private :: fallback (registry , :: resilience4cata :: __private :: Site {",
+        "let mut __r4c_attempts : u32 = 1 ;",
+        "__r4c_attempts = __r4c_call . attempts () ;",
+        "if true && ! (:: core :: matches ! (& __r4c_error , E :: Fatal))",
+        "self . __r4c_fallback_get . apply (__r4c_error , __r4c_attempts)",
+        "< Self as Api > :: cached (self , :: resilience4cata :: __private :: fallback_arg :: < String , _ > (key) ,",
+        ":: resilience4cata :: __private :: attempt_arg (& key)",
+    ] {
+        assert!(out.contains(expected), "missing `{expected}` in\n{out}");
+    }
+    // The fallback layer is outside the retry's loop.
+    assert!(out.find("let mut __r4c_attempts").unwrap() < out.find("let mut __r4c_call").unwrap());
+}
+
+#[test]
 fn delay_from_decides_the_wait_of_an_error_before_any_await() {
     let out = expand(quote!(
         pub trait Api {
@@ -227,4 +253,31 @@ fn delay_from_decides_the_wait_of_an_error_before_any_await() {
         "classified Ok: {out}"
     );
     assert!(!out.contains("retry_now_from"), "no quick path past a hook: {out}");
+}
+
+#[test]
+fn a_hedged_method_races_attempts_made_by_a_move_closure_over_references() {
+    let out = expand(quote! {
+        pub trait Api {
+            #[hedge(delay = "50ms", max_hedged_attempts = 2)]
+            #[circuit_breaker]
+            async fn get(&self, key: String, page: &str) -> Result<u32, E>;
+        }
+    });
+    for expected in [
+        "__r4c_hedge_get : :: resilience4cata :: __private :: HedgePolicy",
+        ":: resilience4cata :: __private :: hedge (registry",
+        ". delay (:: resilience4cata :: __private :: nanos (50000000u64))",
+        ". max_hedged_attempts (2u32)",
+        "let key = & key ;",
+        ". run (move || async move {",
+        "attempt_arg (key)",
+        "is_call_not_permitted ()",
+    ] {
+        assert!(out.contains(expected), "missing `{expected}` in\n{out}");
+    }
+    assert!(!out.contains("let page = & page"), "a reference argument is not rebound:\n{out}");
+    let hedge = out.find(". run (move").unwrap();
+    let breaker = out.find("__r4c_circuit_breaker_get . acquire").unwrap();
+    assert!(hedge < breaker, "the breaker is inside each hedged attempt:\n{out}");
 }

@@ -219,12 +219,15 @@ fn instance(model: &Model, method: &Method, policy: &Policy) -> TokenStream {
     let p = private();
     let spec = policy.spec;
     let runtime_fn = format_ident!("{}", spec.runtime_fn);
-    let builder = format_ident!("{}", spec.builder);
     let id = derived_id(model, method);
     let name = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Name));
     let config = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Config));
     let is_async = method.is_async();
     let setters = policy.settings.iter().filter(|s| s.key.role == Role::Builder).map(setter);
+    let attrs = (!spec.builder.is_empty()).then(|| {
+        let builder = format_ident!("{}", spec.builder);
+        quote!(#p::#builder::new() #(#setters)*,)
+    });
     quote! {
         #p::#runtime_fn(
             registry,
@@ -234,7 +237,7 @@ fn instance(model: &Model, method: &Method, policy: &Policy) -> TokenStream {
                 config: #config,
                 is_async: #is_async,
             },
-            #p::#builder::new() #(#setters)*,
+            #attrs
         )?
     }
 }

@@ -8,6 +8,8 @@
 
 pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
+pub(crate) mod fallback;
+pub(crate) mod hedge;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;
 pub(crate) mod timeout;
@@ -20,17 +22,30 @@ use crate::validate::{Method, Problem, Settings};
 /// Every policy attribute, outer to inner: the layers are chained in this order, whatever order
 /// the attributes are written in (docs/architecture.md, "The path of one call").
 pub(crate) static POLICIES: &[&PolicySpec] = &[
+    &fallback::FALLBACK,
     &retry::RETRY,
+    &hedge::HEDGE,
     &circuit_breaker::CIRCUIT_BREAKER,
     &rate_limiter::RATE_LIMITER,
     &timeout::TIMEOUT,
     &bulkhead::BULKHEAD,
 ];
 
-/// Whether the policy may call the inner layers more than once per call (retry, hedge), so owned
-/// arguments are cloned for each attempt.
+/// Whether the policy may call the inner layers more than once per call (retry, hedge), or hands
+/// the arguments to another call after them (fallback), so owned arguments are cloned for each
+/// attempt.
 pub(crate) fn repeats(spec: &PolicySpec) -> bool {
-    matches!(spec.name, "retry" | "hedge")
+    matches!(spec.name, "retry" | "hedge" | "fallback")
+}
+
+/// Whether the method has a `#[fallback]`, so the attempt-making layers report their count.
+pub(crate) fn has_fallback(method: &Method) -> bool {
+    method.policies.iter().any(|p| std::ptr::eq(p.spec, &fallback::FALLBACK))
+}
+
+/// Whether `method` is hedged, so its attempts run side by side inside one future.
+pub(crate) fn hedged(method: &crate::validate::Method) -> bool {
+    method.policies.iter().any(|p| std::ptr::eq(p.spec, &hedge::HEDGE))
 }
 
 /// The policy named by an attribute path such as `retry`, if it is one of ours.
@@ -49,7 +64,8 @@ pub(crate) struct PolicySpec {
     pub(crate) check: fn(&Settings, &Method) -> Vec<Problem>,
     /// `__private::<runtime_fn>(registry, site, <builder>::new()…)` builds the instance …
     pub(crate) runtime_fn: &'static str,
-    /// … from this config builder of the runtime (re-exported by `__private`) …
+    /// … from this config builder of the runtime (re-exported by `__private`; empty for a policy
+    /// without configuration, whose function takes no builder) …
     pub(crate) builder: &'static str,
     /// … and returns this field type (re-exported by `__private`).
     pub(crate) field_ty: &'static str,

@@ -2,6 +2,7 @@
 //! method-level attributes key by key, checks combinations and signatures, and produces the
 //! [`Model`] the expansion reads. Every mistake is reported once, on its own token.
 
+mod fallback;
 mod signature;
 mod value;
 
@@ -54,6 +55,8 @@ pub(crate) struct Method {
     pub(crate) policies: Vec<Policy>,
     /// Whether the wrapper can call the delegate's method with this signature.
     pub(crate) forwardable: bool,
+    /// The method `#[fallback(method = …)]` names, once checked.
+    pub(crate) fallback: Option<fallback::Target>,
 }
 
 impl Method {
@@ -203,9 +206,12 @@ pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
     let TraitInput { item, policies, members, send, orders } = input;
     let implementable = signature::check_trait(&item, errors);
     let mut v = Validator { errors, next_id: 0, reported: HashSet::new() };
-    let trait_level = v.judge_all(&policies, Origin::Trait);
+    let mut trait_level = v.judge_all(&policies, Origin::Trait);
+    fallback::refuse_on_trait(&mut trait_level, v.errors);
     let members = item.items.iter().zip(&members).enumerate();
-    let members = members.map(|(i, (m, raw))| v.member(m, raw, &trait_level, orders.of_member(i))).collect();
+    let mut members: Vec<Member> =
+        members.map(|(i, (m, raw))| v.member(m, raw, &trait_level, orders.of_member(i))).collect();
+    fallback::resolve(&item, &mut members, errors);
     Model {
         wrapper: format_ident!("Resilient{}", item.ident),
         delegate: fresh_delegate(&item),
@@ -237,7 +243,7 @@ impl Validator<'_> {
         let policies = crate::order::apply(order, merge(trait_level, &own));
         let signature::Shape { form, receiver, args, ret, forwardable } =
             signature::method(f, !policies.is_empty(), self.errors);
-        let method = Method { item: f.clone(), form, receiver, args, ret, policies, forwardable };
+        let method = Method { item: f.clone(), form, receiver, args, ret, policies, forwardable, fallback: None };
         for p in &method.policies {
             for problem in (p.spec.check)(&p.settings, &method) {
                 if self.reported.insert(problem.id) {

@@ -482,3 +482,81 @@ fn timeout_needs_an_async_method_and_a_trait_level_one_is_reported_once() {
     };
     assert_eq!(errors_of(overridden).len(), 2, "the method's own attribute is reported on its own");
 }
+
+#[test]
+fn a_circle_of_fallbacks_is_one_error_on_its_first_method() {
+    let message = single(
+        quote! {
+            trait Api {
+                fn plain(&self) -> Result<u32, E>;
+                #[fallback(method = b)]
+                fn a(&self) -> Result<u32, E>;
+                #[fallback(method = c)]
+                fn b(&self, x: FallbackContext<E>) -> Result<u32, E>;
+                #[fallback(method = a)]
+                fn c(&self, x: FallbackContext<E>, y: FallbackContext<E>) -> Result<u32, E>;
+            }
+        },
+        "R4C-SIG-032",
+    );
+    assert!(message.contains("`a → b → c → a`"), "{message}");
+}
+
+#[test]
+fn a_fallback_chain_that_ends_resolves_every_target() {
+    let (model, errors) = run(quote! {
+        trait Api {
+            #[retry]
+            #[fallback(method = b, skip_on = E::Fatal)]
+            fn a(&self, key: &'a str) -> Result<u32, E>;
+            #[fallback(method = c)]
+            fn b(&self, key: &'b str, x: FallbackContext<E>) -> Result<u32, E>;
+            fn c(&self, key: &str, x: FallbackContext<E>, y: FallbackContext<E>) -> Result<u32, E>;
+        }
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    let a = method(&model, "a");
+    assert_eq!(a.policies.iter().map(|p| p.spec.name).collect::<Vec<_>>(), ["fallback", "retry"]);
+    let target = a.fallback.as_ref().expect("resolved");
+    assert_eq!(target.ident, "b");
+    assert_eq!(target.params[0].to_token_stream().to_string(), "& '_ str", "lifetimes are erased");
+    assert!(method(&model, "b").fallback.is_some());
+    assert!(method(&model, "c").fallback.is_none());
+}
+
+#[test]
+fn a_fallback_named_by_path_or_missing_is_sig_030() {
+    let message = single(
+        quote! {
+            trait Api {
+                #[fallback(method = other::b)]
+                fn a(&self) -> Result<u32, E>;
+            }
+        },
+        "R4C-SIG-030",
+    );
+    assert!(message.contains("by its name alone"), "{message}");
+    let message = single(
+        quote! {
+            trait Api {
+                #[fallback(method = bb)]
+                fn a(&self) -> Result<u32, E>;
+                fn b(&self, x: FallbackContext<E>) -> Result<u32, E>;
+            }
+        },
+        "R4C-SIG-030",
+    );
+    assert!(message.contains("did you mean `b`?"), "{message}");
+}
+
+#[test]
+fn a_fallback_with_another_receiver_or_type_parameters_is_sig_031() {
+    for input in [
+        quote! { trait Api { #[fallback(method = b)] fn a(&self) -> Result<u32, E>; fn b(&mut self, x: FallbackContext<E>) -> Result<u32, E>; } },
+        quote! { trait Api { #[fallback(method = b)] fn a(&self) -> Result<u32, E>; fn b<T>(&self, x: FallbackContext<E>) -> Result<u32, E>; } },
+        quote! { trait Api { #[fallback(method = b)] fn a(&self) -> Result<u32, E>; fn b(&self, x: E) -> Result<u32, E>; } },
+        quote! { trait Api { #[fallback(method = b)] fn a(&self) -> Result<u32, E>; fn b(&self, x: FallbackContext<E>); } },
+    ] {
+        single(input, "R4C-SIG-031");
+    }
+}

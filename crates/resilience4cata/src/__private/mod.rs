@@ -6,6 +6,7 @@
 #![doc(hidden)]
 #![allow(missing_docs)]
 
+mod fallback;
 mod probe;
 
 pub use ::core;
@@ -18,6 +19,10 @@ pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
 pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};
 pub use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 pub use crate::error::RegistryError;
+pub use crate::fallback::FallbackContext;
+pub use crate::fallback::policy::FallbackPolicy;
+pub use crate::hedge::HedgeConfigBuilder;
+pub use crate::hedge::policy::HedgePolicy;
 pub use crate::rate_limiter::RateLimiterConfigBuilder;
 pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;
@@ -26,6 +31,7 @@ pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
 pub use crate::timeout::TimeoutConfigBuilder;
 pub use crate::timeout::policy::TimeoutPolicy;
+pub use fallback::{FallbackArg, FallbackContextArg, FallbackReturn, fallback_arg, fallback_context, fallback_returns};
 pub use probe::{
     AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, Reject, RejectFallback, RejectInto, ResultLike,
     attempt_arg, require_resilience_error,
@@ -98,6 +104,13 @@ macro_rules! constructors {
     )*};
 }
 for_each_policy!(constructors);
+
+/// Builds the fallback of one method: its instance id (the derived id) and event publisher. A
+/// fallback has no configuration and no shared state, so this never fails; it returns a `Result`
+/// like every other constructor.
+pub fn fallback(registry: &Registry, site: Site) -> Result<FallbackPolicy, RegistryError> {
+    Ok(FallbackPolicy::build(registry, site.id))
+}
 
 /// A duration literal checked at compile time, rebuilt from its nanoseconds.
 #[inline]

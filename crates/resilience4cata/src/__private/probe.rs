@@ -43,7 +43,7 @@ pub fn require_resilience_error<E: ResilienceError>() {}
 /// An argument handed to every attempt of a retried method: references and `Copy` values cost
 /// nothing, other owned values are cloned per attempt.
 #[diagnostic::on_unimplemented(
-    message = "[R4C-SIG-007] `{Self}` is passed by value to a retried method, so it must be `Clone` (it is cloned for each attempt)",
+    message = "[R4C-SIG-007] `{Self}` is passed by value to a method with a retry or a fallback, so it must be `Clone` (each attempt, and the fallback, gets a copy)",
     label = "this argument is moved into every attempt",
     note = "take it by reference (`&T`, recommended: it costs nothing) or implement `Clone`"
 )]

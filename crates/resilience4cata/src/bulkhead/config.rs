@@ -17,6 +17,7 @@ use crate::registry::layered_builder;
 /// let c = BulkheadConfig::default();
 /// assert_eq!((c.max_concurrent_calls, c.max_wait), (25, Duration::ZERO));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct BulkheadConfig {
@@ -25,6 +26,7 @@ pub struct BulkheadConfig {
     /// Calls allowed inside at once (≥ 1).
     pub max_concurrent_calls: u32,
     /// How long a call may wait for a slot before it is refused (`0`: refuse at once).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub max_wait: Duration,
 }
 

@@ -23,6 +23,7 @@ use std::sync::Arc;
 ///     .build()?;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(tag = "kind"))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum BulkheadEvent {

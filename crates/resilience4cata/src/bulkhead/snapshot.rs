@@ -14,6 +14,7 @@ use super::BulkheadConfig;
 /// }
 /// # let _ = report;
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct BulkheadSnapshot {

@@ -7,6 +7,7 @@ use crate::registry::Layer;
 use crate::registry::layered_builder;
 
 /// How the breaker's window of recent outcomes is measured.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WindowType {
@@ -37,6 +38,7 @@ pub const MAX_HALF_OPEN_CALLS: u32 = 4_095;
 /// assert_eq!((c.failure_rate_threshold, c.slow_call_duration), (50.0, None));
 /// assert_eq!((c.wait_in_open, c.permitted_calls_in_half_open), (Duration::from_secs(60), 10));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct CircuitBreakerConfig {
@@ -51,10 +53,12 @@ pub struct CircuitBreakerConfig {
     /// Failure rate, in percent, at which the breaker opens (`0 < t ≤ 100`).
     pub failure_rate_threshold: f64,
     /// A call taking at least this long is slow; `None` turns slow-call tracking off (no clock reads).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::option"))]
     pub slow_call_duration: Option<Duration>,
     /// Slow-call rate, in percent, at which the breaker opens (`0 < t ≤ 100`).
     pub slow_call_rate_threshold: f64,
     /// How long the breaker stays open before letting probes through.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub wait_in_open: Duration,
     /// Probes let through when half-open; their outcomes close or reopen the breaker.
     pub permitted_calls_in_half_open: u32,

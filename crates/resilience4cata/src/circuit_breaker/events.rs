@@ -23,6 +23,7 @@ use super::State;
 ///     .build()?;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(tag = "kind"))]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum CircuitBreakerEvent {

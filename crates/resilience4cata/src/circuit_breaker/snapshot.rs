@@ -22,6 +22,7 @@ use super::{CircuitBreakerConfig, State};
 ///     }
 /// }
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct CircuitBreakerSnapshot {

@@ -85,6 +85,7 @@ impl Outcome {
 /// assert!(State::Closed.permits_calls());
 /// assert!(!State::ForcedOpen.permits_calls());
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum State {

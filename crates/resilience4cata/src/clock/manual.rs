@@ -46,7 +46,7 @@ struct Shared {
 struct Pending {
     next_id: u64,
     /// (deadline, id) -> the waker of the task that waits.
-    wakers: BTreeMap<(u64, u64), Option<Waker>>,
+    wakers: BTreeMap<(u64, u64), Waker>,
 }
 
 impl fmt::Debug for ManualClock {
@@ -111,21 +111,60 @@ impl ManualClock {
         self.shared.waits.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wake_due(&self) {
-        let now = self.nanos();
-        let pending = self.pending();
-        for waker in pending.wakers.range(..(now + 1, 0)).filter_map(|(_, w)| w.as_ref()) {
-            waker.wake_by_ref();
-        }
-        // The earliest wait decides the next move of the clock: let it run.
-        if let Some(Some(waker)) = pending.wakers.values().next() {
+    /// Wakes every task with a pending wait: the clock moved, or a wait finished or was dropped, so
+    /// each must look again at whether it is now the earliest.
+    fn wake_all(pending: &Pending) {
+        for waker in pending.wakers.values() {
             waker.wake_by_ref();
         }
     }
 
-    /// A wait of `wait` on this clock (see the type docs for the order of several waits).
-    pub(crate) fn sleep<'a>(&'a self, wait: Duration, shutdown: &'a AtomicBool) -> ManualSleep<'a> {
-        ManualSleep { clock: self, shutdown, wait, key: None }
+    fn wake_due(&self) {
+        Self::wake_all(&self.pending());
+    }
+
+    /// A wait of `wait` on this clock, in the deadline order of every pending wait: a test's
+    /// delegate uses it to take time ("an attempt that takes 500 ms").
+    ///
+    /// The returned future owns a handle to the clock (`Send + 'static`, so it may be spawned). A
+    /// wait of zero is ready on its first poll and takes no time. Otherwise its first poll registers
+    /// the deadline and returns `Pending`; each later poll on which no pending deadline is earlier
+    /// counts one (any other poll resets the count), and the poll that reaches two moves the clock
+    /// to the deadline and returns `Ready`. So waits started in the same round of polling, and an
+    /// attempt a hedge starts when its timer fires, are registered before the clock moves past
+    /// them. Dropping the future deregisters it and leaves the clock where it was.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::testing::ManualClock;
+    ///
+    /// let clock = ManualClock::new();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let (slow, fast) = runtime.block_on(async {
+    ///     let at = |d| {
+    ///         let clock = clock.clone();
+    ///         async move {
+    ///             clock.sleep(Duration::from_millis(d)).await;
+    ///             clock.elapsed()
+    ///         }
+    ///     };
+    ///     tokio::join!(at(500), at(100))
+    /// });
+    /// assert_eq!((fast, slow), (Duration::from_millis(100), Duration::from_millis(500)));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn sleep(&self, wait: Duration) -> impl Future<Output = ()> + Send + 'static {
+        let clock = self.clone();
+        async move {
+            let never = AtomicBool::new(false);
+            let _ = clock.wait(wait, &never).await;
+        }
+    }
+
+    /// A wait of `wait` on this clock that `shutdown` interrupts (see [`ManualClock::sleep`] for the
+    /// order of several waits).
+    pub(crate) fn wait<'a>(&'a self, wait: Duration, shutdown: &'a AtomicBool) -> ManualSleep<'a> {
+        ManualSleep { clock: self, shutdown, wait, key: None, count: 0 }
     }
 }
 
@@ -134,7 +173,10 @@ pub(crate) struct ManualSleep<'a> {
     clock: &'a ManualClock,
     shutdown: &'a AtomicBool,
     wait: Duration,
+    /// (deadline, id) once registered.
     key: Option<(u64, u64)>,
+    /// Consecutive polls on which no pending deadline was earlier.
+    count: u8,
 }
 
 impl Future for ManualSleep<'_> {
@@ -147,40 +189,58 @@ impl Future for ManualSleep<'_> {
         }
         let clock = self.clock;
         let Some(key) = self.key else {
-            // First poll: register, and yield once so sibling waits polled in the same round
-            // register too before the earliest one moves the clock.
-            let mut pending = clock.pending();
-            let key = (clock.nanos().saturating_add(nanos(self.wait)), pending.next_id);
-            pending.next_id += 1;
-            pending.wakers.insert(key, Some(cx.waker().clone()));
-            drop(pending);
-            self.key = Some(key);
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
+            return self.register(cx);
         };
         let mut pending = clock.pending();
-        let earliest = pending.wakers.keys().next() == Some(&key);
-        if key.0 <= clock.nanos() || earliest {
+        if key.0 <= clock.nanos() {
+            // The clock got there (an `advance`, or an earlier wait with the same deadline).
+            drop(pending);
+            self.deregister();
+            return Poll::Ready(Ok(()));
+        }
+        let earliest = pending.wakers.keys().next().is_none_or(|first| first.0 >= key.0);
+        self.count = if earliest { self.count + 1 } else { 0 };
+        if self.count >= 2 {
             pending.wakers.remove(&key);
             drop(pending);
             self.key = None;
             clock.advance_to(key.0);
             return Poll::Ready(Ok(()));
         }
-        pending.wakers.insert(key, Some(cx.waker().clone()));
+        pending.wakers.insert(key, cx.waker().clone());
+        if earliest {
+            cx.waker().wake_by_ref();
+        }
         Poll::Pending
     }
 }
 
 impl ManualSleep<'_> {
+    /// First poll: a wait that is already due is ready without registering; any other registers
+    /// and yields once, so sibling waits polled in the same round register too.
+    fn register(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Interrupted>> {
+        let clock = self.clock;
+        let now = clock.nanos();
+        let deadline = now.saturating_add(nanos(self.wait));
+        if deadline <= now {
+            return Poll::Ready(Ok(()));
+        }
+        let mut pending = clock.pending();
+        let key = (deadline, pending.next_id);
+        pending.next_id += 1;
+        pending.wakers.insert(key, cx.waker().clone());
+        drop(pending);
+        self.key = Some(key);
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
     fn deregister(&mut self) {
         if let Some(key) = self.key.take() {
             let mut pending = self.clock.pending();
             pending.wakers.remove(&key);
-            // The next earliest wait may now be the one to move the clock.
-            if let Some(Some(waker)) = pending.wakers.values().next() {
-                waker.wake_by_ref();
-            }
+            // Another wait may now be the earliest: every pending wait looks again.
+            ManualClock::wake_all(&pending);
         }
     }
 }
@@ -201,7 +261,7 @@ mod tests {
     fn async_wait_advances_clock() {
         let clock = ManualClock::new();
         let stop = AtomicBool::new(false);
-        block_on(clock.sleep(Duration::from_millis(250), &stop)).unwrap();
+        block_on(clock.wait(Duration::from_millis(250), &stop)).unwrap();
         assert_eq!(clock.elapsed(), Duration::from_millis(250));
     }
 
@@ -210,8 +270,8 @@ mod tests {
         let clock = ManualClock::new();
         let stop = AtomicBool::new(false);
         let first = block_on(async {
-            let long = clock.sleep(Duration::from_secs(2), &stop);
-            let short = clock.sleep(Duration::from_secs(1), &stop);
+            let long = clock.wait(Duration::from_secs(2), &stop);
+            let short = clock.wait(Duration::from_secs(1), &stop);
             let mut long = std::pin::pin!(long);
             let mut short = std::pin::pin!(short);
             std::future::poll_fn(|cx| {
@@ -228,6 +288,75 @@ mod tests {
         assert_eq!(first, "short");
         assert_eq!(clock.elapsed(), Duration::from_secs(1));
         assert!(clock.pending().wakers.is_empty(), "the dropped wait deregistered");
+    }
+
+    #[test]
+    fn a_zero_wait_is_ready_at_once_and_registers_nothing() {
+        let clock = ManualClock::new();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut wait = std::pin::pin!(clock.sleep(Duration::ZERO));
+        assert!(wait.as_mut().poll(&mut cx).is_ready());
+        assert!(clock.pending().wakers.is_empty());
+        assert_eq!(clock.elapsed(), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_public_sleep_is_send_and_static_and_a_dropped_one_leaves_the_clock() {
+        fn spawnable<F: Future + Send + 'static>(f: F) -> F {
+            f
+        }
+        let clock = ManualClock::new();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut wait = Box::pin(spawnable(clock.sleep(Duration::from_secs(3))));
+        assert!(wait.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(clock.pending().wakers.len(), 1);
+        drop(wait);
+        assert!(clock.pending().wakers.is_empty());
+        assert_eq!(clock.elapsed(), Duration::ZERO);
+    }
+
+    /// SPEC §10's registration rule: a wait only moves the clock on its second consecutive poll as
+    /// the earliest, so a wait that starts one round after a sibling fired (an attempt a hedge
+    /// starts behind a yield) is registered before a later deadline moves the clock past it.
+    #[test]
+    fn a_wait_started_a_round_after_a_sibling_fired_still_comes_first() {
+        let clock = ManualClock::new();
+        let order = block_on(async {
+            let mut order = Vec::new();
+            let mut a = std::pin::pin!(clock.sleep(Duration::from_millis(100)));
+            let mut b = std::pin::pin!(clock.sleep(Duration::from_millis(500)));
+            let mut c = std::pin::pin!(None);
+            let (mut a_done, mut b_done) = (false, false);
+            std::future::poll_fn(|cx| {
+                if !a_done && a.as_mut().poll(cx).is_ready() {
+                    a_done = true;
+                    order.push(("a", clock.elapsed()));
+                    // The late starter yields once before its own wait registers.
+                    let late = clock.clone();
+                    c.set(Some(async move {
+                        tokio::task::yield_now().await;
+                        late.sleep(Duration::from_millis(50)).await;
+                    }));
+                }
+                if let Some(late) = c.as_mut().as_pin_mut()
+                    && late.poll(cx).is_ready()
+                {
+                    c.set(None);
+                    order.push(("c", clock.elapsed()));
+                }
+                if !b_done && b.as_mut().poll(cx).is_ready() {
+                    b_done = true;
+                    order.push(("b", clock.elapsed()));
+                }
+                if b_done { Poll::Ready(()) } else { Poll::Pending }
+            })
+            .await;
+            order
+        });
+        let ms = Duration::from_millis;
+        assert_eq!(order, [("a", ms(100)), ("c", ms(150)), ("b", ms(500))]);
     }
 
     #[test]

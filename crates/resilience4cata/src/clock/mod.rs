@@ -205,7 +205,7 @@ impl Timer {
         match &self.kind {
             TimerKind::System(_) => self.waits.sleep_async(wait, &self.shutdown).await,
             #[cfg(any(test, feature = "testing"))]
-            TimerKind::Manual(m) => m.sleep(wait, &self.shutdown).await,
+            TimerKind::Manual(m) => m.wait(wait, &self.shutdown).await,
         }
     }
 
@@ -221,7 +221,7 @@ impl Timer {
                 let wait = Duration::from_nanos(deadline.saturating_sub(m.nanos()));
                 if !wait.is_zero() {
                     let never = AtomicBool::new(false);
-                    let _ = m.sleep(wait, &never).await;
+                    let _ = m.wait(wait, &never).await;
                 }
             }
         }

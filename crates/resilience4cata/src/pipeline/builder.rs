@@ -14,14 +14,16 @@ use std::sync::Arc;
 use super::Pipeline;
 use super::execute::find_rejection;
 use super::guards::Guards;
-use super::kind::{AsyncOnly, Kind, Plain, Rejecting};
+use super::kind::{AsyncOnly, Hedged, Kind, Plain, Rejecting};
 use super::order::{self, Policy, Step};
 use super::rules::FindRejection;
 use crate::bulkhead::BulkheadConfigBuilder;
 use crate::bulkhead::policy::BulkheadPolicy;
 use crate::circuit_breaker::CircuitBreakerConfigBuilder;
 use crate::circuit_breaker::policy::CircuitBreakerPolicy;
-use crate::error::RegistryError;
+use crate::error::{RegistryError, codes};
+use crate::hedge::HedgeConfigBuilder;
+use crate::hedge::policy::HedgePolicy;
 use crate::rate_limiter::RateLimiterConfigBuilder;
 use crate::rate_limiter::policy::RateLimiterPolicy;
 use crate::registry::{Layer, Registered, Registry};
@@ -71,6 +73,7 @@ type Rejections<E> = (fn(Rejection) -> E, FindRejection<E>);
 #[derive(Clone, Debug, Default)]
 struct Wants {
     retry: Option<Wanted<RetryConfigBuilder>>,
+    hedge: Option<Wanted<HedgeConfigBuilder>>,
     circuit_breaker: Option<Wanted<CircuitBreakerConfigBuilder>>,
     rate_limiter: Option<Wanted<RateLimiterConfigBuilder>>,
     timeout: Option<Wanted<TimeoutConfigBuilder>>,
@@ -180,7 +183,8 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
     /// Changes how the policies nest, outermost first, as `#[policy_order(…)]` does: the listed
     /// policies the pipeline has nest in the listed order, the others keep their default relative
     /// order inside them; a listed policy the pipeline does not have is ignored. A name twice, or
-    /// `Policy::Fallback` anywhere but first, is `R4C-REG-001` from `build`. A later call replaces
+    /// `Policy::Fallback` anywhere but first, is `R4C-REG-001` from `build`, and so is a
+    /// non-default order on a pipeline with a hedge (not supported yet). A later call replaces
     /// an earlier one. See the module docs ("A non-default order") for what a reordered pipeline
     /// costs.
     ///
@@ -231,6 +235,32 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
                  .retry_with(|r| r.max_attempts(3).delay(Duration::from_millis(100)))\n    \
                  .build::<u32, String>()?;\n\
              assert_eq!(registry.snapshot().retries()[0].config.delay, Duration::from_millis(100));"
+        ]
+    );
+
+    policy_methods!(
+        hedge, hedge_config, hedge_with, HedgeConfigBuilder => K::Hedged,
+        "hedge (then the pipeline offers only `execute_async`; a retry beside it fails `build` with \
+         `R4C-REG-001`)",
+        [
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             Pipeline::builder(&registry, \"search\").hedge().build::<u32, String>()?;\n\
+             assert_eq!(registry.snapshot().hedges()[0].config.max_hedged_attempts, 1);",
+            "use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().hedge(\"wide\", |h| h.max_hedged_attempts(3)).build()?;\n\
+             Pipeline::builder(&registry, \"search\").hedge_config(\"wide\").build::<u32, String>()?;\n\
+             assert_eq!(registry.snapshot().hedges()[0].config.max_hedged_attempts, 3);",
+            "use std::time::Duration;\n\
+             use resilience4cata::{Pipeline, Registry};\n\
+             let registry = Registry::builder().build()?;\n\
+             let search = Pipeline::builder(&registry, \"search\")\n    \
+                 .hedge_with(|h| h.delay(Duration::from_millis(20)))\n    \
+                 .build::<u32, String>()?;\n\
+             # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {\n\
+             assert_eq!(search.execute_async(|| async { Ok(4) }).await, Ok(4));\n\
+             # });\n\
+             assert_eq!(registry.snapshot().hedges()[0].config.delay, Duration::from_millis(20));"
         ]
     );
 
@@ -335,6 +365,15 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
         rejections: Option<Rejections<E>>,
     ) -> Result<Pipeline<T, E, M>, RegistryError> {
         let (registry, id, wants) = (self.registry, self.id.as_str(), self.wants);
+        if wants.retry.is_some() && wants.hedge.is_some() {
+            return Err(RegistryError::new(
+                codes::INVALID_COMBINATION,
+                Some(id),
+                "a pipeline takes a retry or a hedge, not both: both decide when another attempt starts",
+            ));
+        }
+        let hedge =
+            Wanted::resolve(wants.hedge, |config, attrs| HedgePolicy::build(registry, id, None, config, true, attrs))?;
         let order = order::resolve(id, &wants.order, |step| match step {
             Step::Retry => wants.retry.is_some(),
             Step::CircuitBreaker => wants.circuit_breaker.is_some(),
@@ -342,6 +381,13 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
             Step::Timeout => wants.timeout.is_some(),
             Step::Bulkhead => wants.bulkhead.is_some(),
         })?;
+        if order.is_some() && hedge.is_some() {
+            return Err(RegistryError::new(
+                codes::INVALID_COMBINATION,
+                Some(id),
+                "a hedged pipeline keeps the default order: `.order(…)` cannot move its policies",
+            ));
+        }
         let retry = Wanted::resolve(wants.retry, |config, attrs| {
             RetryPolicy::build(registry, id, None, config, is_async, attrs)
         })?;
@@ -369,7 +415,7 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
             ignore_on: None,
         });
         let async_waits = registry.inner().timer.can_sleep_async();
-        Ok(Pipeline::from_parts(Arc::from(id), retry, guards, async_waits, order))
+        Ok(Pipeline::from_parts(registry.clone(), Arc::from(id), retry, guards, async_waits, order).with_hedge(hedge))
     }
 }
 
@@ -410,6 +456,26 @@ impl PipelineBuilder<'_, Rejecting> {
     /// ```
     pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E>, RegistryError> {
         Ok(self.resolve(false, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
+    }
+}
+
+impl PipelineBuilder<'_, Hedged> {
+    /// Resolves every policy once; with a hedge and no policy that refuses calls, any `E` will do
+    /// (an `E: ResilienceError` is still looked into after
+    /// [`detect_rejections`](Pipeline::detect_rejections), so a nested open breaker stops the
+    /// hedging), and the pipeline runs only async calls ([`Pipeline::execute_async`]). A retry
+    /// beside the hedge is `R4C-REG-001`.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let err = Pipeline::builder(&registry, "search").retry().hedge().build::<u32, String>().unwrap_err();
+    /// assert_eq!(err.code(), "R4C-REG-001");
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn build<T, E>(self) -> Result<Pipeline<T, E, AsyncOnly>, RegistryError> {
+        self.resolve(true, None)
     }
 }
 

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::PipelineBuilder;
+use super::fallback::Fallback;
 use super::guards::Guards;
 use super::kind::{Blocking, SyncOrAsync};
-use super::order::{Steps, retry_loop};
+use super::order::Steps;
 use super::rules::{Decide, Rules};
+use crate::hedge::policy::HedgePolicy;
 use crate::registry::Registry;
 use crate::retry::Verdict;
 use crate::retry::policy::{RetryCall, RetryPolicy};
@@ -48,6 +50,8 @@ use crate::{Rejection, ResilienceError};
 pub struct Pipeline<T, E, M = SyncOrAsync> {
     id: Arc<str>,
     pub(super) retry: Option<RetryPolicy>,
+    /// In the retry's place (a pipeline has one or the other): async calls only.
+    hedge: Option<HedgePolicy>,
     /// The policies inside the retry; present only where `E: ResilienceError` was required.
     pub(super) guards: Option<Guards<E>>,
     /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
@@ -55,6 +59,10 @@ pub struct Pipeline<T, E, M = SyncOrAsync> {
     pub(super) rules: Rules<T, E>,
     /// A non-default order (`PipelineBuilder::order`); `None` runs the default order's code.
     order: Option<Steps>,
+    /// Set by `fallback` / `fallback_async`; applied to the final `Err`.
+    pub(super) fallback: Option<Fallback<T, E>>,
+    /// For `fallback`, which builds its event publisher after `build`.
+    pub(super) registry: Registry,
     mode: PhantomData<fn() -> M>,
 }
 
@@ -63,10 +71,13 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
         Pipeline {
             id: Arc::clone(&self.id),
             retry: self.retry.clone(),
+            hedge: self.hedge.clone(),
             guards: self.guards.clone(),
             async_waits: self.async_waits,
             rules: self.rules.clone(),
             order: self.order,
+            fallback: self.fallback.clone(),
+            registry: self.registry.clone(),
             mode: PhantomData,
         }
     }
@@ -77,8 +88,10 @@ impl<T, E, M> fmt::Debug for Pipeline<T, E, M> {
         f.debug_struct("Pipeline")
             .field("id", &self.id)
             .field("retry", &self.retry.as_ref().map(RetryPolicy::instance))
+            .field("hedge", &self.hedge.as_ref().map(HedgePolicy::instance))
             .field("guards", &self.guards)
             .field("rules", &self.rules)
+            .field("fallback", &self.fallback)
             .finish()
     }
 }
@@ -102,13 +115,28 @@ impl Pipeline<(), ()> {
 
 impl<T, E, M> Pipeline<T, E, M> {
     pub(super) fn from_parts(
+        registry: Registry,
         id: Arc<str>,
         retry: Option<RetryPolicy>,
         guards: Option<Guards<E>>,
         async_waits: bool,
         order: Option<Steps>,
     ) -> Self {
-        Pipeline { id, retry, guards, async_waits, rules: Rules::default(), order, mode: PhantomData }
+        let rules = Rules::default();
+        let fallback = None;
+        Pipeline { id, retry, hedge: None, guards, async_waits, rules, order, fallback, registry, mode: PhantomData }
+    }
+
+    /// The same pipeline in another mode (an async fallback makes it `AsyncOnly`).
+    pub(super) fn into_mode<M2>(self) -> Pipeline<T, E, M2> {
+        let Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, mode: _ } = self;
+        Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, mode: PhantomData }
+    }
+
+    /// Adds the hedge `build` resolved (a pipeline has a retry or a hedge, never both).
+    pub(super) fn with_hedge(mut self, hedge: Option<HedgePolicy>) -> Self {
+        self.hedge = hedge;
+        self
     }
 
     /// The pipeline's id: the instance id of each of its policies.
@@ -374,7 +402,8 @@ impl<T, E, M> Pipeline<T, E, M> {
 
     /// Runs `f` through the pipeline: `f` is called once per attempt, on the caller's thread, and
     /// every wait (between attempts, for a rate limiter permit or a bulkhead slot) blocks this thread
-    /// on the registry's clock. On giving up, the last outcome is returned unchanged. The success
+    /// on the registry's clock. On giving up, the last outcome is returned unchanged, or, when it
+    /// is an `Err` and the pipeline has a [`fallback`](Self::fallback), the fallback's answer. The success
     /// path allocates nothing and reads no clock. Not offered by a pipeline with a timeout
     /// (`M = AsyncOnly`, a `[R4C-SIG-020]` compile error): a blocking call cannot be cancelled.
     ///
@@ -392,12 +421,35 @@ impl<T, E, M> Pipeline<T, E, M> {
         M: Blocking,
     {
         if let Some(order) = &self.order {
-            return self.run_steps(order.get(), &mut f);
+            let mut attempts = 0;
+            let outcome = self.run_steps(order.get(), &mut || {
+                attempts += 1;
+                f()
+            });
+            return self.finish(outcome, attempts.max(1));
         }
         let Some(retry) = &self.retry else {
-            return self.attempt(f);
+            return self.finish(self.attempt(f), 1);
         };
-        retry_loop!(self, retry, |call, wait| retry.wait_blocking(&call, wait), self.attempt(&mut f))
+        let mut call = retry.start();
+        loop {
+            let outcome = match self.attempt(&mut f) {
+                // The generated `Ok(v) => break Ok(v)`: only the value moves, not the whole `Result`.
+                Ok(value) if self.rules.accepts_every_ok() => return Ok(value),
+                outcome => outcome,
+            };
+            let Some(failure) = self.rules.judge(&outcome) else {
+                // Accepted by a classifier as it is: the fallback (for an `Err`) counts this attempt.
+                return self.finish(outcome, call.attempts().saturating_add(1));
+            };
+            let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
+                Some(wait) => retry.wait_blocking(&call, wait),
+                None => false,
+            };
+            if !again {
+                return self.finish(self.rules.give_back(outcome), call.attempts());
+            }
+        }
     }
 
     /// One blocking attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
@@ -435,17 +487,40 @@ impl<T, E, M> Pipeline<T, E, M> {
         Fut: Future<Output = Result<T, E>>,
     {
         if let Some(order) = &self.order {
-            return self.level0(order.get(), &mut f).await;
+            let mut attempts = 0;
+            let mut counted = || {
+                attempts += 1;
+                f()
+            };
+            let outcome = self.level0(order.get(), &mut counted).await;
+            return self.finish_async(outcome, attempts.max(1)).await;
+        }
+        if let Some(hedge) = &self.hedge {
+            let mut attempts = 0;
+            let outcome = self.hedged(hedge, f, &mut attempts).await;
+            return self.finish_async(outcome, attempts).await;
         }
         let Some(retry) = &self.retry else {
-            return self.attempt_async(f).await;
+            let outcome = self.attempt_async(f).await;
+            return self.finish_async(outcome, 1).await;
         };
-        retry_loop!(
-            self,
-            retry,
-            |call, wait| self.wait_async(retry, &call, wait).await,
-            self.attempt_async(&mut f).await
-        )
+        let mut call = retry.start();
+        loop {
+            let outcome = match self.attempt_async(&mut f).await {
+                Ok(value) if self.rules.accepts_every_ok() => return Ok(value),
+                outcome => outcome,
+            };
+            let Some(failure) = self.rules.judge(&outcome) else {
+                return self.finish_async(outcome, call.attempts().saturating_add(1)).await;
+            };
+            let again = match self.rules.next_wait(retry, &mut call, failure, &outcome) {
+                Some(wait) => self.wait_async(retry, &call, wait).await,
+                None => false,
+            };
+            if !again {
+                return self.finish_async(self.rules.give_back(outcome), call.attempts()).await;
+            }
+        }
     }
 
     /// One async attempt through the policies inside the retry (the order of docs/architecture.md), innermost the caller's call.
@@ -464,6 +539,20 @@ impl<T, E, M> Pipeline<T, E, M> {
         }
     }
 
+    /// The hedged form of `execute_async`: `f` is called as each attempt starts (several attempts
+    /// may be alive at once), and each attempt passes the inner policies on its own.
+    async fn hedged<F, Fut>(&self, hedge: &HedgePolicy, mut f: F, attempts: &mut u32) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let attempt = || {
+            let call = f();
+            self.attempt_async(move || call)
+        };
+        hedge.run_counting(attempts, attempt, |e| self.rules.is_call_not_permitted(e)).await
+    }
+
     /// A zero wait (the quick path) and a clock that cannot wait in a future never await.
     pub(super) async fn wait_async(&self, retry: &RetryPolicy, call: &RetryCall, wait: Duration) -> bool {
         if self.async_waits && !wait.is_zero() {
@@ -476,6 +565,12 @@ impl<T, E, M> Pipeline<T, E, M> {
     #[cfg(feature = "tower")]
     pub(super) fn retry_policy(&self) -> Option<&RetryPolicy> {
         self.retry.as_ref()
+    }
+
+    #[cfg(feature = "tower")]
+    /// `max_hedged_attempts` of an enabled hedge: how many request copies a hedged call may need.
+    pub(super) fn hedged_attempts(&self) -> Option<u32> {
+        self.hedge.as_ref().and_then(HedgePolicy::extra_attempts)
     }
 
     #[cfg(feature = "tower")]

@@ -19,6 +19,8 @@ pub trait Kind: sealed::Sealed {
     type Rejecting: Kind;
     /// The state after adding a policy that only async calls can have (a timeout).
     type AsyncOnly: Kind;
+    /// The state after adding an async-only policy that refuses nothing (a hedge).
+    type Hedged: Kind;
 }
 
 /// A builder whose policies never refuse a call (retry only): any error type, sync and async.
@@ -28,6 +30,11 @@ pub enum Plain {}
 /// A builder with a policy that can refuse calls: `build` needs `E: ResilienceError`.
 #[derive(Debug)]
 pub enum Rejecting {}
+
+/// A builder with a hedge and no policy that can refuse calls: any error type, and the pipeline
+/// it builds offers only `execute_async` (its mode is [`AsyncOnly`]).
+#[derive(Debug)]
+pub enum Hedged {}
 
 /// A builder with a timeout (which also refuses calls), and the mode of the pipeline it builds:
 /// `execute_async` only.
@@ -40,9 +47,9 @@ pub enum SyncOrAsync {}
 
 /// The modes whose pipelines run blocking calls (`execute`): [`SyncOrAsync`] only. Sealed.
 #[diagnostic::on_unimplemented(
-    message = "[R4C-SIG-020] this pipeline has a timeout, so it offers only `execute_async`: a blocking call cannot be cancelled",
-    label = "`execute` needs a pipeline without a timeout",
-    note = "call `execute_async(|| async {{ … }})` instead, or remove the pipeline's timeout and bound the blocking call itself"
+    message = "[R4C-SIG-020] this pipeline has a timeout, a hedge or an async fallback, so it offers only `execute_async`: a blocking call can be neither cancelled nor raced, nor await a fallback",
+    label = "`execute` needs a pipeline without a timeout, a hedge or an async fallback",
+    note = "call `execute_async(|| async {{ … }})` instead, or remove the pipeline's timeout (and bound the blocking call itself) or its hedge, or use a sync `.fallback(…)`"
 )]
 pub trait Blocking: sealed::Sealed {}
 
@@ -52,18 +59,28 @@ impl sealed::Sealed for SyncOrAsync {}
 impl sealed::Sealed for Plain {}
 impl sealed::Sealed for Rejecting {}
 impl sealed::Sealed for AsyncOnly {}
+impl sealed::Sealed for Hedged {}
 
 impl Kind for Plain {
     type Rejecting = Rejecting;
     type AsyncOnly = AsyncOnly;
+    type Hedged = Hedged;
 }
 
 impl Kind for Rejecting {
     type Rejecting = Rejecting;
     type AsyncOnly = AsyncOnly;
+    type Hedged = AsyncOnly;
 }
 
 impl Kind for AsyncOnly {
     type Rejecting = AsyncOnly;
     type AsyncOnly = AsyncOnly;
+    type Hedged = AsyncOnly;
+}
+
+impl Kind for Hedged {
+    type Rejecting = AsyncOnly;
+    type AsyncOnly = AsyncOnly;
+    type Hedged = Hedged;
 }

@@ -61,7 +61,9 @@
 //! typed [`Pipeline`] that `build` returns: [`retry_on`](Pipeline::retry_on),
 //! [`abort_on`](Pipeline::abort_on), [`classifier`](Pipeline::classifier),
 //! [`on_exhausted_result`](Pipeline::on_exhausted_result), and the breaker's
-//! [`record_on`](Pipeline::record_on) and [`ignore_on`](Pipeline::ignore_on). They are stored behind `Arc`s so a
+//! [`record_on`](Pipeline::record_on) and [`ignore_on`](Pipeline::ignore_on), and the fallback,
+//! [`fallback`](Pipeline::fallback) / [`fallback_async`](Pipeline::fallback_async), applied once to
+//! the final `Err` (the outermost layer, as `#[fallback]` is). They are stored behind `Arc`s so a
 //! pipeline stays `Clone + Send + Sync` for every `T` and `E`, and are called only after an attempt
 //! fails (a classifier after every attempt, as in generated code).
 //!
@@ -88,6 +90,7 @@ With the `tower` feature, [`Pipeline::layer`] turns a pipeline into a `tower::La
 
 mod builder;
 mod execute;
+mod fallback;
 mod guards;
 mod kind;
 mod order;
@@ -97,7 +100,7 @@ mod tower;
 
 pub use builder::PipelineBuilder;
 pub use execute::Pipeline;
-pub use kind::{AsyncOnly, Blocking, Kind, Plain, Rejecting, SyncOrAsync};
+pub use kind::{AsyncOnly, Blocking, Hedged, Kind, Plain, Rejecting, SyncOrAsync};
 pub use order::Policy;
 #[cfg(feature = "tower")]
 pub use tower::{ByClone, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResponseFuture};

@@ -117,8 +117,9 @@ pub(super) fn resolve(id: &str, listed: &[Policy], has: impl Fn(Step) -> bool) -
 }
 
 /// The retry loop of a pipeline: `$attempt` (an expression of type `Result<T, E>`) once per
-/// attempt, `$waited` (a `bool`: go again?) for each wait of `$wait`. Written once for the default
-/// order's `execute`/`execute_async` and for every depth of a reordered pipeline.
+/// attempt, `$waited` (a `bool`: go again?) for each wait of `$wait`: `execute`'s loop (the fallback,
+/// always outermost, is applied around the whole chain by `execute`), written once for the sync
+/// chain and every depth of the async one.
 macro_rules! retry_loop {
     ($pipeline:expr, $retry:expr, |$call:ident, $wait:ident| $waited:expr, $attempt:expr) => {{
         let retry = $retry;
@@ -142,7 +143,6 @@ macro_rules! retry_loop {
         }
     }};
 }
-pub(super) use retry_loop;
 
 impl<T, E, M> Pipeline<T, E, M> {
     /// The guards of a pipeline that has a step other than the retry (always there: such a

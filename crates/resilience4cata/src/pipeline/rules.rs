@@ -147,7 +147,7 @@ impl<T, E> Rules<T, E> {
     }
 
     /// An open breaker's refusal, found only where `E: ResilienceError` was required.
-    fn is_call_not_permitted(&self, e: &E) -> bool {
+    pub(super) fn is_call_not_permitted(&self, e: &E) -> bool {
         self.find_rejection.and_then(|find| find(e)).is_some_and(Rejection::is_call_not_permitted)
     }
 

@@ -18,6 +18,7 @@ use crate::registry::layered_builder;
 /// assert_eq!((c.permits, c.period, c.max_wait), (50, Duration::from_secs(1), Duration::ZERO));
 /// assert!(c.enabled);
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct RateLimiterConfig {
@@ -26,8 +27,10 @@ pub struct RateLimiterConfig {
     /// Calls allowed per `period`, and the largest burst (≥ 1).
     pub permits: u32,
     /// The period the permits refill over (> 0).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub period: Duration,
     /// How long a call may wait for a permit before it is refused (`0`: refuse at once).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub max_wait: Duration,
 }
 

@@ -23,6 +23,7 @@ use std::time::Duration;
 ///     .build()?;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(tag = "kind"))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RateLimiterEvent {
@@ -31,6 +32,7 @@ pub enum RateLimiterEvent {
         /// The rate limiter's instance id.
         instance: Arc<str>,
         /// How long the call waited for its permit.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
         waited: Duration,
     },
     /// The call was refused with `Rejection::RateLimitExceeded`.
@@ -38,6 +40,7 @@ pub enum RateLimiterEvent {
         /// The rate limiter's instance id.
         instance: Arc<str>,
         /// How long until the next permit would have been free.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
         retry_after: Duration,
     },
 }

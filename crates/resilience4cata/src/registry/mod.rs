@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 pub(crate) use layer::{Configs, Instances, Layer, layered_builder};
 pub use policies::RegistrySnapshot;
-pub(crate) use policies::{PolicyConfigs, PolicyKind, Registered, Stores, for_each_policy, policy_handle, policy_kind};
+pub(crate) use policies::{
+    PolicyConfigs, PolicyKind, Registered, Stores, for_each_event_only, for_each_policy, policy_handle, policy_kind,
+};
 
 use crate::clock::{Clock, Timer};
 use crate::error::{RegistryError, codes};

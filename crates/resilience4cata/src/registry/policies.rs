@@ -164,6 +164,7 @@ macro_rules! for_each_policy {
     ($generator:path) => {
         $generator! {
             { retry: RetryPolicy(RetryConfigBuilder, RetrySnapshot), RetryEvent => Retry, "retry", retries, [retry_defaults, retry, retry_instance], [] }
+            { hedge: HedgePolicy(HedgeConfigBuilder, HedgeSnapshot), HedgeEvent => Hedge, "hedge", hedges, [hedge_defaults, hedge, hedge_instance], [] }
             { circuit_breaker: CircuitBreakerPolicy(CircuitBreakerConfigBuilder, CircuitBreakerSnapshot), CircuitBreakerEvent => CircuitBreaker, "circuit breaker",
                 circuit_breakers, [circuit_breaker_defaults, circuit_breaker, circuit_breaker_instance],
                 [CircuitBreakerHandle] }
@@ -177,6 +178,21 @@ macro_rules! for_each_policy {
     };
 }
 pub(crate) use for_each_policy;
+
+/// The kinds that publish events but keep no configuration, state, snapshot or handle (the
+/// fallback), so they are not in [`for_each_policy!`]: only the event machinery (`events.rs`: the
+/// listener table, `Event`, `AnyEvent`) lists them, after the policies it is handed.
+/// `{ module: EventType => AnyEvent variant, "human name", metric handles in module::metrics }`.
+macro_rules! for_each_event_only {
+    ($generator:path { $($policies:tt)* }) => {
+        $generator! {
+            $($policies)*
+            ;
+            { fallback: FallbackEvent => Fallback, "fallback", FallbackMetrics }
+        }
+    };
+}
+pub(crate) use for_each_event_only;
 
 /// The registry's per-policy parts: stores, configuration layers, snapshot lists, builder trio,
 /// handle lookups.
@@ -211,6 +227,7 @@ macro_rules! registry_parts {
         })*
 
         /// Every policy instance of a registry at one moment (`Registry::snapshot`).
+        #[cfg_attr(feature = "serde", derive(serde::Serialize))]
         #[derive(Clone, Debug, PartialEq, Default)]
         #[non_exhaustive]
         pub struct RegistrySnapshot {
@@ -371,9 +388,12 @@ mod tests {
         let list = &index[index.find("POLICIES: &[&PolicySpec] = &[").unwrap()..];
         let list = &list[..list.find("];").unwrap()];
         let modules: Vec<&str> = list.lines().filter_map(|l| l.trim().strip_prefix('&')?.split("::").next()).collect();
-        let listed: Vec<&str> = LISTED.iter().map(|[name, ..]| *name).collect();
+        // The fallback, outermost, has no configuration (an empty builder) and is not in the list.
+        let fallback: &[[&str; 4]] = &[["fallback", "fallback", "", "FallbackPolicy"]];
+        let expected: Vec<&[&str; 4]> = fallback.iter().chain(LISTED).collect();
+        let listed: Vec<&str> = expected.iter().map(|[name, ..]| *name).collect();
         assert_eq!(modules, listed, "policy/mod.rs POLICIES vs registry::for_each_policy!");
-        for [name, constructor, builder, facade] in LISTED {
+        for [name, constructor, builder, facade] in expected {
             let source = std::fs::read_to_string(dir.join(format!("{name}.rs"))).unwrap();
             let spec = |field| spec_field(&source, field);
             assert_eq!(

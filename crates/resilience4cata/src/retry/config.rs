@@ -6,6 +6,7 @@ use crate::error::{RegistryError, codes};
 use crate::registry::Layer;
 
 /// How the base wait grows between attempts.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Backoff {
@@ -16,6 +17,7 @@ pub enum Backoff {
 }
 
 /// How the base wait is randomised.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Jitter {
@@ -40,6 +42,7 @@ pub enum Jitter {
 /// assert_eq!((c.max_attempts, c.delay, c.backoff, c.jitter), (3, Duration::from_millis(200), Backoff::Exponential, Jitter::Full));
 /// assert_eq!(c.max_delay, Duration::from_secs(10));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct RetryConfig {
@@ -48,22 +51,26 @@ pub struct RetryConfig {
     /// Attempts per call, the first included (≥ 1).
     pub max_attempts: u32,
     /// The base wait before the first retry.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub delay: Duration,
     /// How the wait grows.
     pub backoff: Backoff,
     /// Growth factor of exponential backoff (≥ 1; ignored by `Fixed`).
     pub multiplier: f64,
     /// Cap of the base wait (never below `delay`, also with `Fixed`).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub max_delay: Duration,
     /// Randomisation of the wait.
     pub jitter: Jitter,
     /// Give up instead of waiting when elapsed + next wait would exceed this.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::option"))]
     pub max_duration: Option<Duration>,
     /// Retry budget: percentage of calls that may be retried (0 = no budget).
     pub budget_percent: f64,
     /// Retry budget: retries per second always allowed.
     pub budget_min_retries_per_second: u32,
     /// Retry budget: the window the budget counts over.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub budget_window: Duration,
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 /// let registry = Registry::builder().listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone())).build()?;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(tag = "kind"))]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum RetryEvent {
@@ -25,6 +26,7 @@ pub enum RetryEvent {
         /// The number of the attempt that just failed (1 = the first call).
         attempt: u32,
         /// The wait before the next attempt, jitter included.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
         delay: Duration,
     },
     /// The retry stopped: the caller gets the last failure (or the fallback runs).
@@ -48,6 +50,7 @@ impl RetryEvent {
 }
 
 /// Why a retry gave up.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum GiveUpReason {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::RetryConfig;
 
 /// One retry instance as `registry.snapshot().retries()` lists it.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct RetrySnapshot {
@@ -17,6 +18,7 @@ pub struct RetrySnapshot {
 }
 
 /// The current window of a retry budget.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Budget {
     /// Calls started in the window.

@@ -17,12 +17,14 @@ use crate::registry::layered_builder;
 /// let c = TimeoutConfig::default();
 /// assert_eq!((c.enabled, c.duration), (true, Duration::from_secs(1)));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct TimeoutConfig {
     /// `false`: attempts run without a deadline.
     pub enabled: bool,
     /// How long one attempt may take (> 0).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub duration: Duration,
 }
 

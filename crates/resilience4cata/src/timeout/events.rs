@@ -21,6 +21,7 @@ use std::time::Duration;
 ///     .build()?;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(tag = "kind"))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TimeoutEvent {
@@ -30,6 +31,7 @@ pub enum TimeoutEvent {
         /// The timeout's instance id (the derived id: a timeout has no name).
         instance: Arc<str>,
         /// The timeout that expired.
+        #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
         timeout: Duration,
     },
 }

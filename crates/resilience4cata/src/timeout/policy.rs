@@ -9,7 +9,7 @@ use std::task::Poll;
 use super::state::{Race, against_the_clock, first_poll};
 use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
 use crate::clock::{Timer, nanos};
-use crate::error::{RegistryError, codes};
+use crate::error::{RegistryError, async_only};
 use crate::events::{Publisher, publish};
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
@@ -109,14 +109,7 @@ policy_kind! {
 
     /// A blocking call cannot be cancelled: `R4C-REG-001` before anything is resolved.
     fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
-        match is_async {
-            true => Ok(()),
-            false => Err(RegistryError::new(
-                codes::INVALID_COMBINATION,
-                Some(id),
-                "a timeout needs an async method: a blocking call cannot be cancelled",
-            )),
-        }
+        async_only(id, is_async, "a timeout needs an async method: a blocking call cannot be cancelled")
     }
 
     fn check(inner: &Inner, id: &str, _: bool, c: &TimeoutConfig) -> Result<(), RegistryError> {

@@ -14,6 +14,7 @@ use tower_service::Service;
 use super::{ByClone, CloneRequest};
 use crate::circuit_breaker::policy::OwnedPermit;
 use crate::pipeline::Pipeline;
+use crate::pipeline::fallback::{Applied, Falling};
 use crate::pipeline::kind::SyncOrAsync;
 use crate::retry::policy::{RetryCall, RetryPolicy};
 
@@ -65,6 +66,7 @@ pin_project! {
         Breaker { permit: Option<OwnedPermit>, #[pin] future: F },
         Refused { outcome: Option<Result<T, E>> },
         Guarded { future: Guarded<S, T, E> },
+        Hedged { future: Pin<Box<dyn Future<Output = Result<T, E>> + Send>> },
         Idle,
     }
 }
@@ -131,6 +133,42 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
     }
 }
 
+impl<F, S, T, E> Attempt<F, S, T, E> {
+    /// A hedged call, boxed whole: `execute_async` races its attempts, each on a service of its
+    /// own (the ready `service` first, then clones, each made ready before it is called) and its own
+    /// request (the original first, then the `copies` made by the layer's `CloneRequest`, one per
+    /// possible extra attempt), so attempts never wait for one another's service.
+    pub(super) fn hedged<Req, M>(pipeline: Arc<Pipeline<T, E, M>>, service: S, request: Req, copies: Vec<Req>) -> Self
+    where
+        S: Service<Req, Response = T, Error = E, Future = F> + Clone + Send + 'static,
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        Req: Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+        M: 'static,
+    {
+        let spare = service.clone();
+        let mut ready = Some((service, request));
+        let mut copies = copies;
+        let attempt = move || {
+            let (mut service, request, fresh) = match ready.take() {
+                Some((service, request)) => (service, Some(request), false),
+                None => (spare.clone(), copies.pop(), true),
+            };
+            async move {
+                if fresh {
+                    std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+                }
+                match request {
+                    Some(request) => service.call(request).await,
+                    None => unreachable!("one request copy per possible extra attempt"),
+                }
+            }
+        };
+        Attempt::Hedged { future: Box::pin(async move { pipeline.execute_async(attempt).await }) }
+    }
+}
+
 /// Where a [`ResponseFuture`] stands.
 enum Phase<T, E> {
     /// `attempt` holds an attempt in flight.
@@ -139,6 +177,8 @@ enum Phase<T, E> {
     Waiting { wait: Wait, failed: Result<T, E> },
     /// Waiting for the service to be ready for the next attempt.
     Readying,
+    /// Awaiting the pipeline's async fallback on the final failure.
+    Falling(Falling<T, E>),
     /// The outcome was returned.
     Done,
 }
@@ -168,6 +208,7 @@ where
             Phase::Calling => "calling",
             Phase::Waiting { .. } => "waiting",
             Phase::Readying => "readying",
+            Phase::Falling(_) => "falling back",
             Phase::Done => "done",
         };
         f.debug_struct("ResponseFuture")
@@ -234,6 +275,7 @@ where
                             }
                             outcome
                         }
+                        AttemptProj::Hedged { future } => ready!(future.as_mut().poll(cx)),
                         AttemptProj::Idle => unreachable!("an attempt is in flight while calling"),
                     };
                     this.attempt.set(Attempt::Idle);
@@ -247,8 +289,22 @@ where
                     if again {
                         continue;
                     }
+                    let attempts = this.call.map_or(1, |c| c.attempts());
+                    match fall_back(this.pipeline, this.pipeline.rules().give_back(failed), attempts) {
+                        Applied::Now(outcome) => {
+                            *this.phase = Phase::Done;
+                            return Poll::Ready(outcome);
+                        }
+                        Applied::Later(future) => {
+                            *this.phase = Phase::Falling(future);
+                            continue;
+                        }
+                    }
+                }
+                Phase::Falling(future) => {
+                    let outcome = ready!(future.as_mut().poll(cx));
                     *this.phase = Phase::Done;
-                    return Poll::Ready(this.pipeline.rules().give_back(failed));
+                    return Poll::Ready(outcome);
                 }
                 Phase::Readying => {
                     let later = this.later.as_mut().expect("only calls that may retry wait for readiness");
@@ -277,10 +333,13 @@ where
                 Phase::Done => panic!("`ResponseFuture` polled after completion"),
             };
             match next(this.pipeline, this.call, outcome) {
-                Next::Return(outcome) => {
-                    *this.phase = Phase::Done;
-                    return Poll::Ready(outcome);
-                }
+                Next::Return(outcome, attempts) => match fall_back(this.pipeline, outcome, attempts) {
+                    Applied::Now(outcome) => {
+                        *this.phase = Phase::Done;
+                        return Poll::Ready(outcome);
+                    }
+                    Applied::Later(future) => *this.phase = Phase::Falling(future),
+                },
                 Next::Wait(wait, failed) => *this.phase = Phase::Waiting { wait, failed },
                 Next::Again => *this.phase = Phase::Readying,
             }
@@ -290,7 +349,8 @@ where
 
 /// What follows an attempt's outcome.
 enum Next<T, E> {
-    Return(Result<T, E>),
+    /// The call's outcome, and the attempts it took (for the fallback).
+    Return(Result<T, E>, u32),
     Wait(Wait, Result<T, E>),
     Again,
 }
@@ -299,23 +359,31 @@ enum Next<T, E> {
 /// that cannot wait in a future) is taken on the spot, a non-zero one becomes a boxed wait.
 fn next<T, E, M>(pipeline: &Pipeline<T, E, M>, call: &mut Option<RetryCall>, outcome: Result<T, E>) -> Next<T, E> {
     let (Some(retry), Some(call)) = (pipeline.retry_policy(), call.as_mut()) else {
-        return Next::Return(outcome);
+        return Next::Return(outcome, 1);
     };
     let Some(failure) = pipeline.rules().judge(&outcome) else {
-        return Next::Return(outcome);
+        return Next::Return(outcome, call.attempts().saturating_add(1));
     };
     match pipeline.rules().next_wait(retry, call, failure, &outcome) {
-        None => Next::Return(pipeline.rules().give_back(outcome)),
+        None => Next::Return(pipeline.rules().give_back(outcome), call.attempts()),
         Some(wait) if wait.is_zero() || !pipeline.waits_async() => {
             if retry.wait_blocking(call, wait) {
                 Next::Again
             } else {
-                Next::Return(pipeline.rules().give_back(outcome))
+                Next::Return(pipeline.rules().give_back(outcome), call.attempts())
             }
         }
         Some(wait) => {
             let (retry, call) = (retry.clone(), *call);
             Next::Wait(Box::pin(async move { retry.wait_async(&call, wait).await }), outcome)
         }
+    }
+}
+
+/// An `Err` that ended the call goes to the pipeline's fallback, if it has one.
+fn fall_back<T, E, M>(pipeline: &Pipeline<T, E, M>, outcome: Result<T, E>, attempts: u32) -> Applied<T, E> {
+    match (outcome, pipeline.fallback_of()) {
+        (Err(error), Some(fallback)) => fallback.apply(error, attempts),
+        (outcome, _) => Applied::Now(outcome),
     }
 }

@@ -14,6 +14,10 @@
 //! - a pipeline whose only inner policy is a circuit breaker: the same, unboxed; each attempt
 //!   takes an owned permit (one reference count up and down), calls the service only if admitted,
 //!   and records the outcome as the generated breaker layer does;
+//! - a pipeline with a fallback ([`Pipeline::fallback`] / [`Pipeline::fallback_async`]): the final
+//!   `Err` goes to it with the attempt count, as in `execute_async`; a sync fallback allocates
+//!   nothing, an async one is the future the pipeline boxes once per fallback call, awaited by the
+//!   response future in a phase of its own;
 //! - a pipeline with a rate limiter, timeout or bulkhead: one boxed future per attempt as well,
 //!   which runs the pipeline's own attempt code (their waits, deadlines and slots borrow their
 //!   policies, so the same reason applies). This is the one place a pipeline boxes; `execute` and
@@ -280,6 +284,14 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let pipeline = &self.pipeline;
+        if let Some(extra) = pipeline.hedged_attempts()
+            && let Some(copies) = (0..extra).map(|_| self.cloner.clone_request(&request)).collect::<Option<Vec<_>>>()
+        {
+            let spare = self.inner.clone();
+            let ready = std::mem::replace(&mut self.inner, spare);
+            let attempt = Attempt::hedged(Arc::clone(pipeline), ready, request, copies);
+            return ResponseFuture::new(Arc::clone(pipeline), None, attempt, None);
+        }
         let max_attempts = pipeline.retry_policy().map_or(1, max_attempts);
         let copy = if max_attempts <= 1 { None } else { self.cloner.clone_request(&request) };
         let Some(copy) = copy else {

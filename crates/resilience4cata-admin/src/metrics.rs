@@ -1,0 +1,138 @@
+//! `GET /metrics`: Prometheus text exposition, through a recorder of the admin's own.
+//!
+//! The recorder is never installed as the process's global one, so the application's own metrics
+//! (and the runtime's `metrics` feature) are untouched. Every scrape sets the gauges from a fresh
+//! snapshot and the counters from the admin's event counts, then renders.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use metrics::{counter, gauge};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
+use resilience4cata::RegistrySnapshot;
+use resilience4cata::circuit_breaker::{CircuitBreakerSnapshot, State as BreakerState};
+
+use crate::counters::Counts;
+use crate::state::AdminState;
+
+/// Breaker states and the label each gets in `r4c_circuit_breaker_state`.
+const STATES: [(BreakerState, &str); 5] = [
+    (BreakerState::Closed, "closed"),
+    (BreakerState::Open, "open"),
+    (BreakerState::HalfOpen, "half_open"),
+    (BreakerState::ForcedOpen, "forced_open"),
+    (BreakerState::Disabled, "disabled"),
+];
+
+/// The admin's own Prometheus recorder.
+pub(crate) struct Exporter {
+    recorder: PrometheusRecorder,
+}
+
+impl std::fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exporter").finish_non_exhaustive()
+    }
+}
+
+impl Exporter {
+    pub(crate) fn new() -> Self {
+        Exporter { recorder: PrometheusBuilder::new().build_recorder() }
+    }
+
+    /// Records `snapshot` and `counts` into the recorder and renders the exposition text.
+    pub(crate) fn render(&self, snapshot: &RegistrySnapshot, counts: &Counts) -> String {
+        metrics::with_local_recorder(&self.recorder, || {
+            describe();
+            record_snapshot(snapshot);
+            record_counts(counts);
+        });
+        self.recorder.handle().render()
+    }
+}
+
+/// The scrape handler.
+pub(crate) async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
+    let text = state.exporter.render(&state.registry.snapshot(), &state.counts());
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text)
+}
+
+fn describe() {
+    metrics::describe_gauge!("r4c_circuit_breaker_state", "1 for the breaker's current state, 0 for the others");
+    metrics::describe_gauge!(
+        "r4c_circuit_breaker_failure_rate",
+        "failure rate in percent, NaN until minimum_calls are recorded"
+    );
+    metrics::describe_gauge!(
+        "r4c_circuit_breaker_slow_call_rate",
+        "slow-call rate in percent, NaN until minimum_calls are recorded"
+    );
+    metrics::describe_gauge!(
+        "r4c_circuit_breaker_not_permitted_calls",
+        "calls refused since the breaker was built or reset"
+    );
+    metrics::describe_gauge!("r4c_rate_limiter_available_permits", "calls that could pass right now");
+    metrics::describe_gauge!("r4c_rate_limiter_permits", "permits per period (the limit)");
+    metrics::describe_gauge!("r4c_bulkhead_in_flight", "slots taken");
+    metrics::describe_gauge!("r4c_bulkhead_available", "slots free");
+    metrics::describe_gauge!("r4c_bulkhead_waiting", "calls waiting for a slot");
+    metrics::describe_gauge!("r4c_bulkhead_max_concurrent_calls", "slots in all (the limit)");
+    metrics::describe_gauge!("r4c_retry_budget_allowed_retries", "retries the budget's current window allows");
+    metrics::describe_gauge!("r4c_retry_budget_retries", "retries granted in the budget's current window");
+    metrics::describe_counter!("r4c_timeout_timed_out_total", "attempts cut off at their deadline");
+    metrics::describe_counter!("r4c_retry_retries_total", "retries since the admin started");
+    metrics::describe_counter!(
+        "r4c_retry_gave_up_total",
+        "retried calls that gave up since the admin started, by reason"
+    );
+    metrics::describe_counter!("r4c_admin_events_lost_total", "events the admin's counting subscription missed");
+}
+
+fn record_snapshot(snapshot: &RegistrySnapshot) {
+    snapshot.circuit_breakers().iter().for_each(record_breaker);
+    for r in snapshot.rate_limiters() {
+        let id = r.instance.to_string();
+        gauge!("r4c_rate_limiter_available_permits", "instance" => id.clone()).set(r.available_permits);
+        gauge!("r4c_rate_limiter_permits", "instance" => id).set(r.config.permits);
+    }
+    for b in snapshot.bulkheads() {
+        let id = b.instance.to_string();
+        gauge!("r4c_bulkhead_in_flight", "instance" => id.clone()).set(b.in_flight);
+        gauge!("r4c_bulkhead_available", "instance" => id.clone()).set(b.available);
+        gauge!("r4c_bulkhead_waiting", "instance" => id.clone()).set(b.waiting);
+        gauge!("r4c_bulkhead_max_concurrent_calls", "instance" => id).set(b.config.max_concurrent_calls);
+    }
+    for t in snapshot.timeouts() {
+        counter!("r4c_timeout_timed_out_total", "instance" => t.instance.to_string()).absolute(t.timed_out);
+    }
+    for r in snapshot.retries() {
+        let Some(budget) = r.budget else { continue };
+        let id = r.instance.to_string();
+        gauge!("r4c_retry_budget_allowed_retries", "instance" => id.clone()).set(budget.allowed_retries as f64);
+        gauge!("r4c_retry_budget_retries", "instance" => id).set(budget.retries as f64);
+    }
+}
+
+fn record_breaker(b: &CircuitBreakerSnapshot) {
+    let id = b.instance.to_string();
+    for (state, label) in STATES {
+        let on = if b.state == state { 1.0 } else { 0.0 };
+        gauge!("r4c_circuit_breaker_state", "instance" => id.clone(), "state" => label).set(on);
+    }
+    let rate = |r: Option<f32>| r.map_or(f64::NAN, f64::from);
+    gauge!("r4c_circuit_breaker_failure_rate", "instance" => id.clone()).set(rate(b.failure_rate));
+    gauge!("r4c_circuit_breaker_slow_call_rate", "instance" => id.clone()).set(rate(b.slow_call_rate));
+    gauge!("r4c_circuit_breaker_not_permitted_calls", "instance" => id).set(b.not_permitted_calls as f64);
+}
+
+fn record_counts(counts: &Counts) {
+    for (id, c) in &counts.retries {
+        counter!("r4c_retry_retries_total", "instance" => id.clone()).absolute(c.retries);
+        for (reason, n) in &c.gave_up {
+            counter!("r4c_retry_gave_up_total", "instance" => id.clone(), "reason" => reason.clone()).absolute(*n);
+        }
+    }
+    counter!("r4c_admin_events_lost_total").absolute(counts.events_lost);
+}

@@ -1,0 +1,35 @@
+//! What every route shares: the registry, the options, the admin's own counts and recorder.
+
+use resilience4cata::Registry;
+
+use crate::AdminOptions;
+use crate::counters::{Counts, SharedCounts};
+use crate::metrics::Exporter;
+
+/// The state behind one admin router.
+#[derive(Debug)]
+pub(crate) struct AdminState {
+    pub(crate) registry: Registry,
+    pub(crate) options: AdminOptions,
+    pub(crate) exporter: Exporter,
+    pub(crate) counts: SharedCounts,
+    /// Dropped with the state: stops the counting task.
+    pub(crate) stop_counting: std::sync::OnceLock<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl AdminState {
+    pub(crate) fn new(registry: Registry, options: AdminOptions) -> Self {
+        AdminState {
+            registry,
+            options,
+            exporter: Exporter::new(),
+            counts: SharedCounts::default(),
+            stop_counting: Default::default(),
+        }
+    }
+
+    /// The counts so far.
+    pub(crate) fn counts(&self) -> Counts {
+        self.counts.get()
+    }
+}

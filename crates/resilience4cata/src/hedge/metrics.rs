@@ -1,0 +1,80 @@
+//! Hedge counters through the `metrics` facade (feature `metrics`).
+
+use std::sync::Arc;
+
+use metrics::Counter;
+
+/// One instance's handles: increments never allocate.
+#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
+pub struct HedgeMetrics {
+    hedged: Counter,
+    won: Counter,
+    all_failed: Counter,
+}
+
+impl HedgeMetrics {
+    pub(crate) fn register(instance: &Arc<str>) -> Self {
+        let id = instance.to_string();
+        HedgeMetrics {
+            hedged: metrics::counter!("resilience4cata_hedge_attempts_total", "instance" => id.clone()),
+            won: metrics::counter!("resilience4cata_hedge_wins_total", "instance" => id.clone()),
+            all_failed: metrics::counter!("resilience4cata_hedge_all_failed_total", "instance" => id),
+        }
+    }
+
+    /// A `Hedged` event.
+    pub(crate) fn hedged(&self) {
+        self.hedged.increment(1);
+    }
+
+    /// A `Finished` event: won by an extra attempt, by the first, or by none.
+    pub(crate) fn finished(&self, winner: Option<u32>) {
+        match winner {
+            Some(n) if n > 1 => self.won.increment(1),
+            Some(_) => {}
+            None => self.all_failed.increment(1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::__private::{HedgeConfigBuilder, HedgePolicy};
+    use crate::clock::ManualClock;
+    use crate::metrics_counters::{Counters, recording};
+    use crate::registry::{Registered, Registry};
+
+    #[test]
+    fn extra_attempts_wins_and_calls_that_all_failed_are_counted_per_instance() {
+        let clock = ManualClock::new();
+        let (policy, snapshotter) = recording(|| {
+            let registry = Registry::builder().clock(&clock).build().unwrap();
+            let attrs = HedgeConfigBuilder::new().delay(Duration::ZERO).max_hedged_attempts(2);
+            HedgePolicy::build(&registry, "m::Api::get", None, None, true, attrs).unwrap()
+        });
+        // Zero delay: three attempts at once; the third answers first. Then a call where all fail.
+        let mut n = 0;
+        let won = testkit::block_on(policy.run(
+            || {
+                n += 1;
+                let (clock, wait) = (clock.clone(), Duration::from_millis(40 - 10 * n));
+                async move {
+                    clock.sleep(wait).await;
+                    Ok::<u64, ()>(n)
+                }
+            },
+            |_| false,
+        ));
+        assert_eq!(won, Ok(3));
+        let failed = testkit::block_on(policy.run(|| async { Err::<u64, ()>(()) }, |_| false));
+        assert_eq!(failed, Err(()));
+
+        let counters = Counters::of(&snapshotter);
+        let instance = ["instance=m::Api::get"];
+        assert_eq!(counters.get("resilience4cata_hedge_attempts_total", &instance), Some(4));
+        assert_eq!(counters.get("resilience4cata_hedge_wins_total", &instance), Some(1));
+        assert_eq!(counters.get("resilience4cata_hedge_all_failed_total", &instance), Some(1));
+    }
+}

@@ -1,0 +1,188 @@
+//! The hedge instance the generated code runs an async method's attempts through.
+
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
+
+use super::race::race;
+use super::{HedgeConfig, HedgeConfigBuilder, HedgeEvent, HedgeSnapshot};
+use crate::clock::Timer;
+use crate::error::{RegistryError, async_only};
+use crate::events::{Publisher, publish};
+use crate::registry::{Inner, policy_kind};
+
+/// A hedge instance's shared state: one per instance id.
+#[derive(Debug)]
+pub(crate) struct HedgeState {
+    pub(crate) instance: Arc<str>,
+    pub(crate) config: HedgeConfig,
+    pub(crate) timer: Arc<Timer>,
+    events: Publisher<HedgeEvent>,
+    hedged_calls: AtomicU64,
+    hedge_wins: AtomicU64,
+}
+
+impl HedgeState {
+    pub(crate) fn new(
+        instance: Arc<str>,
+        config: HedgeConfig,
+        timer: Arc<Timer>,
+        events: Publisher<HedgeEvent>,
+    ) -> Self {
+        HedgeState { instance, config, timer, events, hedged_calls: AtomicU64::new(0), hedge_wins: AtomicU64::new(0) }
+    }
+
+    pub(crate) fn snapshot(&self) -> HedgeSnapshot {
+        HedgeSnapshot {
+            instance: Arc::clone(&self.instance),
+            config: self.config.clone(),
+            hedged_calls: self.hedged_calls.load(Ordering::Relaxed),
+            hedge_wins: self.hedge_wins.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Attempt `attempt` (2, 3, …) started.
+    #[cold]
+    pub(crate) fn hedged(&self, attempt: u32) {
+        if attempt == 2 {
+            self.hedged_calls.fetch_add(1, Ordering::Relaxed);
+        }
+        publish!(self.events, |m| m.hedged(), || HedgeEvent::Hedged { instance: Arc::clone(&self.instance), attempt });
+    }
+
+    /// Attempt `winner` answered `Ok` after `attempts` had started.
+    pub(crate) fn won<T>(&self, attempts: u32, winner: u32, value: T) -> T {
+        if attempts > 1 {
+            self.finished(attempts, Some(winner));
+        }
+        value
+    }
+
+    /// Every one of `attempts` attempts failed.
+    pub(crate) fn all_failed(&self, attempts: u32) {
+        if attempts > 1 {
+            self.finished(attempts, None);
+        }
+    }
+
+    #[cold]
+    fn finished(&self, attempts: u32, winner: Option<u32>) {
+        if winner.is_some_and(|n| n > 1) {
+            self.hedge_wins.fetch_add(1, Ordering::Relaxed);
+        }
+        publish!(self.events, |m| m.finished(winner), || HedgeEvent::Finished {
+            instance: Arc::clone(&self.instance),
+            attempts,
+            winner
+        });
+    }
+}
+
+/// The field the generated code keeps for one hedged method (and a pipeline for its hedge).
+#[derive(Clone, Debug)]
+pub struct HedgePolicy {
+    state: Arc<HedgeState>,
+}
+
+impl HedgePolicy {
+    pub(crate) fn new(state: Arc<HedgeState>) -> Self {
+        HedgePolicy { state }
+    }
+
+    /// The instance id.
+    pub fn instance(&self) -> &str {
+        &self.state.instance
+    }
+
+    /// Runs one call: `attempt()` makes each attempt's future (each passes the inner policies on
+    /// its own), `stops(&error)` says whether a failure is a `CallNotPermitted`, which starts no
+    /// further attempt.
+    ///
+    /// The first attempt is polled in place before anything else exists: one that is ready on its
+    /// first poll costs that poll and nothing more. Only when it returns `Pending` is the delay's
+    /// timer created; extra attempts are boxed as they start. The first `Ok` is returned and every
+    /// other attempt dropped with the call's future; when every attempt failed, the failure of the
+    /// one that finished last.
+    #[inline]
+    pub async fn run<T, E, F, Fut>(&self, mut attempt: F, stops: impl Fn(&E) -> bool) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let state = &*self.state;
+        if !state.config.enabled {
+            return attempt().await;
+        }
+        let mut first = pin!(Some(attempt()));
+        let polled = poll_fn(|cx| Poll::Ready(first.as_mut().as_pin_mut().map_or(Poll::Pending, |f| f.poll(cx)))).await;
+        match polled {
+            Poll::Ready(Ok(value)) => Ok(value),
+            Poll::Ready(Err(error)) => {
+                first.set(None);
+                race(state, first, Some(error), &mut attempt, &stops).await
+            }
+            Poll::Pending => race(state, first, None, &mut attempt, &stops).await,
+        }
+    }
+
+    /// [`run`](HedgePolicy::run), also counting into `attempts` every attempt started (a refused
+    /// one included): what a fallback outside the hedge reports as `FallbackContext::attempts`.
+    #[inline]
+    pub async fn run_counting<T, E, F, Fut>(
+        &self,
+        attempts: &mut u32,
+        mut attempt: F,
+        stops: impl Fn(&E) -> bool,
+    ) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let counted = || {
+            *attempts += 1;
+            attempt()
+        };
+        self.run(counted, stops).await
+    }
+
+    /// `max_hedged_attempts` when the hedge is enabled.
+    #[cfg(feature = "tower")]
+    pub(crate) fn extra_attempts(&self) -> Option<u32> {
+        let config = &self.state.config;
+        config.enabled.then_some(config.max_hedged_attempts)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> &HedgeState {
+        &self.state
+    }
+}
+
+policy_kind! {
+    HedgePolicy {
+        builder: HedgeConfigBuilder,
+        state: HedgeState,
+        event: HedgeEvent,
+        snapshot: HedgeSnapshot,
+        metrics: HedgeMetrics,
+    }
+
+    /// Attempts side by side need a future: `R4C-REG-001` on a blocking method, before anything is
+    /// resolved.
+    fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
+        async_only(id, is_async, "a hedge needs an async method: its attempts run side by side inside one future")
+    }
+
+    fn check(inner: &Inner, id: &str, _: bool, c: &HedgeConfig) -> Result<(), RegistryError> {
+        match c.enabled {
+            true => inner.require_async_clock(id, "this async method hedges its attempts"),
+            false => Ok(()),
+        }
+    }
+
+    fn new_state(inner: &Inner, instance: Arc<str>, config: HedgeConfig, events: Publisher<HedgeEvent>) -> HedgeState {
+        HedgeState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+}

@@ -1,0 +1,11 @@
+use resilience4cata::{FallbackContext, resilient};
+
+#[resilient]
+pub trait Prices {
+    #[fallback(method = cached)]
+    fn price(&self, sku: &str) -> Result<u32, String>;
+
+    fn cached(&self, sku: &str, ctx: FallbackContext<std::io::Error>) -> Result<u32, String>;
+}
+
+fn main() {}

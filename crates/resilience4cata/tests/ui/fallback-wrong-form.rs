@@ -1,0 +1,12 @@
+#![allow(async_fn_in_trait)]
+use resilience4cata::{FallbackContext, resilient};
+
+#[resilient]
+pub trait Prices {
+    #[fallback(method = cached)]
+    async fn price(&self, sku: &str) -> Result<u32, String>;
+
+    fn cached(&self, sku: &str, ctx: FallbackContext<String>) -> Result<u32, String>;
+}
+
+fn main() {}
