@@ -11,7 +11,7 @@ use syn::punctuated::Punctuated;
 use syn::{Attribute, Ident, ItemTrait, Meta, Token, TraitItem, TraitItemConst, TraitItemType};
 
 use crate::diag::{ATR_DUPLICATE, ATR_PLACEMENT, ATR_SYNTAX, ATR_UNKNOWN_KEY, Errors};
-use crate::validate::Policy;
+use crate::validate::{Method, Policy};
 
 /// `[R4C-ATR-060]`: a policy named twice in one `#[policy_order]`.
 pub(crate) const ATR_ORDER_DUPLICATE: &str = "R4C-ATR-060";
@@ -152,6 +152,13 @@ pub(crate) fn apply(order: &Order, policies: Vec<Policy>) -> Vec<Policy> {
     // A stable sort: the unlisted policies (all `usize::MAX`) keep their default relative order.
     policies.sort_by_key(rank);
     policies
+}
+
+/// Whether a policy sits between the method's fallback and `policy` (an attempt-making layer), so
+/// the call may end inside `policy`'s loop, before it reports its attempts to the fallback.
+pub(crate) fn cut_short(method: &Method, policy: &Policy) -> bool {
+    let position = |name: &str| method.policies.iter().position(|p| p.spec.name == name);
+    matches!((position("fallback"), position(policy.spec.name)), (Some(f), Some(p)) if p > f + 1)
 }
 
 #[cfg(test)]

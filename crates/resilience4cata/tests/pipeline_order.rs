@@ -188,3 +188,35 @@ fn a_policy_twice_or_fallback_not_first_is_reg_001() {
     let first = Pipeline::builder(&registry, "first").retry().order([Policy::Fallback, Policy::Retry]);
     assert!(first.build::<(), ApiError>().is_ok(), "Fallback first is fine (and ignored without a fallback)");
 }
+
+#[tokio::test]
+async fn a_pipelines_fallback_stays_outermost_around_a_reordered_chain() {
+    let (clock, registry, _) = setup();
+    let slow = one_second(&registry);
+    let attempts = AtomicU32::new(0);
+    type Seen = Arc<Mutex<Option<(u32, Option<Rejection>)>>>;
+    let seen: Seen = Arc::default();
+    let seen_in = Arc::clone(&seen);
+    let rescued = Pipeline::builder(&registry, "rescued")
+        .retry_with(|r| r.max_attempts(3).delay(Duration::ZERO))
+        .timeout_with(|t| t.duration(Duration::from_millis(2500)))
+        .order([Policy::Fallback, Policy::Timeout, Policy::Retry])
+        .build::<(), ApiError>()
+        .unwrap()
+        .fallback(move |ctx| {
+            *seen_in.lock().unwrap() = Some((ctx.attempts(), ctx.rejection().cloned()));
+            Ok(())
+        });
+    assert_eq!(rescued.execute_async(|| failing_after_one_second(&slow, &attempts)).await, Ok(()));
+    assert_eq!(clock.elapsed(), Duration::from_millis(2500));
+    let (counted, rejection) = seen.lock().unwrap().take().unwrap();
+    assert_eq!(counted, 3);
+    assert!(matches!(rejection, Some(Rejection::CallTimeout { .. })), "{rejection:?}");
+}
+
+#[test]
+fn a_hedged_pipeline_keeps_the_default_order() {
+    let (_, registry, _) = setup();
+    let hedged = Pipeline::builder(&registry, "hedged").hedge().timeout().order([Policy::Timeout, Policy::Hedge]);
+    assert_eq!(hedged.build::<(), ApiError>().unwrap_err().code(), "R4C-REG-001");
+}

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use resilience4cata::testing::ManualClock;
-use resilience4cata::{Registry, Rejection, ResilienceError, RetryEvent, resilient};
+use resilience4cata::{FallbackContext, Registry, Rejection, ResilienceError, RetryEvent, resilient};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -39,6 +39,14 @@ pub trait Api {
     #[retry(max_attempts = 3, delay = "0")]
     #[timeout(duration = "2500ms")]
     async fn whole(&self) -> Result<(), ApiError>;
+
+    // The fallback stays outermost: it sees the whole call's timeout, after three attempts.
+    #[retry(max_attempts = 3, delay = "0")]
+    #[timeout(duration = "2500ms")]
+    #[fallback(method = rescue)]
+    async fn rescued(&self) -> Result<(), ApiError>;
+
+    async fn rescue(&self, ctx: FallbackContext<ApiError>) -> Result<(), ApiError>;
 
     // … unless a method's own list replaces it: here the default order, spelled out.
     #[policy_order(Retry, Timeout)]
@@ -96,6 +104,14 @@ impl Api for Backend {
     }
     async fn each(&self) -> Result<(), ApiError> {
         self.one_second_failure().await
+    }
+    async fn rescued(&self) -> Result<(), ApiError> {
+        self.one_second_failure().await
+    }
+    async fn rescue(&self, ctx: FallbackContext<ApiError>) -> Result<(), ApiError> {
+        assert!(matches!(ctx.rejection(), Some(Rejection::CallTimeout { .. })), "{ctx:?}");
+        assert_eq!(ctx.attempts(), 3, "the retry inside the timeout reports its attempts");
+        Ok(())
     }
     async fn unlisted(&self) -> Result<(), ApiError> {
         self.one_second_failure().await
@@ -207,4 +223,12 @@ fn unlisted_policies_keep_their_relative_order_inside_the_listed_ones() {
     assert_eq!(*s.during_backoff.lock().unwrap(), [(1, 0)], "the bulkhead is outermost");
     let breaker = s.registry.circuit_breaker(&id("partly")).unwrap().snapshot();
     assert_eq!(breaker.failed_calls, 2, "the breaker is still inside the retry: every attempt recorded");
+}
+
+#[tokio::test]
+async fn the_fallback_stays_outermost_around_a_reordered_call() {
+    let s = setup();
+    assert_eq!(s.api.rescued().await, Ok(()), "the fallback answered");
+    assert_eq!(s.clock.elapsed(), Duration::from_millis(2500));
+    assert_eq!(s.api.delegate().attempts.load(Ordering::SeqCst), 3);
 }

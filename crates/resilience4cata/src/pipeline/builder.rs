@@ -374,14 +374,19 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
         }
         let hedge =
             Wanted::resolve(wants.hedge, |config, attrs| HedgePolicy::build(registry, id, None, config, true, attrs))?;
-        let order = order::resolve(id, &wants.order, |step| match step {
+        let has = |step| match step {
             Step::Retry => wants.retry.is_some(),
             Step::CircuitBreaker => wants.circuit_breaker.is_some(),
             Step::RateLimiter => wants.rate_limiter.is_some(),
             Step::Timeout => wants.timeout.is_some(),
             Step::Bulkhead => wants.bulkhead.is_some(),
-        })?;
-        if order.is_some() && hedge.is_some() {
+        };
+        let order = order::resolve(id, &wants.order, has)?;
+        // The hedge sits in the retry's place: would the order move it?
+        let as_retry = wants.order.iter().map(|p| if *p == Policy::Hedge { Policy::Retry } else { *p });
+        let moves_hedge = hedge.is_some()
+            && order::resolve(id, &as_retry.collect::<Vec<_>>(), |s| s == Step::Retry || has(s))?.is_some();
+        if moves_hedge {
             return Err(RegistryError::new(
                 codes::INVALID_COMBINATION,
                 Some(id),
