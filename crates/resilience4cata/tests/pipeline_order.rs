@@ -2,11 +2,12 @@
 //! (`policy_order_custom.rs`), on the manual clock, and its `R4C-REG-001` checks.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resilience4cata::testing::ManualClock;
-use resilience4cata::{Pipeline, Policy, Registry, Rejection, ResilienceError, RetryEvent};
+use resilience4cata::{Pipeline, Policy, Registry, Rejection, ResilienceError};
+
+mod order_fixture;
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -19,27 +20,7 @@ pub enum ApiError {
 
 /// The registry on the manual clock, and, for each `Retrying` event (published as the backoff
 /// starts), the `(in_flight, available)` of the bulkhead of the retried pipeline at that moment.
-/// `(in_flight, available)` of a bulkhead, one per backoff.
-type DuringBackoff = Arc<Mutex<Vec<(u32, u32)>>>;
-
-fn setup() -> (ManualClock, Registry, DuringBackoff) {
-    let clock = ManualClock::new();
-    let seen: Arc<OnceLock<Registry>> = Arc::default();
-    let during_backoff: DuringBackoff = Arc::default();
-    let (seen_in, during) = (Arc::clone(&seen), Arc::clone(&during_backoff));
-    let registry = testkit::no_jitter(&clock)
-        .listen(move |e: &RetryEvent| {
-            let (Some(registry), RetryEvent::Retrying { instance, .. }) = (seen_in.get(), e) else { return };
-            if let Some(bulkhead) = registry.bulkhead(instance) {
-                let s = bulkhead.snapshot();
-                during.lock().unwrap().push((s.in_flight, s.available));
-            }
-        })
-        .build()
-        .unwrap();
-    seen.set(registry.clone()).unwrap_or_else(|_| unreachable!());
-    (clock, registry, during_backoff)
-}
+use order_fixture::watching_backoffs as setup;
 
 /// An attempt that fails after 1 s of manual time: a call that never answers under a 1 s timeout.
 fn one_second(registry: &Registry) -> Pipeline<(), ApiError, resilience4cata::pipeline::AsyncOnly> {

@@ -2,11 +2,12 @@
 //! first, on the manual clock. The default order's consequences are in `policy_order.rs`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use resilience4cata::testing::ManualClock;
-use resilience4cata::{FallbackContext, Registry, Rejection, ResilienceError, RetryEvent, resilient};
+use resilience4cata::{FallbackContext, Registry, Rejection, ResilienceError, resilient};
+
+mod order_fixture;
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -137,25 +138,11 @@ struct Setup {
     clock: ManualClock,
     registry: Registry,
     api: ResilientApi<Backend>,
-    during_backoff: Arc<Mutex<Vec<(u32, u32)>>>,
+    during_backoff: order_fixture::DuringBackoff,
 }
 
 fn setup() -> Setup {
-    let clock = ManualClock::new();
-    let seen: Arc<OnceLock<Registry>> = Arc::default();
-    let during_backoff: Arc<Mutex<Vec<(u32, u32)>>> = Arc::default();
-    let (seen_in, during) = (Arc::clone(&seen), Arc::clone(&during_backoff));
-    let registry = testkit::no_jitter(&clock)
-        .listen(move |e: &RetryEvent| {
-            let (Some(registry), RetryEvent::Retrying { instance, .. }) = (seen_in.get(), e) else { return };
-            if let Some(bulkhead) = registry.bulkhead(instance) {
-                let s = bulkhead.snapshot();
-                during.lock().unwrap().push((s.in_flight, s.available));
-            }
-        })
-        .build()
-        .unwrap();
-    seen.set(registry.clone()).unwrap_or_else(|_| unreachable!());
+    let (clock, registry, during_backoff) = order_fixture::watching_backoffs();
     let slow = ResilientSlow::new(Never, &registry).unwrap();
     let api = ResilientApi::new(Backend { attempts: AtomicU32::new(0), slow }, &registry).unwrap();
     Setup { clock, registry, api, during_backoff }

@@ -110,7 +110,6 @@ impl<E> Guards<E> {
     /// The generated breaker layer's classification: `Ok` is a success; an `Err` is judged by its
     /// rejection first (a local refusal is not recorded, a timeout or a nested open breaker is a
     /// failure), then `ignore_on` (not recorded), then `record_on` (a failure); else a success.
-    #[cfg(feature = "tower")]
     pub(super) fn classify<T>(&self, outcome: &Result<T, E>) -> Outcome {
         match outcome {
             Ok(_) => Outcome::Success,
@@ -118,7 +117,7 @@ impl<E> Guards<E> {
         }
     }
 
-    pub(super) fn classify_err(&self, e: &E) -> Outcome {
+    fn classify_err(&self, e: &E) -> Outcome {
         Outcome::of_error(
             (self.find)(e),
             || self.ignore_on.as_ref().is_some_and(|ignored| ignored(e)),

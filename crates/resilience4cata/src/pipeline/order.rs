@@ -12,7 +12,6 @@ use std::future::Future;
 
 use super::Pipeline;
 use super::guards::Guards;
-use crate::circuit_breaker::policy::Outcome;
 use crate::error::{RegistryError, codes};
 
 /// A policy kind, for [`PipelineBuilder::order`](super::PipelineBuilder::order): the names
@@ -166,10 +165,7 @@ impl<T, E, M> Pipeline<T, E, M> {
                 let breaker = guards.circuit_breaker.as_ref().expect("a breaker step has a breaker");
                 let permit = breaker.acquire().map_err(guards.wrap)?;
                 let outcome = self.run_steps(rest, f);
-                permit.record(match &outcome {
-                    Ok(_) => Outcome::Success,
-                    Err(e) => guards.classify_err(e),
-                });
+                permit.record(guards.classify(&outcome));
                 outcome
             }
             Step::RateLimiter => {
@@ -230,10 +226,7 @@ macro_rules! levels {
                             let breaker = guards.circuit_breaker.as_ref().expect("a breaker step has a breaker");
                             let permit = breaker.acquire().map_err(guards.wrap)?;
                             let outcome = inner!();
-                            permit.record(match &outcome {
-                                Ok(_) => Outcome::Success,
-                                Err(e) => guards.classify_err(e),
-                            });
+                            permit.record(guards.classify(&outcome));
                             outcome
                         }
                         Step::RateLimiter => {
