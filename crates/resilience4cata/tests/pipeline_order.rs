@@ -5,18 +5,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resilience4cata::{Pipeline, Policy, Registry, Rejection, ResilienceError};
+use resilience4cata::{Pipeline, Policy, Registry, Rejection};
 
 mod order_fixture;
 
-const SECOND: Duration = Duration::from_secs(1);
+use order_fixture::ApiError;
 
-#[derive(Debug, Clone, PartialEq, ResilienceError)]
-pub enum ApiError {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
-}
+const SECOND: Duration = Duration::from_secs(1);
 
 /// The registry on the manual clock, and, for each `Retrying` event (published as the backoff
 /// starts), the `(in_flight, available)` of the bulkhead of the retried pipeline at that moment.

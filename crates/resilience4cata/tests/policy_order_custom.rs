@@ -5,18 +5,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use resilience4cata::testing::ManualClock;
-use resilience4cata::{FallbackContext, Registry, Rejection, ResilienceError, resilient};
+use resilience4cata::{FallbackContext, Registry, Rejection, resilient};
 
 mod order_fixture;
 
-const SECOND: Duration = Duration::from_secs(1);
+use order_fixture::ApiError;
 
-#[derive(Debug, Clone, PartialEq, ResilienceError)]
-pub enum ApiError {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
-}
+const SECOND: Duration = Duration::from_secs(1);
 
 /// A delegate attempt that takes 1 s of manual time: a call that never answers, bounded by a
 /// timeout of 1 s, so the manual clock moves exactly as a 1 s call would move it.

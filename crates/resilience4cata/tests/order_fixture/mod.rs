@@ -4,7 +4,15 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use resilience4cata::testing::ManualClock;
-use resilience4cata::{Registry, RetryEvent};
+use resilience4cata::{Registry, Rejection, ResilienceError, RetryEvent};
+
+/// The error of every call under test: a failure, or a policy's refusal.
+#[derive(Debug, Clone, PartialEq, ResilienceError)]
+pub enum ApiError {
+    Down,
+    #[rejection]
+    Rejected(Rejection),
+}
 
 /// `(in_flight, available)` of the retried instance's bulkhead, once per backoff.
 pub type DuringBackoff = Arc<Mutex<Vec<(u32, u32)>>>;
