@@ -127,6 +127,51 @@ fn the_default_order_gives_the_slot_back_before_the_backoff() {
     assert_eq!(*during_backoff.lock().unwrap(), [(0, 1)]);
 }
 
+fn adaptive_limit_and_retry(registry: &Registry, id: &str, order: &[Policy]) -> Pipeline<(), ApiError> {
+    Pipeline::builder(registry, id)
+        .retry_with(|r| r.max_attempts(2).delay(SECOND))
+        .adaptive_limit_with(|a| a.initial_limit(10))
+        .order(order.iter().copied())
+        .build()
+        .unwrap()
+}
+
+fn in_flight_and_limit(registry: &Registry, id: &str) -> (u32, u32) {
+    let s = registry.adaptive_limit(id).unwrap().snapshot();
+    (s.in_flight, s.limit)
+}
+
+#[test]
+fn adaptive_limit_outside_retry_holds_its_slot_across_the_backoff_and_samples_the_call_once() {
+    let (clock, registry, during_backoff) = setup();
+    let once = adaptive_limit_and_retry(&registry, "limited-once", &[Policy::AdaptiveLimit, Policy::Retry]);
+    let mut calls = 0;
+    let failing = || {
+        calls += 1;
+        Err(ApiError::Down)
+    };
+    assert_eq!(once.execute(failing), Err(ApiError::Down));
+    assert_eq!((calls, clock.elapsed()), (2, SECOND));
+    assert_eq!(*during_backoff.lock().unwrap(), [(1, 10)], "in flight, not yet sampled, while waiting");
+    assert_eq!(in_flight_and_limit(&registry, "limited-once"), (0, 9), "one dropped sample: 10 × 0.9");
+}
+
+#[tokio::test]
+async fn adaptive_limit_in_its_default_place_samples_every_async_attempt() {
+    let (clock, registry, during_backoff) = setup();
+    let each = adaptive_limit_and_retry(&registry, "limited-each", &[Policy::Retry, Policy::AdaptiveLimit]);
+    assert_eq!(each.execute_async(|| async { Err(ApiError::Down) }).await, Err(ApiError::Down));
+    assert_eq!(clock.elapsed(), SECOND);
+    assert_eq!(*during_backoff.lock().unwrap(), [(0, 9)], "the first attempt sampled before the wait");
+    assert_eq!(in_flight_and_limit(&registry, "limited-each"), (0, 8), "two dropped samples: ⌊9 × 0.9⌋");
+
+    // Reordered, the async chain holds the slot across the backoff as the blocking one does.
+    let once = adaptive_limit_and_retry(&registry, "limited-once-async", &[Policy::AdaptiveLimit]);
+    assert_eq!(once.execute_async(|| async { Err(ApiError::Down) }).await, Err(ApiError::Down));
+    assert_eq!(during_backoff.lock().unwrap()[1], (1, 10));
+    assert_eq!(in_flight_and_limit(&registry, "limited-once-async"), (0, 9));
+}
+
 #[test]
 fn a_breaker_outside_the_retry_records_the_retried_call_once() {
     let (_, registry, _) = setup();
@@ -195,4 +240,44 @@ fn a_hedged_pipeline_keeps_the_default_order() {
     let (_, registry, _) = setup();
     let hedged = Pipeline::builder(&registry, "hedged").hedge().timeout().order([Policy::Timeout, Policy::Hedge]);
     assert_eq!(hedged.build::<(), ApiError>().unwrap_err().code(), "R4C-REG-001");
+}
+
+/// The tower layer of a reordered pipeline under backpressure: the slot reserved in `poll_ready`
+/// goes to the first attempt wherever the bulkhead is ordered, and comes back when a breaker
+/// ordered inside it refuses the call.
+#[cfg(feature = "tower")]
+#[tokio::test]
+async fn a_reordered_tower_layer_uses_its_reserved_slot_and_gives_it_back_on_a_refusal() {
+    use tower::{Layer, Service, ServiceExt, service_fn};
+
+    let (_, registry, _) = setup();
+    let failures = Arc::new(AtomicU32::new(1));
+    let flaky = service_fn(move |n: u32| {
+        let fail = failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |f| f.checked_sub(1)).is_ok();
+        async move { if fail { Err(ApiError::Down) } else { Ok(n) } }
+    });
+    let pipeline = Pipeline::builder(&registry, "reserved")
+        .retry_with(|r| r.max_attempts(2).delay(Duration::ZERO))
+        .circuit_breaker()
+        .bulkhead_with(|b| b.max_concurrent_calls(1))
+        .order([Policy::Bulkhead, Policy::CircuitBreaker])
+        .build::<u32, ApiError>()
+        .unwrap();
+    let service = pipeline.layer().backpressure().layer(flaky);
+    let slots = || {
+        let s = registry.bulkhead("reserved").unwrap().snapshot();
+        (s.in_flight, s.available)
+    };
+    // With one slot, an attempt that asked the bulkhead again beside its reservation would be
+    // refused: the first attempt used the reserved slot, the retry took its own.
+    assert_eq!(service.clone().oneshot(5).await, Ok(5));
+    assert_eq!(slots(), (0, 1));
+
+    registry.circuit_breaker("reserved").unwrap().force_open();
+    let mut ready = service.clone();
+    ready.ready().await.unwrap();
+    assert_eq!(slots(), (1, 0), "reserved by poll_ready");
+    let refused = ready.call(6).await.unwrap_err();
+    assert!(matches!(refused, ApiError::Rejected(Rejection::CallNotPermitted { .. })), "{refused:?}");
+    assert_eq!(slots(), (0, 1), "the refused call's slot came back");
 }

@@ -73,6 +73,18 @@ pub trait Api {
     #[circuit_breaker(window_size = 10, minimum_calls = 10)]
     #[bulkhead(max_concurrent_calls = 1)]
     fn partly(&self) -> Result<(), ApiError>;
+
+    // The adaptive limit outside the retry: one slot across the backoff, one sample per call.
+    #[policy_order(AdaptiveLimit, Retry)]
+    #[retry(max_attempts = 2, delay = "1s")]
+    #[adaptive_limit(initial_limit = 10)]
+    fn limited_once(&self) -> Result<(), ApiError>;
+
+    // The trait's order (Timeout, Retry): the adaptive limit keeps its default place inside the
+    // retry, a slot and a sample per attempt.
+    #[retry(max_attempts = 2, delay = "1s")]
+    #[adaptive_limit(initial_limit = 10)]
+    fn limited_each(&self) -> Result<(), ApiError>;
 }
 
 struct Backend {
@@ -119,6 +131,12 @@ impl Api for Backend {
         self.failure()
     }
     fn partly(&self) -> Result<(), ApiError> {
+        self.failure()
+    }
+    fn limited_once(&self) -> Result<(), ApiError> {
+        self.failure()
+    }
+    fn limited_each(&self) -> Result<(), ApiError> {
         self.failure()
     }
 }
@@ -213,4 +231,27 @@ async fn the_fallback_stays_outermost_around_a_reordered_call() {
     assert_eq!(s.api.rescued().await, Ok(()), "the fallback answered");
     assert_eq!(s.clock.elapsed(), Duration::from_millis(2500));
     assert_eq!(s.api.delegate().attempts.load(Ordering::SeqCst), 3);
+}
+
+fn limit_after(registry: &Registry, method: &str) -> (u32, u32) {
+    let s = registry.adaptive_limit(&id(method)).unwrap().snapshot();
+    (s.in_flight, s.limit)
+}
+
+#[test]
+fn adaptive_limit_outside_retry_holds_its_slot_across_the_backoff_and_samples_the_call_once() {
+    let s = setup();
+    assert_eq!(s.api.limited_once(), Err(ApiError::Down));
+    assert_eq!(s.clock.elapsed(), SECOND, "one backoff of 1 s");
+    assert_eq!(s.api.delegate().attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(*s.during_backoff.lock().unwrap(), [(1, 10)], "in flight, not yet sampled, while waiting");
+    assert_eq!(limit_after(&s.registry, "limited_once"), (0, 9), "one dropped sample: 10 × 0.9");
+}
+
+#[test]
+fn adaptive_limit_in_its_default_place_samples_every_attempt() {
+    let s = setup();
+    assert_eq!(s.api.limited_each(), Err(ApiError::Down));
+    assert_eq!(*s.during_backoff.lock().unwrap(), [(0, 9)], "the first attempt sampled before the wait");
+    assert_eq!(limit_after(&s.registry, "limited_each"), (0, 8), "two dropped samples: ⌊9 × 0.9⌋");
 }

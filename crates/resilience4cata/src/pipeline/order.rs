@@ -17,6 +17,10 @@ use crate::error::{RegistryError, codes};
 /// A policy kind, for [`PipelineBuilder::order`](super::PipelineBuilder::order): the names
 /// `#[policy_order(…)]` takes, in the default order (outermost first).
 ///
+/// `#[non_exhaustive]`: a policy added to the crate gets its variant here, so a `match` over
+/// `Policy` outside this crate needs a `_` arm; naming the variants, as `.order([…])` does, is
+/// unaffected.
+///
 /// ```
 /// use resilience4cata::{Pipeline, Policy, Registry};
 ///
@@ -31,6 +35,7 @@ use crate::error::{RegistryError, codes};
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Policy {
     /// `#[fallback]`: always the outermost layer.
     Fallback,

@@ -1,5 +1,6 @@
 //! The registry the policy-order tests share (`policy_order_custom.rs`, `pipeline_order.rs`): the
-//! seeds' no-jitter registry on a manual clock, watching where a bulkhead stands during each backoff.
+//! seeds' no-jitter registry on a manual clock, watching where a bulkhead (or an adaptive limit)
+//! stands during each backoff.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -14,11 +15,12 @@ pub enum ApiError {
     Rejected(Rejection),
 }
 
-/// `(in_flight, available)` of the retried instance's bulkhead, once per backoff.
+/// `(in_flight, available)` of the retried instance's bulkhead, or, without one, `(in_flight,
+/// limit)` of its adaptive limit, once per backoff.
 pub type DuringBackoff = Arc<Mutex<Vec<(u32, u32)>>>;
 
 /// The clock, the registry, and, for each `Retrying` event (published as the backoff starts), the
-/// bulkhead of the same instance id as it is at that moment.
+/// bulkhead (else the adaptive limit) of the same instance id as it is at that moment.
 pub fn watching_backoffs() -> (ManualClock, Registry, DuringBackoff) {
     let clock = ManualClock::new();
     let seen: Arc<OnceLock<Registry>> = Arc::default();
@@ -30,6 +32,9 @@ pub fn watching_backoffs() -> (ManualClock, Registry, DuringBackoff) {
             if let Some(bulkhead) = registry.bulkhead(instance) {
                 let s = bulkhead.snapshot();
                 during.lock().unwrap().push((s.in_flight, s.available));
+            } else if let Some(limit) = registry.adaptive_limit(instance) {
+                let s = limit.snapshot();
+                during.lock().unwrap().push((s.in_flight, s.limit));
             }
         })
         .build()
