@@ -85,6 +85,18 @@ pub trait Api {
     #[retry(max_attempts = 2, delay = "1s")]
     #[adaptive_limit(initial_limit = 10)]
     fn limited_each(&self) -> Result<(), ApiError>;
+
+    // A hedge takes the retry's place and moves as the retry does: here one timeout bounds every
+    // hedged attempt together (the trait's `Timeout` first).
+    #[hedge(delay = "1s", max_hedged_attempts = 2)]
+    #[timeout(duration = "2500ms")]
+    async fn hedged_whole(&self, query: String) -> Result<(), ApiError>;
+
+    // The default place: each hedged attempt under its own timeout.
+    #[policy_order(Hedge)]
+    #[hedge(delay = "1s", max_hedged_attempts = 2)]
+    #[timeout(duration = "2500ms")]
+    async fn hedged_each(&self, query: String) -> Result<(), ApiError>;
 }
 
 struct Backend {
@@ -98,6 +110,11 @@ impl Backend {
         let timed_out = self.slow.one_second().await;
         assert!(matches!(timed_out, Err(ApiError::Rejected(Rejection::CallTimeout { .. }))));
         Err(ApiError::Down)
+    }
+
+    async fn never_answering(&self) -> Result<(), ApiError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
     }
 
     fn failure(&self) -> Result<(), ApiError> {
@@ -138,6 +155,12 @@ impl Api for Backend {
     }
     fn limited_each(&self) -> Result<(), ApiError> {
         self.failure()
+    }
+    async fn hedged_whole(&self, _query: String) -> Result<(), ApiError> {
+        self.never_answering().await
+    }
+    async fn hedged_each(&self, _query: String) -> Result<(), ApiError> {
+        self.never_answering().await
     }
 }
 
@@ -254,4 +277,24 @@ fn adaptive_limit_in_its_default_place_samples_every_attempt() {
     assert_eq!(s.api.limited_each(), Err(ApiError::Down));
     assert_eq!(*s.during_backoff.lock().unwrap(), [(0, 9)], "the first attempt sampled before the wait");
     assert_eq!(limit_after(&s.registry, "limited_each"), (0, 8), "two dropped samples: ⌊9 × 0.9⌋");
+}
+
+#[tokio::test]
+async fn timeout_outside_hedge_bounds_every_attempt_together() {
+    let s = setup();
+    let outcome = s.api.hedged_whole("q".to_owned()).await;
+    assert!(matches!(outcome, Err(ApiError::Rejected(Rejection::CallTimeout { .. }))), "{outcome:?}");
+    assert_eq!(s.clock.elapsed(), Duration::from_millis(2500), "one deadline for the hedged call");
+    assert_eq!(s.api.delegate().attempts.load(Ordering::SeqCst), 3, "started at 0, 1 s and 2 s");
+    assert_eq!(timed_out(&s.registry, "hedged_whole"), 1);
+}
+
+#[tokio::test]
+async fn the_hedge_in_its_default_place_times_each_attempt_out_on_its_own() {
+    let s = setup();
+    let outcome = s.api.hedged_each("q".to_owned()).await;
+    assert!(matches!(outcome, Err(ApiError::Rejected(Rejection::CallTimeout { .. }))), "{outcome:?}");
+    assert_eq!(s.clock.elapsed(), Duration::from_millis(4500), "the last attempt, started at 2 s, timed out");
+    assert_eq!(s.api.delegate().attempts.load(Ordering::SeqCst), 3);
+    assert_eq!(timed_out(&s.registry, "hedged_each"), 3, "one timeout per attempt");
 }
