@@ -236,10 +236,37 @@ async fn a_pipelines_fallback_stays_outermost_around_a_reordered_chain() {
 }
 
 #[test]
-fn a_hedged_pipeline_keeps_the_default_order() {
+fn a_hedge_stays_outermost_in_a_pipeline() {
     let (_, registry, _) = setup();
-    let hedged = Pipeline::builder(&registry, "hedged").hedge().timeout().order([Policy::Timeout, Policy::Hedge]);
-    assert_eq!(hedged.build::<(), ApiError>().unwrap_err().code(), "R4C-REG-001");
+    let moved = Pipeline::builder(&registry, "hedged").hedge().timeout().order([Policy::Timeout, Policy::Hedge]);
+    let err = moved.build::<(), ApiError>().unwrap_err();
+    assert_eq!(err.code(), "R4C-REG-001");
+    assert!(err.message().contains("list `Policy::Hedge` first"), "{err}");
+    // Unlisted, the hedge would sit inside the listed limiter: moved too.
+    let inside = Pipeline::builder(&registry, "hedged").hedge().rate_limiter().order([Policy::RateLimiter]);
+    assert_eq!(inside.build::<(), ApiError>().unwrap_err().code(), "R4C-REG-001");
+}
+
+/// Inside a hedge, the policies of each attempt follow the order: a limiter listed outside the
+/// breaker gives a permit to an attempt the open breaker then refuses.
+#[tokio::test]
+async fn a_hedged_pipeline_reorders_the_policies_inside_its_attempts() {
+    let (_, registry, _) = setup();
+    for (id, order, permits_left) in
+        [("hedged-default", &[][..], 100), ("hedged-limiter-first", &[Policy::Hedge, Policy::RateLimiter][..], 99)]
+    {
+        let hedged = Pipeline::builder(&registry, id)
+            .hedge()
+            .circuit_breaker()
+            .rate_limiter_with(|l| l.permits(100))
+            .order(order.iter().copied())
+            .build::<(), ApiError>()
+            .unwrap();
+        registry.circuit_breaker(id).unwrap().force_open();
+        let refused = hedged.execute_async(|| async { Ok(()) }).await;
+        assert!(matches!(refused, Err(ApiError::Rejected(Rejection::CallNotPermitted { .. }))), "{refused:?}");
+        assert_eq!(registry.rate_limiter(id).unwrap().snapshot().available_permits, permits_left, "{id}");
+    }
 }
 
 /// The tower layer of a reordered pipeline under backpressure: the slot reserved in `poll_ready`

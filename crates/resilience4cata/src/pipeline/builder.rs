@@ -186,8 +186,9 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
     /// Changes how the policies nest, outermost first, as `#[policy_order(…)]` does: the listed
     /// policies the pipeline has nest in the listed order, the others keep their default relative
     /// order inside them; a listed policy the pipeline does not have is ignored. A name twice, or
-    /// `Policy::Fallback` anywhere but first, is `R4C-REG-001` from `build`, and so is a
-    /// non-default order on a pipeline with a hedge (not supported yet). A later call replaces
+    /// `Policy::Fallback` anywhere but first, is `R4C-REG-001` from `build`, and so is an order
+    /// that moves a hedge from outermost (list `Policy::Hedge` first to reorder the policies
+    /// inside its attempts). A later call replaces
     /// an earlier one. See the module docs ("A non-default order") for what a reordered pipeline
     /// costs.
     ///
@@ -409,19 +410,22 @@ impl<'r, K: Kind> PipelineBuilder<'r, K> {
             Step::Bulkhead => wants.bulkhead.is_some(),
         };
         let order = order::resolve(id, &wants.order, has)?;
-        // The hedge sits in the retry's place (a hedged pipeline has no retry, so a listed
-        // `Retry` is ignored): would the order move it?
-        let as_retry = wants.order.iter().filter(|p| **p != Policy::Retry).map(|p| match p {
-            Policy::Hedge => Policy::Retry,
-            p => *p,
-        });
-        let moves_hedge = hedge.is_some()
-            && order::resolve(id, &as_retry.collect::<Vec<_>>(), |s| s == Step::Retry || has(s))?.is_some();
-        if moves_hedge {
+        // The hedge sits in the retry's place (a hedged pipeline has no retry, so a listed `Retry`
+        // is ignored) and must stay outermost: its attempts race through `Pipeline::hedged`, each
+        // through the other policies, in the order resolved above.
+        let as_retry: Vec<Policy> = wants
+            .order
+            .iter()
+            .filter(|p| **p != Policy::Retry)
+            .map(|p| if *p == Policy::Hedge { Policy::Retry } else { *p })
+            .collect();
+        let hedge_steps = order::resolve(id, &as_retry, |s| s == Step::Retry || has(s))?;
+        if hedge.is_some() && hedge_steps.is_some_and(|steps| steps.get()[0] != Step::Retry) {
             return Err(RegistryError::new(
                 codes::INVALID_COMBINATION,
                 Some(id),
-                "a hedged pipeline keeps the default order: `.order(…)` cannot move its policies",
+                "a hedge stays the outermost policy of a pipeline (inside a fallback): list `Policy::Hedge` \
+                 first to reorder the policies inside its attempts",
             ));
         }
         let retry = Wanted::resolve(wants.retry, |config, attrs| {

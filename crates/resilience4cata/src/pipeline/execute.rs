@@ -515,6 +515,12 @@ impl<T, E, M> Pipeline<T, E, M> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        // A hedge is outermost whatever the order: each hedged attempt runs the steps (`attempt_async`).
+        if let Some(hedge) = &self.hedge {
+            let mut attempts = 0;
+            let outcome = self.hedged(hedge, f, &mut attempts).await;
+            return self.finish_async(outcome, attempts).await;
+        }
         if let Some(order) = &self.order {
             let mut attempts = 0;
             let mut counted = || {
@@ -523,11 +529,6 @@ impl<T, E, M> Pipeline<T, E, M> {
             };
             let outcome = self.level0(order.get(), &mut counted, &mut Reserved::default()).await;
             return self.finish_async(outcome, attempts.max(1)).await;
-        }
-        if let Some(hedge) = &self.hedge {
-            let mut attempts = 0;
-            let outcome = self.hedged(hedge, f, &mut attempts).await;
-            return self.finish_async(outcome, attempts).await;
         }
         let Some(retry) = &self.retry else {
             let outcome = self.attempt_async(f).await;

@@ -56,7 +56,8 @@ pub enum Policy {
 }
 
 /// One layer of a reordered pipeline: the policies that can move (the fallback is always
-/// outermost, applied by `execute` around the chain; a hedged pipeline keeps the default order).
+/// outermost, applied by `execute` around the chain; a hedge is outermost inside it, each of its
+/// attempts running the steps).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Step {
     Retry,
