@@ -124,6 +124,35 @@ fn a_successful_call_through_the_inner_policies_allocates_nothing() {
     assert_eq!((sync, asynchronous), (0, 0));
 }
 
+/// A reordered pipeline (`.order`, docs/policy-order.md): blocking calls allocate nothing; an
+/// async call boxes each depth of its chain but the innermost call, 3 boxes for 4 policies.
+#[test]
+fn a_reordered_pipeline_allocates_nothing_blocking_and_one_box_per_inner_depth_async() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline: Pipeline<u64, std::io::Error> = Pipeline::builder(&registry, "reordered")
+        .retry()
+        .circuit_breaker()
+        .rate_limiter_with(|l| l.permits(1_000_000))
+        .bulkhead()
+        .order([resilience4cata::Policy::Bulkhead, resilience4cata::Policy::RateLimiter])
+        .build()
+        .unwrap();
+    pipeline.execute(|| Ok(1)).unwrap();
+    now(pipeline.execute_async(|| async { Ok(1) })).unwrap();
+    let sync = allocations(|| {
+        for i in 0..1000 {
+            assert_eq!(pipeline.execute(|| Ok(i)).unwrap(), i);
+        }
+    });
+    let asynchronous = allocations(|| {
+        for i in 0..1000 {
+            assert_eq!(now(pipeline.execute_async(|| async move { Ok(i) })).unwrap(), i);
+        }
+    });
+    assert_eq!((sync, asynchronous), (0, 3 * 1000));
+}
+
 #[cfg(feature = "tower")]
 #[test]
 fn the_tower_layer_allocates_nothing_on_success_or_a_zero_wait_retry() {
