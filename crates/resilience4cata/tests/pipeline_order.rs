@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use resilience4cata::pipeline::AsyncOnly;
 use resilience4cata::{Pipeline, Policy, Registry, Rejection};
 
 mod order_fixture;
@@ -18,12 +19,12 @@ const SECOND: Duration = Duration::from_secs(1);
 use order_fixture::watching_backoffs as setup;
 
 /// An attempt that fails after 1 s of manual time: a call that never answers under a 1 s timeout.
-fn one_second(registry: &Registry) -> Pipeline<(), ApiError, resilience4cata::pipeline::AsyncOnly> {
+fn one_second(registry: &Registry) -> Pipeline<(), ApiError, AsyncOnly> {
     Pipeline::builder(registry, "one-second").timeout_with(|t| t.duration(SECOND)).build().unwrap()
 }
 
 async fn failing_after_one_second(
-    slow: &Pipeline<(), ApiError, resilience4cata::pipeline::AsyncOnly>,
+    slow: &Pipeline<(), ApiError, AsyncOnly>,
     attempts: &AtomicU32,
 ) -> Result<(), ApiError> {
     attempts.fetch_add(1, Ordering::SeqCst);
@@ -38,16 +39,21 @@ fn timed_out(registry: &Registry, id: &str) -> u64 {
     registry.snapshot().timeouts().iter().find(|t| &*t.instance == id).unwrap().timed_out
 }
 
+/// Three attempts with no wait between them under a 2.5 s timeout, nested as `order` says.
+fn retry_and_timeout(registry: &Registry, id: &str, order: [Policy; 2]) -> Pipeline<(), ApiError, AsyncOnly> {
+    Pipeline::builder(registry, id)
+        .retry_with(|r| r.max_attempts(3).delay(Duration::ZERO))
+        .timeout_with(|t| t.duration(Duration::from_millis(2500)))
+        .order(order)
+        .build()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn timeout_outside_retry_bounds_the_whole_call_at_2_5_s_after_three_started_attempts() {
     let (clock, registry, _) = setup();
     let slow = one_second(&registry);
-    let whole = Pipeline::builder(&registry, "whole")
-        .retry_with(|r| r.max_attempts(3).delay(Duration::ZERO))
-        .timeout_with(|t| t.duration(Duration::from_millis(2500)))
-        .order([Policy::Timeout, Policy::Retry])
-        .build::<(), ApiError>()
-        .unwrap();
+    let whole = retry_and_timeout(&registry, "whole", [Policy::Timeout, Policy::Retry]);
     let attempts = AtomicU32::new(0);
     let call = whole.execute_async(|| failing_after_one_second(&slow, &attempts));
     require_send(&call); // a reordered pipeline's future is `Send` when the caller's futures are
@@ -69,12 +75,7 @@ async fn the_default_order_gives_three_full_attempts() {
     let (clock, registry, _) = setup();
     let slow = one_second(&registry);
     // Listing the default order is the default order.
-    let each = Pipeline::builder(&registry, "each")
-        .retry_with(|r| r.max_attempts(3).delay(Duration::ZERO))
-        .timeout_with(|t| t.duration(Duration::from_millis(2500)))
-        .order([Policy::Retry, Policy::Timeout])
-        .build::<(), ApiError>()
-        .unwrap();
+    let each = retry_and_timeout(&registry, "each", [Policy::Retry, Policy::Timeout]);
     let attempts = AtomicU32::new(0);
     assert_eq!(each.execute_async(|| failing_after_one_second(&slow, &attempts)).await, Err(ApiError::Down));
     assert_eq!(clock.elapsed(), 3 * SECOND);

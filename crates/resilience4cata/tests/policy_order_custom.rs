@@ -279,22 +279,29 @@ fn adaptive_limit_in_its_default_place_samples_every_attempt() {
     assert_eq!(limit_after(&s.registry, "limited_each"), (0, 8), "two dropped samples: ⌊9 × 0.9⌋");
 }
 
+/// Three hedged attempts (at 0, 1 s and 2 s) that never answer, under a 2.5 s timeout: the
+/// manual time when the call ends with a `CallTimeout`, and how many timeouts fired.
+async fn hedged_timeline<F: std::future::Future<Output = Result<(), ApiError>>>(
+    s: &Setup,
+    method: &str,
+    call: F,
+) -> (Duration, u64) {
+    let outcome = call.await;
+    assert!(matches!(outcome, Err(ApiError::Rejected(Rejection::CallTimeout { .. }))), "{outcome:?}");
+    assert_eq!(s.api.delegate().attempts.load(Ordering::SeqCst), 3, "started at 0, 1 s and 2 s");
+    (s.clock.elapsed(), timed_out(&s.registry, method))
+}
+
 #[tokio::test]
 async fn timeout_outside_hedge_bounds_every_attempt_together() {
     let s = setup();
-    let outcome = s.api.hedged_whole("q".to_owned()).await;
-    assert!(matches!(outcome, Err(ApiError::Rejected(Rejection::CallTimeout { .. }))), "{outcome:?}");
-    assert_eq!(s.clock.elapsed(), Duration::from_millis(2500), "one deadline for the hedged call");
-    assert_eq!(s.api.delegate().attempts.load(Ordering::SeqCst), 3, "started at 0, 1 s and 2 s");
-    assert_eq!(timed_out(&s.registry, "hedged_whole"), 1);
+    let ended = hedged_timeline(&s, "hedged_whole", s.api.hedged_whole("q".to_owned())).await;
+    assert_eq!(ended, (Duration::from_millis(2500), 1), "one deadline for the hedged call");
 }
 
 #[tokio::test]
 async fn the_hedge_in_its_default_place_times_each_attempt_out_on_its_own() {
     let s = setup();
-    let outcome = s.api.hedged_each("q".to_owned()).await;
-    assert!(matches!(outcome, Err(ApiError::Rejected(Rejection::CallTimeout { .. }))), "{outcome:?}");
-    assert_eq!(s.clock.elapsed(), Duration::from_millis(4500), "the last attempt, started at 2 s, timed out");
-    assert_eq!(s.api.delegate().attempts.load(Ordering::SeqCst), 3);
-    assert_eq!(timed_out(&s.registry, "hedged_each"), 3, "one timeout per attempt");
+    let ended = hedged_timeline(&s, "hedged_each", s.api.hedged_each("q".to_owned())).await;
+    assert_eq!(ended, (Duration::from_millis(4500), 3), "one timeout per attempt, the last started at 2 s");
 }
