@@ -38,8 +38,9 @@ fn attribute_named(name: &Ident) -> Option<&'static str> {
     POLICIES.iter().map(|spec| spec.name).find(|attribute| *name == order_name(attribute))
 }
 
-/// Whether `attr` is a `#[policy_order(…)]`: for a place that must refuse one (a bundle,
-/// `R4C-ATR-062`).
+/// Whether `attr` is a `#[policy_order(…)]`: for a place that must refuse one (a bundle: the
+/// order is written on the method or the trait, SPEC §3; its code is the next of the
+/// `#[policy_order]` family, kept in docs/errors.md).
 pub(crate) fn is_policy_order(attr: &Attribute) -> bool {
     attr.path().is_ident("policy_order")
 }
