@@ -292,6 +292,9 @@ pub static CASES: &[Case] = &[
     // Retry + breaker + rate limiter + bulkhead, all passing.
     case!("full_stack", "ours_sync", Sync, cases::ours_guarded::full_sync),
     case!("full_stack", "ours_async", Async, cases::ours_guarded::full_async),
+    // The same four layers reversed by `#[policy_order]`: a non-default order costs no more.
+    case!("full_stack", "ours_reordered_sync", Sync, cases::ours_ordered::full_sync),
+    case!("full_stack", "ours_reordered_async", Async, cases::ours_ordered::full_async),
     case!("full_stack", "ours_no_breaker_sync", Sync, cases::ours_guarded::stack_sync),
     case!("full_stack", "ours_no_breaker_async", Async, cases::ours_guarded::stack_async),
     case!("full_stack", "tower_resilience_no_breaker_async", Async, cases::stack::tower_resilience_no_breaker_async),

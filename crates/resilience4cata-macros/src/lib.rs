@@ -14,6 +14,7 @@ extern crate proc_macro;
 mod derive;
 mod diag;
 mod expand;
+mod order;
 mod parse;
 mod policy;
 mod validate;
@@ -101,7 +102,10 @@ use proc_macro::TokenStream;
 ///   `resilience4cata::circuit_breaker`.
 /// - Whatever order they are written in, the layers nest retry (outermost) → circuit breaker →
 ///   method: every retry attempt passes the breaker and is recorded, and an open breaker's refusal
-///   stops the retry at once.
+///   stops the retry at once. `#[policy_order(Timeout, Retry)]` on a method or on the trait (the
+///   method's list replaces the trait's) nests the listed policies outermost first, the others in
+///   their default relative order inside them; a listed policy the method does not use is
+///   ignored. The expansion stays straight-line and unboxed for every order (SPEC §6).
 /// - `#[fallback(method = name)]` is the outermost layer, on a method only: on the final `Err`
 ///   (after the retry, refusals included) that `apply_on` accepts and `skip_on` does not, it calls
 ///   `<Self as Trait>::name(self, args…, FallbackContext<E>)` through the wrapper, so the fallback

@@ -21,6 +21,8 @@ pub(crate) struct TraitInput {
     pub(crate) members: Vec<Vec<RawPolicy>>,
     /// Whether `async fn` desugars to a `Send` future (`false` under `#[resilient(?Send)]`).
     pub(crate) send: bool,
+    /// `#[policy_order]` on the trait, and on each item of `item.items` (same index).
+    pub(crate) orders: crate::order::Orders,
 }
 
 /// One policy attribute as written: `#[retry(max_attempts = 3)]`.
@@ -81,9 +83,10 @@ pub(crate) fn parse_trait(
             return Err(input);
         }
     };
+    let orders = crate::order::Orders::take(&mut item, errors);
     let policies = take_policies(&mut item.attrs, errors);
     let members = item.items.iter_mut().map(|member| take_member_policies(member, errors)).collect();
-    Ok(TraitInput { item, policies, members, send })
+    Ok(TraitInput { item, policies, members, send, orders })
 }
 
 /// `Some(true)` for no arguments, `Some(false)` for `?Send`, `None` for anything else.

@@ -30,7 +30,7 @@ pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::{Event, listener_panics};
 pub use fallback::FallbackContext;
-pub use pipeline::{Pipeline, PipelineBuilder};
+pub use pipeline::{Pipeline, PipelineBuilder, Policy};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
 pub use registry::{Registry, RegistryBuilder, RegistrySnapshot, UnusedConfig};

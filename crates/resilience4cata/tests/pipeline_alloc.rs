@@ -9,7 +9,7 @@ use std::task::{Context, Waker};
 use std::time::Duration;
 
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Pipeline, Registry};
+use resilience4cata::{Pipeline, Policy, Registry};
 use testkit::alloc::allocations_during as allocations;
 use testkit::now;
 
@@ -102,13 +102,24 @@ fn a_budget_refusal_allocates_nothing() {
 fn a_successful_call_through_the_inner_policies_allocates_nothing() {
     let clock = ManualClock::new();
     let registry = registry(&clock);
-    let pipeline: Pipeline<u64, std::io::Error> = Pipeline::builder(&registry, "guarded")
+    let pipeline = guarded(&registry, "guarded", &[]);
+    assert_eq!(blocking_and_async_allocations(&pipeline), (0, 0));
+}
+
+/// Retry, breaker, rate limiter and bulkhead, nested as `order` says (`&[]`: the default order).
+fn guarded(registry: &Registry, id: &str, order: &[Policy]) -> Pipeline<u64, std::io::Error> {
+    Pipeline::builder(registry, id)
         .retry()
         .circuit_breaker()
         .rate_limiter_with(|l| l.permits(1_000_000))
         .bulkhead()
+        .order(order.iter().copied())
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// The allocations of 1000 successful blocking calls and of 1000 async ones, after a warm-up.
+fn blocking_and_async_allocations(pipeline: &Pipeline<u64, std::io::Error>) -> (u64, u64) {
     pipeline.execute(|| Ok(1)).unwrap();
     now(pipeline.execute_async(|| async { Ok(1) })).unwrap();
     let sync = allocations(|| {
@@ -121,7 +132,17 @@ fn a_successful_call_through_the_inner_policies_allocates_nothing() {
             assert_eq!(now(pipeline.execute_async(|| async move { Ok(i) })).unwrap(), i);
         }
     });
-    assert_eq!((sync, asynchronous), (0, 0));
+    (sync, asynchronous)
+}
+
+/// A reordered pipeline (`.order`, docs/policy-order.md): blocking calls allocate nothing; an
+/// async call boxes each depth of its chain but the innermost call, 3 boxes for 4 policies.
+#[test]
+fn a_reordered_pipeline_allocates_nothing_blocking_and_one_box_per_inner_depth_async() {
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline = guarded(&registry, "reordered", &[Policy::Bulkhead, Policy::RateLimiter]);
+    assert_eq!(blocking_and_async_allocations(&pipeline), (0, 3 * 1000));
 }
 
 #[cfg(feature = "tower")]

@@ -12,6 +12,7 @@ pub mod limits;
 pub mod ours;
 pub mod ours_fallback;
 pub mod ours_guarded;
+pub mod ours_ordered;
 pub mod retry;
 pub mod stack;
 pub mod timeout;

@@ -33,6 +33,10 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     } else {
         (TokenStream::new(), TokenStream::new())
     };
+    // A policy ordered between the fallback and the retry (`#[policy_order(Timeout, Retry)]`) may
+    // end the call mid-loop: then each attempt reports itself as it starts.
+    let starting = crate::order::cut_short(ctx.method, ctx.policy)
+        .then(|| quote!(__r4c_attempts = __r4c_call.attempts().saturating_add(1);));
     let round = match settings.get("classifier") {
         Some(classifier) => {
             let retry_after = ask(ctx, settings, Subject::Result);
@@ -45,7 +49,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
         use #p::{ProbeFallback as _, ProbeRejection as _};
         let __r4c_retry = &self.#field;
         let mut __r4c_call = __r4c_retry.start();
-        loop { #round }
+        loop { #starting #round }
     }}
 }
 

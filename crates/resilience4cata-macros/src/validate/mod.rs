@@ -13,6 +13,7 @@ use quote::{ToTokens, format_ident};
 use syn::{Ident, ItemTrait, LitBool, LitStr, Pat, TraitItem, TraitItemFn, Type};
 
 use crate::diag::{ATR_DUPLICATE, Errors};
+use crate::order::Order;
 use crate::parse::{RawPolicy, TraitInput};
 use crate::policy::{KeySpec, POLICIES, PolicySpec};
 
@@ -49,7 +50,8 @@ pub(crate) struct Method {
     pub(crate) args: Vec<Arg>,
     /// The `Result` type (the return type or the future's `Output`), if any.
     pub(crate) ret: Option<Type>,
-    /// Merged policies, outer to inner (the order of [`POLICIES`]).
+    /// Merged policies, outer to inner: the order of [`POLICIES`], or the method's
+    /// `#[policy_order]` (`crate::order`).
     pub(crate) policies: Vec<Policy>,
     /// Whether the wrapper can call the delegate's method with this signature.
     pub(crate) forwardable: bool,
@@ -201,13 +203,14 @@ struct Judged {
 /// Validates the parsed trait; mistakes go to `errors`, and the model is still produced so a stub
 /// can be emitted.
 pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
-    let TraitInput { item, policies, members, send } = input;
+    let TraitInput { item, policies, members, send, orders } = input;
     let implementable = signature::check_trait(&item, errors);
     let mut v = Validator { errors, next_id: 0, reported: HashSet::new() };
     let mut trait_level = v.judge_all(&policies, Origin::Trait);
     fallback::refuse_on_trait(&mut trait_level, v.errors);
+    let members = item.items.iter().zip(&members).enumerate();
     let mut members: Vec<Member> =
-        item.items.iter().zip(&members).map(|(m, raw)| v.member(m, raw, &trait_level)).collect();
+        members.map(|(i, (m, raw))| v.member(m, raw, &trait_level, orders.of_member(i))).collect();
     fallback::resolve(&item, &mut members, errors);
     Model {
         wrapper: format_ident!("Resilient{}", item.ident),
@@ -226,18 +229,18 @@ struct Validator<'e> {
 }
 
 impl Validator<'_> {
-    fn member(&mut self, member: &TraitItem, raw: &[RawPolicy], trait_level: &[Judged]) -> Member {
+    fn member(&mut self, member: &TraitItem, raw: &[RawPolicy], trait_level: &[Judged], order: &Order) -> Member {
         match member {
-            TraitItem::Fn(f) => Member::Method(Box::new(self.method(f, raw, trait_level))),
+            TraitItem::Fn(f) => Member::Method(Box::new(self.method(f, raw, trait_level, order))),
             TraitItem::Const(c) => Member::Const(c.clone()),
             TraitItem::Type(t) => Member::Type(t.clone()),
             _ => Member::Skip,
         }
     }
 
-    fn method(&mut self, f: &TraitItemFn, raw: &[RawPolicy], trait_level: &[Judged]) -> Method {
+    fn method(&mut self, f: &TraitItemFn, raw: &[RawPolicy], trait_level: &[Judged], order: &Order) -> Method {
         let own = self.judge_all(raw, Origin::Method);
-        let policies = merge(trait_level, &own);
+        let policies = crate::order::apply(order, merge(trait_level, &own));
         let signature::Shape { form, receiver, args, ret, forwardable } =
             signature::method(f, !policies.is_empty(), self.errors);
         let method = Method { item: f.clone(), form, receiver, args, ret, policies, forwardable, fallback: None };

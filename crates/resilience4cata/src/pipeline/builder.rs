@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::Pipeline;
 use super::execute::find_rejection;
 use super::guards::Guards;
+use super::order::{self, Policy, Step};
 use super::rules::FindRejection;
 use super::typestate::{AsyncOnly, BuilderTypestate, Hedged, Plain, Rejecting};
 use crate::adaptive_limit::AdaptiveLimitConfigBuilder;
@@ -80,6 +81,8 @@ struct Wants {
     adaptive_limit: Option<Wanted<AdaptiveLimitConfigBuilder>>,
     timeout: Option<Wanted<TimeoutConfigBuilder>>,
     bulkhead: Option<Wanted<BulkheadConfigBuilder>>,
+    /// `.order(…)`, outermost first; empty for the default order.
+    order: Vec<Policy>,
 }
 
 /// Chooses a pipeline's policies; [`build`](PipelineBuilder::build) resolves them.
@@ -178,6 +181,43 @@ macro_rules! policy_methods {
 impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
     fn into_kind<K2>(self) -> PipelineBuilder<'r, K2> {
         PipelineBuilder { registry: self.registry, id: self.id, wants: self.wants, kind: PhantomData }
+    }
+
+    /// Changes how the policies nest, outermost first, as `#[policy_order(…)]` does: the listed
+    /// policies the pipeline has nest in the listed order, the others keep their default relative
+    /// order inside them; a listed policy the pipeline does not have is ignored. A name twice, or
+    /// `Policy::Fallback` anywhere but first, is `R4C-REG-001` from `build`, and so is an order
+    /// that moves a hedge from outermost (list `Policy::Hedge` first to reorder the policies
+    /// inside its attempts). A later call replaces
+    /// an earlier one. See the module docs ("A non-default order") for what a reordered pipeline
+    /// costs.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::{Pipeline, Policy, Registry};
+    ///
+    /// let registry = Registry::builder().retry_defaults(|r| r.delay(Duration::ZERO)).build()?;
+    /// // The bulkhead outside the retry: one slot for the whole retried call.
+    /// let reports = Pipeline::builder(&registry, "reports")
+    ///     .retry()
+    ///     .bulkhead_with(|b| b.max_concurrent_calls(1))
+    ///     .order([Policy::Bulkhead, Policy::Retry])
+    ///     .build::<u32, std::io::Error>()?;
+    /// let mut calls = 0;
+    /// let outcome = reports.execute(|| {
+    ///     calls += 1;
+    ///     if calls < 3 { Err(std::io::Error::other("busy")) } else { Ok(9) }
+    /// });
+    /// assert_eq!(outcome?, 9);
+    ///
+    /// let twice = Pipeline::builder(&registry, "twice").retry().order([Policy::Retry, Policy::Retry]);
+    /// assert_eq!(twice.build::<u32, String>().unwrap_err().code(), "R4C-REG-001");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use = "the order is on the returned builder; this one is consumed"]
+    pub fn order(mut self, policies: impl IntoIterator<Item = Policy>) -> Self {
+        self.wants.order = policies.into_iter().collect();
+        self
     }
 
     policy_methods!(
@@ -361,6 +401,33 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
         }
         let hedge =
             Wanted::resolve(wants.hedge, |config, attrs| HedgePolicy::build(registry, id, None, config, true, attrs))?;
+        let has = |step| match step {
+            Step::Retry => wants.retry.is_some(),
+            Step::CircuitBreaker => wants.circuit_breaker.is_some(),
+            Step::RateLimiter => wants.rate_limiter.is_some(),
+            Step::AdaptiveLimit => wants.adaptive_limit.is_some(),
+            Step::Timeout => wants.timeout.is_some(),
+            Step::Bulkhead => wants.bulkhead.is_some(),
+        };
+        let order = order::resolve(id, &wants.order, has)?;
+        // The hedge sits in the retry's place (a hedged pipeline has no retry, so a listed `Retry`
+        // is ignored) and must stay outermost: its attempts race through `Pipeline::hedged`, each
+        // through the other policies, in the order resolved above.
+        let as_retry: Vec<Policy> = wants
+            .order
+            .iter()
+            .filter(|p| **p != Policy::Retry)
+            .map(|p| if *p == Policy::Hedge { Policy::Retry } else { *p })
+            .collect();
+        let hedge_steps = order::resolve(id, &as_retry, |s| s == Step::Retry || has(s))?;
+        if hedge.is_some() && hedge_steps.is_some_and(|steps| steps.get()[0] != Step::Retry) {
+            return Err(RegistryError::new(
+                codes::INVALID_COMBINATION,
+                Some(id),
+                "a hedge stays the outermost policy of a pipeline (inside a fallback): list `Policy::Hedge` \
+                 first to reorder the policies inside its attempts",
+            ));
+        }
         let retry = Wanted::resolve(wants.retry, |config, attrs| {
             RetryPolicy::build(registry, id, None, config, is_async, attrs)
         })?;
@@ -397,7 +464,7 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
             drop_on: None,
         });
         let async_waits = registry.inner().timer.can_sleep_async();
-        Ok(Pipeline::from_parts(registry.clone(), Arc::from(id), retry, guards, async_waits).with_hedge(hedge))
+        Ok(Pipeline::from_parts(registry.clone(), Arc::from(id), retry, guards, async_waits, order).with_hedge(hedge))
     }
 }
 

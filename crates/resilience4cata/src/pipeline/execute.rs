@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::PipelineBuilder;
 use super::fallback::Fallback;
 use super::guards::{Guards, Reserved};
+use super::order::Steps;
 use super::rules::{Decide, Rules};
 use super::typestate::{Blocking, SyncOrAsync};
 use crate::hedge::policy::HedgePolicy;
@@ -48,14 +49,16 @@ use crate::{Rejection, ResilienceError};
 /// ```
 pub struct Pipeline<T, E, M = SyncOrAsync> {
     id: Arc<str>,
-    retry: Option<RetryPolicy>,
+    pub(super) retry: Option<RetryPolicy>,
     /// In the retry's place (a pipeline has one or the other): async calls only.
     hedge: Option<HedgePolicy>,
     /// The policies inside the retry; present only where `E: ResilienceError` was required.
-    guards: Option<Guards<E>>,
+    pub(super) guards: Option<Guards<E>>,
     /// Whether the registry's clock can wait inside a future; if not, async calls wait blocking.
-    async_waits: bool,
-    rules: Rules<T, E>,
+    pub(super) async_waits: bool,
+    pub(super) rules: Rules<T, E>,
+    /// A non-default order (`PipelineBuilder::order`); `None` runs the default order's code.
+    order: Option<Steps>,
     /// Set by `fallback` / `fallback_async`; applied to the final `Err`.
     pub(super) fallback: Option<Fallback<T, E>>,
     /// For `fallback`, which builds its event publisher after `build`.
@@ -72,6 +75,7 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
             guards: self.guards.clone(),
             async_waits: self.async_waits,
             rules: self.rules.clone(),
+            order: self.order,
             fallback: self.fallback.clone(),
             registry: self.registry.clone(),
             mode: PhantomData,
@@ -116,16 +120,17 @@ impl<T, E, M> Pipeline<T, E, M> {
         retry: Option<RetryPolicy>,
         guards: Option<Guards<E>>,
         async_waits: bool,
+        order: Option<Steps>,
     ) -> Self {
         let rules = Rules::default();
         let fallback = None;
-        Pipeline { id, retry, hedge: None, guards, async_waits, rules, fallback, registry, mode: PhantomData }
+        Pipeline { id, retry, hedge: None, guards, async_waits, rules, order, fallback, registry, mode: PhantomData }
     }
 
     /// The same pipeline in another mode (an async fallback makes it `AsyncOnly`).
     pub(super) fn into_mode<M2>(self) -> Pipeline<T, E, M2> {
-        let Pipeline { id, retry, hedge, guards, async_waits, rules, fallback, registry, mode: _ } = self;
-        Pipeline { id, retry, hedge, guards, async_waits, rules, fallback, registry, mode: PhantomData }
+        let Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, mode: _ } = self;
+        Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, mode: PhantomData }
     }
 
     /// Adds the hedge `build` resolved (a pipeline has a retry or a hedge, never both).
@@ -444,6 +449,14 @@ impl<T, E, M> Pipeline<T, E, M> {
         F: FnMut() -> Result<T, E>,
         M: Blocking,
     {
+        if let Some(order) = &self.order {
+            let mut attempts = 0;
+            let outcome = self.run_steps(order.get(), &mut || {
+                attempts += 1;
+                f()
+            });
+            return self.finish(outcome, attempts.max(1));
+        }
         let Some(retry) = &self.retry else {
             return self.finish(self.attempt(f), 1);
         };
@@ -502,10 +515,20 @@ impl<T, E, M> Pipeline<T, E, M> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        // A hedge is outermost whatever the order: each hedged attempt runs the steps (`attempt_async`).
         if let Some(hedge) = &self.hedge {
             let mut attempts = 0;
             let outcome = self.hedged(hedge, f, &mut attempts).await;
             return self.finish_async(outcome, attempts).await;
+        }
+        if let Some(order) = &self.order {
+            let mut attempts = 0;
+            let mut counted = || {
+                attempts += 1;
+                f()
+            };
+            let outcome = self.level0(order.get(), &mut counted, &mut Reserved::default()).await;
+            return self.finish_async(outcome, attempts.max(1)).await;
         }
         let Some(retry) = &self.retry else {
             let outcome = self.attempt_async(f).await;
@@ -542,11 +565,16 @@ impl<T, E, M> Pipeline<T, E, M> {
     pub(super) async fn attempt_reserved<Fut: Future<Output = Result<T, E>>>(
         &self,
         f: impl FnOnce() -> Fut,
-        reserved: Reserved,
+        mut reserved: Reserved,
     ) -> Result<T, E> {
-        match &self.guards {
-            None => f().await,
-            Some(guards) => guards.run_async(f, self.async_waits, reserved).await,
+        match (&self.guards, &self.order) {
+            (None, _) => f().await,
+            (Some(guards), None) => guards.run_async(f, self.async_waits, reserved).await,
+            (Some(_), Some(order)) => {
+                let mut once = Some(f);
+                let mut call = || once.take().expect("no retry among the steps: one call")();
+                self.level0(order.without_retry().get(), &mut call, &mut reserved).await
+            }
         }
     }
 
@@ -565,7 +593,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     }
 
     /// A zero wait (the quick path) and a clock that cannot wait in a future never await.
-    async fn wait_async(&self, retry: &RetryPolicy, call: &RetryCall, wait: Duration) -> bool {
+    pub(super) async fn wait_async(&self, retry: &RetryPolicy, call: &RetryCall, wait: Duration) -> bool {
         if self.async_waits && !wait.is_zero() {
             retry.wait_async(call, wait).await
         } else {

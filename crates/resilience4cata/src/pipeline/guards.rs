@@ -141,7 +141,6 @@ impl<E> Guards<E> {
     /// The generated breaker layer's classification: `Ok` is a success; an `Err` is judged by its
     /// rejection first (a local refusal is not recorded, a timeout or a nested open breaker is a
     /// failure), then `ignore_on` (not recorded), then `record_on` (a failure); else a success.
-    #[cfg(feature = "tower")]
     pub(super) fn classify<T>(&self, outcome: &Result<T, E>) -> Outcome {
         match outcome {
             Ok(_) => Outcome::Success,
@@ -153,7 +152,7 @@ impl<E> Guards<E> {
     /// generated layer does: an inner timeout is a drop, a local refusal is ignored, then
     /// `ignore_on`, then `drop_on` (default: every `Err`).
     #[inline]
-    fn sample<T>(&self, permit: Option<AdaptiveLimitPermit<'_>>, outcome: &Result<T, E>) {
+    pub(super) fn sample<T>(&self, permit: Option<AdaptiveLimitPermit<'_>>, outcome: &Result<T, E>) {
         let Some(permit) = permit else { return };
         permit.finish(match outcome {
             Ok(_) => LimitOutcome::Success,

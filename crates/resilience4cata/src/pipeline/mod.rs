@@ -31,8 +31,9 @@
 //!   as a method's attributes do: above the named configuration, below the registry's
 //!   `retry_instance(id, …)`. Everything is resolved once, by [`PipelineBuilder::build`]; calls never
 //!   consult configuration.
-//! - **Order.** Policies nest in the fixed order of the generated code, whatever order the builder
-//!   calls come in: retry → circuit breaker → rate limiter → adaptive limit → timeout → bulkhead → the call. Every
+//! - **Order.** Policies nest in the default order of the generated code, whatever order the builder
+//!   calls come in: retry → circuit breaker → rate limiter → adaptive limit → timeout → bulkhead →
+//!   the call, unless [`PipelineBuilder::order`] changes it (as `#[policy_order]` does; see below). Every
 //!   retry attempt passes the breaker (and is recorded), takes its own permit and gets its own
 //!   timeout; an open breaker stops the retries at once; calls the breaker refuses take no permit;
 //!   the bulkhead slot is held only while the call runs, never during a backoff.
@@ -42,6 +43,18 @@
 //!   `Pipeline<T, E, AsyncOnly>`, and `execute` on it is a `[R4C-SIG-020]` compile error.
 //! - **Cost.** A successful call allocates nothing, reads no clock and consults the retry not at
 //!   all; async calls are not boxed.
+//!
+//! # A non-default order
+//! [`PipelineBuilder::order`] takes [`Policy`] names, outermost first, with the rules of
+//! `#[policy_order]` (SPEC §6): the listed policies the pipeline has nest in the listed order, the
+//! others keep their default relative order inside them, a listed policy the pipeline does not have
+//! is ignored, and a name twice or `Policy::Fallback` anywhere but first is `R4C-REG-001` from
+//! `build`. A pipeline whose resulting order is the default one runs the default code. A reordered
+//! one runs each layer as one step of a chain: blocking calls through a recursive call behind a
+//! `&mut dyn FnMut` (one indirect call per layer, no allocation), async calls through one generic
+//! `async fn` per depth, each depth but the innermost call **boxed** (one allocation per layer
+//! entered, per attempt for the layers inside a retry): the price of choosing the nesting at run
+//! time. `#[policy_order]` chooses it at compile time and costs nothing.
 //!
 //! # Rules over `E`
 //! The builder does not know `T` and `E`, so the rules that depend on them are closures set on the
@@ -79,6 +92,7 @@ mod builder;
 mod execute;
 mod fallback;
 mod guards;
+mod order;
 mod rules;
 #[cfg(feature = "tower")]
 mod tower;
@@ -86,6 +100,7 @@ mod typestate;
 
 pub use builder::PipelineBuilder;
 pub use execute::Pipeline;
+pub use order::Policy;
 #[cfg(feature = "tower")]
 pub use tower::{ByClone, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResponseFuture};
 pub use typestate::{AsyncOnly, Blocking, BuilderTypestate, Hedged, Plain, Rejecting, SyncOrAsync};

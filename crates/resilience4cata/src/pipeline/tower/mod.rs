@@ -177,6 +177,10 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 ///     slot freeing, and is then refused with `BulkheadFull` unless the slot reached it. On the
 ///     system clock without the `tokio` feature nothing can time a wait in `poll_ready`, so only
 ///     the bulkhead slot is reserved there and the rate limiter acts inside the call.
+/// - **order**: the layer drives the retry itself, around one attempt at a time, so a pipeline
+///   reordered with [`PipelineBuilder::order`](crate::PipelineBuilder::order) keeps its order among
+///   the other policies, but a policy ordered *outside* the retry runs once per attempt here, as if
+///   listed just inside it (use `execute_async` for a policy that must span the retried call).
 /// - **cost**: the response future is a hand-written state machine (an `async fn` future cannot be
 ///   named on stable Rust) that takes no decision of its own. With a retry and/or a circuit breaker,
 ///   a call allocates nothing unless the retry waits a non-zero time between attempts (that wait is

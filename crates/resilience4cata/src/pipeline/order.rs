@@ -1,0 +1,342 @@
+//! [`Policy`] and a pipeline's non-default order (`.order([…])`, SPEC §6).
+//!
+//! A pipeline in the default order runs the fixed loop of `execute.rs` (retry outside the guards).
+//! One built with `.order(…)` that changes the nesting runs its policies as a chain of [`Step`]s
+//! instead: sync calls by recursion over the steps (the attempt behind a `&mut dyn FnMut`, nothing
+//! allocated), async calls through one distinct generic `async fn` per depth (`level0` …
+//! `level6`), each awaiting the next depth in a `Box` of its concrete type (no `dyn`), so the
+//! future stays `Send` exactly when the caller's futures are; that is one allocation per layer
+//! entered, the innermost call excepted.
+
+use std::future::Future;
+
+use super::Pipeline;
+use super::guards::{Guards, Reserved};
+use crate::error::{RegistryError, codes};
+
+/// A policy kind, for [`PipelineBuilder::order`](super::PipelineBuilder::order): the names
+/// `#[policy_order(…)]` takes, in the default order (outermost first).
+///
+/// `#[non_exhaustive]`: a policy added to the crate gets its variant here, so a `match` over
+/// `Policy` outside this crate needs a `_` arm; naming the variants, as `.order([…])` does, is
+/// unaffected.
+///
+/// ```
+/// use resilience4cata::{Pipeline, Policy, Registry};
+///
+/// let registry = Registry::builder().build()?;
+/// // One timeout bounds the whole retried call instead of each attempt.
+/// let search = Pipeline::builder(&registry, "search")
+///     .retry()
+///     .timeout()
+///     .order([Policy::Timeout, Policy::Retry])
+///     .build::<u32, std::io::Error>()?;
+/// # let _ = search;
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Policy {
+    /// `#[fallback]`: always the outermost layer.
+    Fallback,
+    /// `#[retry]`.
+    Retry,
+    /// `#[hedge]`.
+    Hedge,
+    /// `#[circuit_breaker]`.
+    CircuitBreaker,
+    /// `#[rate_limiter]`.
+    RateLimiter,
+    /// `#[adaptive_limit]`.
+    AdaptiveLimit,
+    /// `#[timeout]`.
+    Timeout,
+    /// `#[bulkhead]`.
+    Bulkhead,
+}
+
+/// One layer of a reordered pipeline: the policies that can move (the fallback is always
+/// outermost, applied by `execute` around the chain; a hedge is outermost inside it, each of its
+/// attempts running the steps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    Retry,
+    CircuitBreaker,
+    RateLimiter,
+    AdaptiveLimit,
+    Timeout,
+    Bulkhead,
+}
+
+/// The default order of the steps (outermost first).
+const DEFAULT: [Step; 6] =
+    [Step::Retry, Step::CircuitBreaker, Step::RateLimiter, Step::AdaptiveLimit, Step::Timeout, Step::Bulkhead];
+
+impl Step {
+    fn of(policy: Policy) -> Option<Step> {
+        match policy {
+            Policy::Retry => Some(Step::Retry),
+            Policy::CircuitBreaker => Some(Step::CircuitBreaker),
+            Policy::RateLimiter => Some(Step::RateLimiter),
+            Policy::AdaptiveLimit => Some(Step::AdaptiveLimit),
+            Policy::Timeout => Some(Step::Timeout),
+            Policy::Bulkhead => Some(Step::Bulkhead),
+            Policy::Fallback | Policy::Hedge => None,
+        }
+    }
+}
+
+/// A reordered pipeline's steps, outermost first: at most one of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Steps {
+    steps: [Step; 6],
+    len: usize,
+}
+
+impl Steps {
+    fn as_slice(&self) -> &[Step] {
+        &self.steps[..self.len]
+    }
+}
+
+/// Checks `.order(…)` (`R4C-REG-001` for a name twice, or `Fallback` anywhere but first) and
+/// returns the steps of the policies present (`has`), when their order differs from the default:
+/// the listed ones first, in the listed order, then the others in their default relative order.
+/// A listed policy the pipeline does not have is ignored.
+pub(super) fn resolve(id: &str, listed: &[Policy], has: impl Fn(Step) -> bool) -> Result<Option<Steps>, RegistryError> {
+    for (i, policy) in listed.iter().enumerate() {
+        if listed[..i].contains(policy) {
+            let message = format!("`Policy::{policy:?}` listed twice in `.order(…)`: each policy at most once");
+            return Err(RegistryError::new(codes::INVALID_COMBINATION, Some(id), message));
+        }
+        if *policy == Policy::Fallback && i != 0 {
+            let message = "a fallback is always the outermost layer: list `Policy::Fallback` first or leave it out";
+            return Err(RegistryError::new(codes::INVALID_COMBINATION, Some(id), message));
+        }
+    }
+    let listed: Vec<Step> = listed.iter().filter_map(|p| Step::of(*p)).collect();
+    let unlisted = DEFAULT.iter().copied().filter(|s| !listed.contains(s));
+    let mut steps = Steps { steps: DEFAULT, len: 0 };
+    for step in listed.iter().copied().chain(unlisted).filter(|s| has(*s)) {
+        steps.steps[steps.len] = step;
+        steps.len += 1;
+    }
+    let default: Vec<Step> = DEFAULT.iter().copied().filter(|s| has(*s)).collect();
+    Ok((steps.as_slice() != default.as_slice()).then_some(steps))
+}
+
+/// The retry loop of a pipeline: `$attempt` (an expression of type `Result<T, E>`) once per
+/// attempt, `$waited` (a `bool`: go again?) for each wait of `$wait`: `execute`'s loop (the fallback,
+/// always outermost, is applied around the whole chain by `execute`), written once for the sync
+/// chain and every depth of the async one.
+macro_rules! retry_loop {
+    ($pipeline:expr, $retry:expr, |$call:ident, $wait:ident| $waited:expr, $attempt:expr) => {{
+        let retry = $retry;
+        let mut $call = retry.start();
+        loop {
+            let outcome = match $attempt {
+                // The generated `Ok(v) => break Ok(v)`: only the value moves, not the whole `Result`.
+                Ok(value) if $pipeline.rules.accepts_every_ok() => break Ok(value),
+                outcome => outcome,
+            };
+            let Some(failure) = $pipeline.rules.judge(&outcome) else {
+                break outcome;
+            };
+            let again = match $pipeline.rules.next_wait(retry, &mut $call, failure, &outcome) {
+                Some($wait) => $waited,
+                None => false,
+            };
+            if !again {
+                break $pipeline.rules.give_back(outcome);
+            }
+        }
+    }};
+}
+
+impl<T, E, M> Pipeline<T, E, M> {
+    /// The guards of a pipeline that has a step other than the retry (always there: such a
+    /// pipeline's `build` required `E: ResilienceError`).
+    fn step_guards(&self) -> &Guards<E> {
+        self.guards.as_ref().expect("a pipeline with a breaker, limiter, timeout or bulkhead has guards")
+    }
+
+    /// A blocking call through `steps`, outermost first.
+    pub(super) fn run_steps(&self, steps: &[Step], f: &mut dyn FnMut() -> Result<T, E>) -> Result<T, E> {
+        let Some((step, rest)) = steps.split_first() else {
+            return f();
+        };
+        match step {
+            Step::Retry => {
+                let retry = self.retry.as_ref().expect("a retry step has a retry");
+                retry_loop!(self, retry, |call, wait| retry.wait_blocking(&call, wait), self.run_steps(rest, f))
+            }
+            Step::CircuitBreaker => {
+                let guards = self.step_guards();
+                let breaker = guards.circuit_breaker.as_ref().expect("a breaker step has a breaker");
+                let permit = breaker.acquire().map_err(guards.wrap)?;
+                let outcome = self.run_steps(rest, f);
+                permit.record(guards.classify(&outcome));
+                outcome
+            }
+            Step::RateLimiter => {
+                let guards = self.step_guards();
+                let limiter = guards.rate_limiter.as_ref().expect("a limiter step has a limiter");
+                limiter.acquire().map_err(guards.wrap)?;
+                self.run_steps(rest, f)
+            }
+            Step::AdaptiveLimit => {
+                let guards = self.step_guards();
+                let limit = guards.adaptive_limit.as_ref().expect("an adaptive limit step has a limit");
+                let permit = limit.acquire().map_err(guards.wrap)?;
+                let outcome = self.run_steps(rest, f);
+                guards.sample(Some(permit), &outcome);
+                outcome
+            }
+            Step::Bulkhead => {
+                let guards = self.step_guards();
+                let bulkhead = guards.bulkhead.as_ref().expect("a bulkhead step has a bulkhead");
+                let slot = bulkhead.acquire().map_err(guards.wrap)?;
+                let outcome = self.run_steps(rest, f);
+                drop(slot);
+                outcome
+            }
+            // A pipeline with a timeout is async-only (`M = AsyncOnly`): `execute` is not offered.
+            Step::Timeout => unreachable!("a pipeline with a timeout has no blocking `execute`"),
+        }
+    }
+}
+
+/// `level0` … `level6`: one async layer per depth, each calling the next, so the chain is as deep
+/// as the pipeline has policies, without recursion and without `dyn`. `reserved` holds what a tower
+/// service under backpressure took in `poll_ready` for this attempt: the rate limiter and bulkhead
+/// steps use it instead of asking (it is empty everywhere else); what is left when the call ends
+/// (a breaker or limit ordered outside refused it) is given back as it drops.
+macro_rules! levels {
+    ($($level:ident => $next:ident,)*) => {
+        impl<T, E, M> Pipeline<T, E, M> {
+            $(
+                pub(super) async fn $level<F, Fut>(
+                    &self,
+                    steps: &[Step],
+                    f: &mut F,
+                    reserved: &mut Reserved,
+                ) -> Result<T, E>
+                where
+                    F: FnMut() -> Fut,
+                    Fut: Future<Output = Result<T, E>>,
+                {
+                    let Some((step, rest)) = steps.split_first() else {
+                        return f().await;
+                    };
+                    let waits_async = self.async_waits;
+                    // The next depth, boxed: unboxed, each depth's future would hold the next one
+                    // (twice where it is moved into a timeout), and the chain outgrows a thread's
+                    // stack. The innermost call is not boxed.
+                    macro_rules! inner {
+                        () => {
+                            if rest.is_empty() { f().await } else { Box::pin(self.$next(rest, f, reserved)).await }
+                        };
+                    }
+                    match step {
+                        Step::Retry => {
+                            let retry = self.retry.as_ref().expect("a retry step has a retry");
+                            retry_loop!(
+                                self,
+                                retry,
+                                |call, wait| self.wait_async(retry, &call, wait).await,
+                                inner!()
+                            )
+                        }
+                        Step::CircuitBreaker => {
+                            let guards = self.step_guards();
+                            let breaker = guards.circuit_breaker.as_ref().expect("a breaker step has a breaker");
+                            let permit = breaker.acquire().map_err(guards.wrap)?;
+                            let outcome = inner!();
+                            permit.record(guards.classify(&outcome));
+                            outcome
+                        }
+                        Step::RateLimiter => {
+                            let guards = self.step_guards();
+                            let limiter = guards.rate_limiter.as_ref().expect("a limiter step has a limiter");
+                            if let Some(permit) = reserved.permit.take() {
+                                permit.consume();
+                            } else {
+                                let permit =
+                                    if waits_async { limiter.acquire_async().await } else { limiter.acquire() };
+                                permit.map_err(guards.wrap)?;
+                            }
+                            inner!()
+                        }
+                        Step::AdaptiveLimit => {
+                            let guards = self.step_guards();
+                            let limit = guards.adaptive_limit.as_ref().expect("an adaptive limit step has a limit");
+                            let permit = if waits_async { limit.acquire_async().await } else { limit.acquire() };
+                            let permit = permit.map_err(guards.wrap)?;
+                            let outcome = inner!();
+                            guards.sample(Some(permit), &outcome);
+                            outcome
+                        }
+                        Step::Timeout => {
+                            let guards = self.step_guards();
+                            let timeout = guards.timeout.as_ref().expect("a timeout step has a timeout");
+                            match timeout.run(async { inner!() }).await {
+                                Ok(outcome) => outcome,
+                                Err(rejection) => Err((guards.wrap)(rejection)),
+                            }
+                        }
+                        Step::Bulkhead => {
+                            let guards = self.step_guards();
+                            let bulkhead = guards.bulkhead.as_ref().expect("a bulkhead step has a bulkhead");
+                            if let Some(slot) = reserved.slot.take() {
+                                let outcome = inner!();
+                                drop(slot);
+                                return outcome;
+                            }
+                            let slot = if waits_async { bulkhead.acquire_async().await } else { bulkhead.acquire() };
+                            let slot = slot.map_err(guards.wrap)?;
+                            let outcome = inner!();
+                            drop(slot);
+                            outcome
+                        }
+                    }
+                }
+            )*
+
+            /// The innermost depth: at most six policies, so only the call is left.
+            async fn level6<F, Fut>(&self, _steps: &[Step], f: &mut F, _reserved: &mut Reserved) -> Result<T, E>
+            where
+                F: FnMut() -> Fut,
+                Fut: Future<Output = Result<T, E>>,
+            {
+                f().await
+            }
+        }
+    };
+}
+
+levels! {
+    level0 => level1,
+    level1 => level2,
+    level2 => level3,
+    level3 => level4,
+    level4 => level5,
+    level5 => level6,
+}
+
+impl Steps {
+    /// The steps, outermost first.
+    pub(super) fn get(&self) -> &[Step] {
+        self.as_slice()
+    }
+
+    /// The steps but the retry, in their order: one attempt of the tower layer, which drives the
+    /// retry itself (so a policy ordered outside the retry runs once per attempt there).
+    pub(super) fn without_retry(&self) -> Steps {
+        let mut steps = Steps { steps: DEFAULT, len: 0 };
+        for step in self.as_slice().iter().filter(|s| **s != Step::Retry) {
+            steps.steps[steps.len] = *step;
+            steps.len += 1;
+        }
+        steps
+    }
+}
