@@ -97,7 +97,8 @@ fn windowed_samples_and_folds_allocate_nothing() {
     let clock = ManualClock::new();
     let registry = testing::registry(&clock).build().unwrap();
     let api = ResilientApi::new(Backend, &registry).unwrap();
-    let calls: [(&str, &dyn Fn(bool) -> Result<u32, Down>); 2] =
+    type Call<'a> = &'a dyn Fn(bool) -> Result<u32, Down>;
+    let calls: [(&str, Call<'_>); 2] =
         [("gradient2_timed", &|f| api.gradient2_timed(&clock, f)), ("vegas_timed", &|f| api.vegas_timed(&clock, f))];
     for (method, call) in calls {
         let handle = registry.adaptive_limit(&format!("{}::Api::{method}", module_path!())).unwrap();

@@ -25,8 +25,8 @@
 //! (mean latency, most calls in flight, any drop) under a `try_lock`, so they too take no lock on
 //! the pass path. Aimd dates calls on the coarse clock (one atomic load, within about a
 //! millisecond of the system clock: ample against a 5 s `latency_timeout`); Gradient2 and Vegas
-//! read the exact clock twice per call, since their signal is the latency itself
-//! (`docs/adaptive-limit.md` states the cost).
+//! read the exact clock twice per call, since their signal is the latency itself, and the coarse
+//! one once windows' fastest calls take 100 ms or more (`docs/adaptive-limit.md` states the cost).
 //!
 //! ```
 //! use resilience4cata::testing::{self, ManualClock};

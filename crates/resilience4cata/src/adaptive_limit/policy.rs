@@ -122,11 +122,13 @@ impl AdaptiveLimitState {
     }
 
     /// Aimd's precision (a 5 s `latency_timeout`) allows the coarse clock; the others time calls
-    /// on the exact one (without refreshing the shared coarse reading: no write to a shared line).
+    /// on the exact one (without refreshing the shared coarse reading: no write to a shared line),
+    /// or on the coarse one while the dependency's fastest calls take 100 ms or more.
     #[inline]
     fn now(&self) -> u64 {
-        match self.engine {
+        match &self.engine {
             Engine::Aimd(_) => self.timer.coarse_now(),
+            Engine::Windowed(windowed) if windowed.coarse() => self.timer.coarse_now(),
             Engine::Windowed(_) => self.timer.measure(),
         }
     }
@@ -195,7 +197,11 @@ impl AdaptiveLimitState {
     #[cold]
     #[inline(never)]
     fn fold(&self, windowed: &Windowed, end: u64) -> Option<(u32, u32)> {
-        windowed.fold(end, |limit| limit.map(|to| self.slots.release_with(|_| to))).flatten()
+        let folded = windowed.fold(end, |limit| limit.map(|to| self.slots.release_with(|_| to)));
+        if folded.is_some() && windowed.coarse() {
+            self.timer.keep_coarse_fresh(); // slow calls: time them on the coarse clock from now on
+        }
+        folded.flatten()
     }
 
     #[cold]

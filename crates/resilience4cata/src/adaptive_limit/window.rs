@@ -33,7 +33,7 @@ pub(crate) use crate::circuit_breaker::stripes::STRIPES;
 use crate::circuit_breaker::stripes::this_thread;
 use crate::clock::nanos;
 use crate::sync::Mutex;
-use crate::sync::atomic::{AtomicU64, Ordering, fence};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
 /// One finished call, as the window sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -278,6 +278,19 @@ struct Limits {
     min_rtt_threshold: u64,
 }
 
+/// From this fastest call per window on, calls are timed on the coarse clock: its lag (about a
+/// millisecond, the ticker's period) is then under 1 % of any call.
+pub(crate) const COARSE_FROM: Duration = Duration::from_millis(100);
+
+/// When the next fold is due, and which clock times calls; written by the fold only.
+#[derive(Debug)]
+struct Schedule {
+    /// The clock reading after which the next finished call folds the window.
+    next_fold: AtomicU64,
+    /// The last folded window's fastest call took at least [`COARSE_FROM`].
+    coarse: AtomicBool,
+}
+
 /// What the fold owns: the algorithm and the totals it already took.
 struct Folder {
     algorithm: Box<dyn LimitAlgorithm + Send>,
@@ -287,8 +300,7 @@ struct Folder {
 /// Gradient2 or Vegas behind sample windows: the engine of the adaptive limit's policy.
 pub(crate) struct Windowed {
     stripes: Stripes,
-    /// The clock reading after which the next finished call folds the window.
-    next_fold: CachePadded<AtomicU64>,
+    schedule: CachePadded<Schedule>,
     folder: Mutex<Folder>,
     limits: Limits,
 }
@@ -305,7 +317,7 @@ impl Windowed {
         let taken = stripes.taken();
         Windowed {
             stripes,
-            next_fold: CachePadded::new(AtomicU64::new(0)),
+            schedule: CachePadded::new(Schedule { next_fold: AtomicU64::new(0), coarse: AtomicBool::new(false) }),
             folder: Mutex::new(Folder { algorithm, taken }),
             limits: Limits {
                 min_window: nanos(config.min_window_time),
@@ -324,7 +336,15 @@ impl Windowed {
             return false; // as Netflix: too fast to say anything, and no fold either
         }
         self.stripes.record(sample);
-        end > self.next_fold.load(Ordering::Relaxed)
+        end > self.schedule.next_fold.load(Ordering::Relaxed)
+    }
+
+    /// Whether calls are timed on the coarse clock (one load): the last folded window's fastest
+    /// call took at least [`COARSE_FROM`]. A call that straddles a switch may be off by the coarse
+    /// clock's lag.
+    #[inline]
+    pub(crate) fn coarse(&self) -> bool {
+        self.schedule.coarse.load(Ordering::Relaxed)
     }
 
     /// Folds the window if this call wins the lock and the window is still over: then `apply`
@@ -338,13 +358,16 @@ impl Windowed {
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => return None, // another call is folding
         };
-        if end <= self.next_fold.load(Ordering::Relaxed) {
+        if end <= self.schedule.next_fold.load(Ordering::Relaxed) {
             return None; // another call folded this window meanwhile
         }
         let Folder { algorithm, taken } = &mut *folder;
         let window = self.stripes.fold(taken);
         let span = window.min_rtt.saturating_mul(2).clamp(self.limits.min_window, self.limits.max_window);
-        self.next_fold.store(end.saturating_add(span), Ordering::Relaxed);
+        self.schedule.next_fold.store(end.saturating_add(span), Ordering::Relaxed);
+        if window.min_rtt < u64::MAX {
+            self.schedule.coarse.store(window.min_rtt >= nanos(COARSE_FROM), Ordering::Relaxed);
+        }
         let ready = window.count >= self.limits.window_size && window.min_rtt < u64::MAX;
         let limit = ready.then(|| {
             let in_flight = u32::try_from(window.max_in_flight).unwrap_or(u32::MAX);
@@ -399,6 +422,25 @@ mod tests {
         let w = s.fold(&mut taken);
         assert_eq!((w.count, w.rtt_sum, w.drops, w.min_rtt, w.max_in_flight), (2, 40, 1, 10, 4));
         assert_eq!(s.fold(&mut taken), Summary::EMPTY);
+    }
+
+    /// Calls are timed on the coarse clock while windows' fastest calls take 100 ms or more.
+    #[test]
+    fn slow_windows_switch_to_the_coarse_clock_and_fast_ones_back() {
+        let config = AdaptiveLimitConfig { window_size: 1, ..AdaptiveLimitConfig::default() };
+        let windowed = Windowed::new(&config, Box::new(super::super::Vegas::from_config(&config)));
+        let ms = 1_000_000;
+        let mut end = 0;
+        let mut finish = |rtt: u64| {
+            end += rtt + 2_000 * ms; // past any window
+            assert!(windowed.record(end, sample(rtt, 1, false)));
+            assert!(windowed.fold(end, |_| ()).is_some());
+            windowed.coarse()
+        };
+        assert!(!finish(99 * ms));
+        assert!(finish(100 * ms));
+        assert!(finish(400 * ms));
+        assert!(!finish(5 * ms));
     }
 
     /// Four threads record while a fifth folds over and over: every sample is folded exactly once.
