@@ -19,7 +19,7 @@
 //!
 //! A thread owns a stripe while it lives: the index the breaker's striped counters claim
 //! (`circuit_breaker/stripes.rs`, up to [`STRIPES`] threads at once, given back when the thread
-//! exits). Threads beyond those share an overflow stripe updated with atomic adds (three to five
+//! exits). Threads beyond those share an overflow stripe updated with atomic adds (four to five
 //! read-modify-writes: the price of more than 32 threads finishing calls at once).
 
 use std::sync::TryLockError;
