@@ -280,7 +280,7 @@ struct Limits {
 
 /// From this fastest call per window on, calls are timed on the coarse clock: its lag (about a
 /// millisecond, the ticker's period) is then under 1 % of any call.
-pub(crate) const COARSE_FROM: Duration = Duration::from_millis(100);
+const COARSE_FROM: Duration = Duration::from_millis(100);
 
 /// When the next fold is due, and which clock times calls; written by the fold only.
 #[derive(Debug)]
