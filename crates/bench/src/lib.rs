@@ -269,6 +269,7 @@ pub static CASES: &[Case] = &[
     case!("adaptive_limit_pass", "ours_aimd_sync", Sync, cases::adaptive::aimd_sync),
     case!("adaptive_limit_pass", "ours_aimd_async", Async, cases::adaptive::aimd_async),
     case!("adaptive_limit_pass", "ours_vegas_sync", Sync, cases::adaptive::vegas_sync),
+    case!("adaptive_limit_pass", "ours_vegas_sampled_sync", Sync, cases::adaptive::vegas_sampled_sync),
     case!("adaptive_limit_pass", "ours_aimd_sync_2t", Sync, cases::adaptive::aimd_shared, contended),
     case!("adaptive_limit_pass", "tower_concurrency_limit_async", Async, cases::limits::tower_concurrency_limit),
     case!("adaptive_limit_pass", "tower_resilience_adaptive_async", Async, cases::adaptive::tower_resilience_adaptive),

@@ -34,8 +34,9 @@ fn the_simulation_is_deterministic() {
     assert_eq!(simulate(Algorithm::Vegas, &scenario), simulate(Algorithm::Vegas, &scenario));
 }
 
-/// The band `docs/adaptive-limit.md` states: from half to twice the new capacity of 15 (the
-/// algorithms update on every sample, so with ~15–40 samples per round trip they swing around the
-/// knee rather than sit on it; the figure shows by how much).
+/// The band `docs/adaptive-limit.md` states: from half to twice the new capacity of 15 (Aimd
+/// updates on every sample, so with ~15–40 samples per round trip it swings around the knee rather
+/// than sits on it; Gradient2 tolerates 1.5 × its long-term latency, so it settles above the knee;
+/// the figure shows by how much).
 const BANDS: [(Algorithm, std::ops::RangeInclusive<f64>); 3] =
     [(Algorithm::Aimd, 7.5..=30.0), (Algorithm::Gradient2, 7.5..=30.0), (Algorithm::Vegas, 7.5..=30.0)];

@@ -31,9 +31,14 @@ pub trait Limited {
     #[adaptive_limit]
     async fn aimd_async(&self, x: u64) -> Result<u64, LimitError>;
 
-    /// Vegas (its update runs under a mutex, and it reads the exact clock).
+    /// Vegas: its calls (far under `min_rtt_threshold`) are timed on the exact clock, not samples.
     #[adaptive_limit(algorithm = Vegas)]
     fn vegas(&self, x: u64) -> Result<u64, LimitError>;
+
+    /// Vegas with every call a sample: recorded on the thread's stripe, a window folded every
+    /// 100 ms.
+    #[adaptive_limit(algorithm = Vegas, min_rtt_threshold = "0")]
+    fn vegas_sampled(&self, x: u64) -> Result<u64, LimitError>;
 }
 
 /// The delegate: `work`, its error mapped (it never fails).
@@ -53,6 +58,9 @@ impl Limited for Backend {
         call(x)
     }
     fn vegas(&self, x: u64) -> Result<u64, LimitError> {
+        call(x)
+    }
+    fn vegas_sampled(&self, x: u64) -> Result<u64, LimitError> {
         call(x)
     }
 }
@@ -90,6 +98,11 @@ pub fn aimd_shared() -> impl Fn() + Sync {
 /// `#[adaptive_limit(algorithm = Vegas)]`, passing.
 pub fn vegas_sync() -> impl Fn() + Sync {
     sync_case::<false, _>(|api, x| api.vegas(x))
+}
+
+/// `#[adaptive_limit(algorithm = Vegas, min_rtt_threshold = "0")]`, passing: every call recorded.
+pub fn vegas_sampled_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.vegas_sampled(x))
 }
 
 /// `#[adaptive_limit]` on an async method, passing.

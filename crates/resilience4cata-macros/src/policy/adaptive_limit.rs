@@ -45,6 +45,10 @@ static KEYS: &[KeySpec] = &[
     key("queue_size", count(0), Role::Builder),
     key("alpha", count(0), Role::Builder),
     key("beta", count(0), Role::Builder),
+    key("min_window_time", Kind::Duration { nonzero: None }, Role::Builder),
+    key("max_window_time", Kind::Duration { nonzero: Some(ATR_LIMIT_PARAMETER) }, Role::Builder),
+    key("window_size", count(1), Role::Builder),
+    key("min_rtt_threshold", Kind::Duration { nonzero: None }, Role::Builder),
     key("enabled", Kind::Bool { code: ATR_ENABLED }, Role::Builder),
     key("drop_on", Kind::Pattern, Role::Code),
     key("ignore_on", Kind::Pattern, Role::Code),
@@ -56,7 +60,8 @@ static KEYS: &[KeySpec] = &[
 
 /// `min_limit ≤ initial_limit ≤ max_limit` among the limits written (unwritten ones come from the
 /// registry, checked when the wrapper is built); the open ends of `backoff_ratio` (0, 1) and
-/// `smoothing` (0, 1], which the inclusive range check admits; `alpha ≤ beta`.
+/// `smoothing` (0, 1], which the inclusive range check admits; `alpha ≤ beta`; `min_window_time ≤
+/// max_window_time`.
 fn check(settings: &Settings, _method: &Method) -> Vec<Problem> {
     let count = |key| settings.get(key).and_then(|s| matches!(s.value, Value::Count(_)).then_some(s));
     let mut problems = Vec::new();
@@ -86,6 +91,15 @@ fn check(settings: &Settings, _method: &Method) -> Vec<Problem> {
         && value(alpha) > value(beta)
     {
         problems.push(Problem::at(beta, ATR_LIMIT_PARAMETER, "`alpha` must not exceed `beta`"));
+    }
+    let duration = |key| settings.get(key).and_then(|s| matches!(s.value, Value::Duration(_)).then_some(s));
+    if let (Some(min), Some(max)) = (duration("min_window_time"), duration("max_window_time"))
+        && let (Value::Duration(low), Value::Duration(high)) = (&min.value, &max.value)
+        && low > high
+    {
+        let (low, high) = (std::time::Duration::from_nanos(*low), std::time::Duration::from_nanos(*high));
+        let message = format!("`min_window_time` ({low:?}) must not exceed `max_window_time` ({high:?})");
+        problems.push(Problem::at(max, ATR_LIMIT_PARAMETER, message));
     }
     problems
 }

@@ -76,6 +76,20 @@ pub struct AdaptiveLimitConfig {
     /// Vegas: above this estimated queue the limit falls by `log10(limit)`; `None`:
     /// `6·log10(limit)`.
     pub beta: Option<u32>,
+    /// Gradient2 and Vegas: the shortest sample window. A window lasts twice the fastest call it
+    /// saw, within `[min_window_time, max_window_time]`; its samples reach the algorithm as one.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
+    pub min_window_time: Duration,
+    /// Gradient2 and Vegas: the longest sample window (`≥ min_window_time`, above zero).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
+    pub max_window_time: Duration,
+    /// Gradient2 and Vegas: a window with fewer samples is discarded, not fed to the algorithm
+    /// (≥ 1).
+    pub window_size: u32,
+    /// Gradient2 and Vegas: calls faster than this are not samples (a cache hit says nothing
+    /// about the dependency's queue).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
+    pub min_rtt_threshold: Duration,
 }
 
 impl Default for AdaptiveLimitConfig {
@@ -95,6 +109,10 @@ impl Default for AdaptiveLimitConfig {
             queue_size: 4,
             alpha: None,
             beta: None,
+            min_window_time: Duration::from_millis(100),
+            max_window_time: Duration::from_secs(1),
+            window_size: 10,
+            min_rtt_threshold: Duration::from_micros(100),
         }
     }
 }
@@ -115,7 +133,8 @@ impl AdaptiveLimitConfig {
 
     /// Checks every range: `1 ≤ min_limit ≤ initial_limit ≤ max_limit`, `0 < backoff_ratio < 1`,
     /// `0 < smoothing ≤ 1`, `rtt_tolerance ≥ 1`, `long_window ≥ 1`, `latency_timeout > 0`,
-    /// `alpha ≤ beta` (`R4C-REG-003`).
+    /// `alpha ≤ beta`, `window_size ≥ 1`, `0 < max_window_time`, `min_window_time ≤
+    /// max_window_time` (`R4C-REG-003`).
     pub(crate) fn validate(&self, instance: Option<&str>) -> Result<(), RegistryError> {
         let bad = |message: String| Err(RegistryError::new(codes::INVALID_VALUE, instance, message));
         let (min, initial, max) = (self.min_limit, self.initial_limit, self.max_limit);
@@ -143,6 +162,15 @@ impl AdaptiveLimitConfig {
             && alpha > beta
         {
             return bad(format!("adaptive limit alpha ({alpha}) must not exceed beta ({beta})"));
+        }
+        if self.min_window_time > self.max_window_time {
+            return bad(format!(
+                "adaptive limit min_window_time ({:?}) must not exceed max_window_time ({:?})",
+                self.min_window_time, self.max_window_time
+            ));
+        }
+        if let Err((_, message)) = check_values(self) {
+            return bad(message);
         }
         Ok(())
     }
@@ -190,6 +218,14 @@ layered_builder! {
         alpha: u32,
         /// `beta` (Vegas): a constant instead of `6·log10(limit)`.
         beta: u32,
+        /// `min_window_time` (Gradient2, Vegas): the shortest sample window (default 100 ms).
+        min_window_time: Duration,
+        /// `max_window_time` (Gradient2, Vegas): the longest sample window (default 1 s).
+        max_window_time: Duration,
+        /// `window_size` (Gradient2, Vegas): fewer samples and the window is discarded (default 10).
+        window_size: u32,
+        /// `min_rtt_threshold` (Gradient2, Vegas): faster calls are not samples (default 100 µs).
+        min_rtt_threshold: Duration,
     }
 }
 
@@ -221,7 +257,8 @@ impl Layer for AdaptiveLimitConfigBuilder {
 }
 
 /// The rules each value follows on its own, so a config file names the key and its line
-/// (`R4C-CFG-004`); the rules between keys (`min ≤ initial ≤ max`, `alpha ≤ beta`) are checked when
+/// (`R4C-CFG-004`); the rules between keys (`min ≤ initial ≤ max`, `alpha ≤ beta`, `min_window_time
+/// ≤ max_window_time`) are checked when
 /// an instance resolves (`R4C-REG-003`).
 fn check_values(c: &AdaptiveLimitConfig) -> Result<(), KeyProblem> {
     let limits = [("min_limit", c.min_limit), ("initial_limit", c.initial_limit), ("max_limit", c.max_limit)];
@@ -251,6 +288,12 @@ fn check_values(c: &AdaptiveLimitConfig) -> Result<(), KeyProblem> {
     if c.latency_timeout.is_zero() {
         return Err(("latency_timeout", "adaptive limit latency_timeout must be above 0".to_owned()));
     }
+    if c.window_size < 1 {
+        return Err(("window_size", "adaptive limit window_size must be at least 1".to_owned()));
+    }
+    if c.max_window_time.is_zero() {
+        return Err(("max_window_time", "adaptive limit max_window_time must be above 0".to_owned()));
+    }
     Ok(())
 }
 
@@ -278,6 +321,10 @@ mod tests {
         assert_eq!(code(b().long_window(0)), "R4C-REG-003");
         assert_eq!(code(b().latency_timeout(Duration::ZERO)), "R4C-REG-003");
         assert_eq!(code(b().alpha(7).beta(6)), "R4C-REG-003");
+        assert_eq!(code(b().window_size(0)), "R4C-REG-003");
+        assert_eq!(code(b().max_window_time(Duration::ZERO).min_window_time(Duration::ZERO)), "R4C-REG-003");
+        assert_eq!(code(b().min_window_time(Duration::from_secs(2))), "R4C-REG-003", "min above the default max 1 s");
+        assert_eq!(code(b().min_window_time(Duration::ZERO).min_rtt_threshold(Duration::ZERO)), "ok");
         let e = b().initial_limit(0).resolve("shop::Api::get").unwrap_err();
         assert_eq!(e.instance(), Some("shop::Api::get"));
     }

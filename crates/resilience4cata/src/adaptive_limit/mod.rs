@@ -18,11 +18,15 @@
 //! against a simulated dependency whose capacity drops from 40 to 15.
 //!
 //! Pass path: one compare-and-set takes a slot, one read-modify-write gives it back, and with Aimd
-//! that same write stores the new limit: no lock, no allocation. Gradient2 and Vegas keep
-//! floating-point state, updated under a mutex held only for the update itself (a lock on their
-//! finish path, uncontended unless two calls finish at once). Aimd dates calls on the coarse clock (one atomic load, within about a
+//! that same write stores the new limit: no lock, no allocation. Gradient2 and Vegas see calls in
+//! *sample windows* (Netflix's `WindowedLimit`): a call records its sample on its own thread's
+//! stripe with plain loads and stores, and once per window (`min_window_time` to
+//! `max_window_time`) the first call to finish after its end folds the stripes into one sample
+//! (mean latency, most calls in flight, any drop) under a `try_lock`, so they too take no lock on
+//! the pass path. Aimd dates calls on the coarse clock (one atomic load, within about a
 //! millisecond of the system clock: ample against a 5 s `latency_timeout`); Gradient2 and Vegas
-//! read the exact clock twice per call, since their signal is the latency itself.
+//! read the exact clock twice per call, since their signal is the latency itself, and the coarse
+//! one once windows' fastest calls take 100 ms or more (`docs/adaptive-limit.md` states the cost).
 //!
 //! ```
 //! use resilience4cata::testing::{self, ManualClock};
@@ -74,6 +78,10 @@
 //! | `queue_size` | 4 | Gradient2: headroom added to the limit per sample |
 //! | `alpha` | `3·log10(limit)` | Vegas: below this estimated queue, grow |
 //! | `beta` | `6·log10(limit)` | Vegas: above this estimated queue, shrink |
+//! | `min_window_time` | `"100ms"` | Gradient2, Vegas: the shortest sample window |
+//! | `max_window_time` | `"1s"` | Gradient2, Vegas: the longest (a window lasts 2 × its fastest call, within these) |
+//! | `window_size` | 10 | Gradient2, Vegas: a window with fewer samples is discarded |
+//! | `min_rtt_threshold` | `"100us"` | Gradient2, Vegas: faster calls are not samples |
 //! | `drop_on`, `drop_on_if` | every `Err` | errors that are drops (code only) |
 //! | `ignore_on`, `ignore_on_if` | none | errors that are not samples (code only) |
 //! | `enabled` | `true` | `false`: every call passes untouched |
@@ -92,11 +100,14 @@ mod algorithm;
 mod config;
 mod events;
 mod handle;
+#[cfg(all(test, loom))]
+mod loom;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;
 mod snapshot;
 mod state;
+mod window;
 
 pub use algorithm::{Aimd, Gradient2, LimitAlgorithm, Vegas};
 pub use config::{AdaptiveLimitConfig, AdaptiveLimitConfigBuilder, Algorithm};

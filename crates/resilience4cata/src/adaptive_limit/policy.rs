@@ -4,12 +4,13 @@
 use std::fmt;
 use std::future::poll_fn;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use super::algorithm::{Aimd, Gradient2, LimitAlgorithm, Vegas};
+use super::algorithm::{Aimd, Gradient2, Vegas};
 use super::state::{Slots, Wake};
+use super::window::{Sample, Windowed};
 use super::{AdaptiveLimitConfig, AdaptiveLimitConfigBuilder, AdaptiveLimitEvent, AdaptiveLimitSnapshot, Algorithm};
 use crate::clock::{Timer, nanos};
 use crate::error::RegistryError;
@@ -52,19 +53,21 @@ impl LimitOutcome {
 }
 
 /// The algorithm behind the slots: Aimd's step is a pure function of the limit, applied inside
-/// the releasing compare-and-set; Gradient2 and Vegas keep floating-point state, updated under a
-/// mutex held only for the update itself.
+/// the releasing compare-and-set; Gradient2 and Vegas keep floating-point state, fed one sample
+/// per window by the call that folds it (`window.rs`), so other calls only record. One engine per
+/// instance, inside its `Arc`: kept inline so the stripes are no further pointer away.
+#[allow(clippy::large_enum_variant)]
 enum Engine {
     Aimd(Aimd),
-    Locked(Mutex<Box<dyn LimitAlgorithm + Send>>),
+    Windowed(Windowed),
 }
 
 impl Engine {
     fn new(config: &AdaptiveLimitConfig) -> Self {
         match config.algorithm {
             Algorithm::Aimd => Engine::Aimd(Aimd::from_config(config)),
-            Algorithm::Gradient2 => Engine::Locked(Mutex::new(Box::new(Gradient2::from_config(config)))),
-            Algorithm::Vegas => Engine::Locked(Mutex::new(Box::new(Vegas::from_config(config)))),
+            Algorithm::Gradient2 => Engine::Windowed(Windowed::new(config, Box::new(Gradient2::from_config(config)))),
+            Algorithm::Vegas => Engine::Windowed(Windowed::new(config, Box::new(Vegas::from_config(config)))),
         }
     }
 }
@@ -119,12 +122,14 @@ impl AdaptiveLimitState {
     }
 
     /// Aimd's precision (a 5 s `latency_timeout`) allows the coarse clock; the others time calls
-    /// on the exact one.
+    /// on the exact one (without refreshing the shared coarse reading: no write to a shared line),
+    /// or on the coarse one while the dependency's fastest calls take 100 ms or more.
     #[inline]
     fn now(&self) -> u64 {
-        match self.engine {
+        match &self.engine {
             Engine::Aimd(_) => self.timer.coarse_now(),
-            Engine::Locked(_) => self.timer.now(),
+            Engine::Windowed(windowed) if windowed.coarse() => self.timer.coarse_now(),
+            Engine::Windowed(_) => self.timer.measure(),
         }
     }
 
@@ -166,30 +171,37 @@ impl AdaptiveLimitState {
         if outcome == LimitOutcome::Ignored {
             return self.slots.release();
         }
-        let rtt = self.now().saturating_sub(start);
+        let end = self.now();
+        let rtt = end.saturating_sub(start);
         let dropped = outcome == LimitOutcome::Dropped;
         let (from, to) = match &self.engine {
             Engine::Aimd(aimd) => self.slots.release_with(|limit| aimd.next(limit, rtt, in_flight, dropped)),
-            Engine::Locked(algorithm) => self.sample_locked(algorithm, Duration::from_nanos(rtt), in_flight, dropped),
+            Engine::Windowed(windowed) => {
+                if !windowed.record(end, Sample { rtt, in_flight, dropped }) {
+                    return self.slots.release();
+                }
+                match self.fold(windowed, end) {
+                    Some(changed) => changed,
+                    None => return self.slots.release(),
+                }
+            }
         };
         if from != to {
             self.changed(from, to);
         }
     }
 
-    /// Gradient2 and Vegas: the update under the algorithm's mutex, then the release that stores
-    /// its limit.
+    /// Gradient2 and Vegas, once per window: the window's samples fed to the algorithm, and its
+    /// limit stored by this call's release, under the fold's lock (so limits land in order).
+    /// `None` when another call folds, or the window had too few samples: release as usual.
+    #[cold]
     #[inline(never)]
-    fn sample_locked(
-        &self,
-        algorithm: &Mutex<Box<dyn LimitAlgorithm + Send>>,
-        rtt: Duration,
-        in_flight: u32,
-        dropped: bool,
-    ) -> (u32, u32) {
-        let mut algorithm = algorithm.lock().unwrap_or_else(PoisonError::into_inner);
-        let to = algorithm.on_sample(rtt, in_flight, dropped);
-        self.slots.release_with(|_| to)
+    fn fold(&self, windowed: &Windowed, end: u64) -> Option<(u32, u32)> {
+        let folded = windowed.fold(end, |limit| limit.map(|to| self.slots.release_with(|_| to)));
+        if folded.is_some() && windowed.coarse() {
+            self.timer.keep_coarse_fresh(); // slow calls: time them on the coarse clock from now on
+        }
+        folded.flatten()
     }
 
     #[cold]

@@ -127,7 +127,7 @@ pub(crate) mod metrics;
 pub(crate) mod policy;
 mod snapshot;
 mod state;
-mod stripes;
+pub(crate) mod stripes;
 mod window;
 
 pub use config::{

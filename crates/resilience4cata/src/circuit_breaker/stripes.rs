@@ -53,7 +53,7 @@ fn release(index: usize) {
 /// loom runs no thread-local destructors a model could rely on: a model's thread gives its stripe
 /// back by calling this as it ends, which is what `Claim`'s destructor does.
 #[cfg(all(test, loom))]
-pub(super) fn release_at_thread_end() {
+pub(crate) fn release_at_thread_end() {
     release(stripe());
 }
 
@@ -76,6 +76,16 @@ loom::thread_local! {
 #[inline(always)]
 fn stripe() -> usize {
     INDEX.with(Cell::get)
+}
+
+/// This thread's stripe index, claimed on its first use: below [`STRIPES`], or `STRIPES` for a
+/// thread that shares the overflow. The adaptive limit's sample stripes use the same claims.
+#[inline(always)]
+pub(crate) fn this_thread() -> usize {
+    match stripe() {
+        UNCLAIMED => claim(),
+        index => index,
+    }
 }
 
 #[cold]

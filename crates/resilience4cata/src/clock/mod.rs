@@ -138,6 +138,18 @@ impl Timer {
         }
     }
 
+    /// An exact reading that leaves the coarse reading alone (no write to the shared cell): for
+    /// timing a call on a path that must not write a shared line, as the adaptive limit's
+    /// Gradient2 and Vegas do at the start and end of every call.
+    #[inline]
+    pub(crate) fn measure(&self) -> u64 {
+        match &self.kind {
+            TimerKind::System(s) => s.now(),
+            #[cfg(any(test, feature = "testing"))]
+            TimerKind::Manual(m) => m.nanos(),
+        }
+    }
+
     /// One atomic load: never ahead of [`Timer::now`], exact under the manual clock.
     #[inline]
     pub(crate) fn coarse_now(&self) -> u64 {

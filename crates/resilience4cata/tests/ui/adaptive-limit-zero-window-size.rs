@@ -1,0 +1,9 @@
+use resilience4cata::resilient;
+
+#[resilient]
+pub trait Inventory {
+    #[adaptive_limit(algorithm = Gradient2, window_size = 0)]
+    fn stock(&self, _sku: &str) -> std::io::Result<u32>;
+}
+
+fn main() {}
