@@ -71,7 +71,11 @@ fn async_forms_await_and_send_futures_require_a_sync_delegate() {
         }
     });
     assert!(out.contains("is_async : true"), "{out}");
-    assert_eq!(out.matches(". wait_async (& __r4c_call , __r4c_wait) . await").count(), 2, "{out}");
+    assert_eq!(
+        out.matches("wait_holding (__r4c_retry , & __r4c_call , __r4c_wait , __r4c_error) . await").count(),
+        2,
+        "{out}"
+    );
     assert_eq!(out.matches("let __r4c_quick = __r4c_retry . retry_now_from").count(), 2, "{out}");
     assert!(out.contains("impl < D : Api + :: core :: marker :: Sync > Api"), "{out}");
     assert!(out.contains("async move"), "{out}");
