@@ -1,198 +1,18 @@
 //! The bulkhead instance the generated code takes a slot from around the call to the delegate.
 
-use std::future::poll_fn;
-use std::pin::pin;
 use std::sync::Arc;
+#[cfg(feature = "tower")]
 use std::task::Poll;
-use std::time::Duration;
 
-use super::state::{Queued, Slots, Wake, Withdrawn};
+use super::state::{BulkheadState, Withdrawn};
+#[cfg(feature = "tower")]
+use super::state::{Queued, Wake};
 use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapshot};
-use crate::clock::{Timer, nanos};
 use crate::error::RegistryError;
-use crate::events::{Publisher, publish};
+use crate::events::Publisher;
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 use crate::shared::{Answer, SharedPublisher, SlotPool};
-
-/// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
-const RECHECK: Duration = Duration::from_millis(5);
-
-/// A bulkhead instance's shared state: one per instance id.
-#[derive(Debug)]
-pub(crate) struct BulkheadState {
-    pub(crate) instance: Arc<str>,
-    pub(crate) config: BulkheadConfig,
-    slots: Slots,
-    timer: Arc<Timer>,
-    events: Publisher<BulkheadEvent>,
-    /// `shared = true`: the fleet's slots this process holds (local slots alone while degraded).
-    shared: Option<Arc<SlotPool>>,
-}
-
-impl BulkheadState {
-    pub(crate) fn new(
-        instance: Arc<str>,
-        config: BulkheadConfig,
-        timer: Arc<Timer>,
-        events: Publisher<BulkheadEvent>,
-    ) -> Self {
-        BulkheadState { slots: Slots::new(config.max_concurrent_calls), instance, config, timer, events, shared: None }
-    }
-
-    /// A fleet slot before the local one (shared bulkheads): `Ok(true)` held, `Ok(false)` decided
-    /// locally (degraded, or no answer within the store timeout), `Err` the fleet is full.
-    #[cold]
-    fn fleet_slot(&self, answer: impl FnOnce(&SlotPool) -> Answer) -> Result<bool, Rejection> {
-        let Some(pool) = &self.shared else { return Ok(false) };
-        if pool.is_degraded() {
-            return Ok(false);
-        }
-        if pool.try_take() {
-            return Ok(true);
-        }
-        match answer(pool) {
-            Answer::Permit => Ok(true),
-            Answer::Exhausted(_) => Err(self.refuse()),
-            Answer::Local => Ok(false),
-        }
-    }
-
-    /// Ties a fleet slot to the local outcome: kept by the permit, or given back on a refusal.
-    fn with_fleet<'a>(
-        &'a self,
-        fleet: bool,
-        local: Result<BulkheadPermit<'a>, Rejection>,
-    ) -> Result<BulkheadPermit<'a>, Rejection> {
-        match (local, &self.shared) {
-            (Ok(mut permit), _) => {
-                permit.fleet = fleet;
-                Ok(permit)
-            }
-            (Err(refused), Some(pool)) if fleet => {
-                pool.give_back();
-                Err(refused)
-            }
-            (Err(refused), _) => Err(refused),
-        }
-    }
-
-    pub(crate) fn snapshot(&self) -> BulkheadSnapshot {
-        let (in_flight, waiting) = self.slots.load();
-        BulkheadSnapshot {
-            instance: Arc::clone(&self.instance),
-            config: self.config.clone(),
-            in_flight,
-            available: self.config.max_concurrent_calls.saturating_sub(in_flight),
-            waiting,
-        }
-    }
-
-    /// The guard exists before `Permitted` is published, so the slot is owned by it whatever an
-    /// observer does.
-    #[inline]
-    fn permit(&self) -> BulkheadPermit<'_> {
-        let permit = BulkheadPermit { state: Some(self), fleet: false };
-        self.permitted();
-        permit
-    }
-
-    #[inline]
-    fn permitted(&self) {
-        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
-    }
-
-    /// Gives a slot back (to the oldest waiter, if any) and says so.
-    #[inline]
-    fn finished(&self) {
-        self.slots.release();
-        publish!(self.events, |m| m.finished(), || BulkheadEvent::Finished { instance: Arc::clone(&self.instance) });
-    }
-
-    #[cold]
-    fn refuse(&self) -> Rejection {
-        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
-        Rejection::BulkheadFull { instance: Arc::clone(&self.instance) }
-    }
-
-    /// The end of a wait that did not see its slot arrive: the slot may still have reached it.
-    fn give_up(&self, ticket: u64) -> Result<BulkheadPermit<'_>, Rejection> {
-        match self.slots.withdraw(ticket) {
-            Withdrawn::WithSlot => Ok(self.permit()),
-            Withdrawn::Empty => Err(self.refuse()),
-        }
-    }
-
-    /// Parks the calling thread until a slot is handed over, the deadline passes on the registry's
-    /// clock, or the registry shuts down.
-    #[cold]
-    #[inline(never)]
-    fn wait(&self) -> Result<BulkheadPermit<'_>, Rejection> {
-        let deadline = self.timer.now().saturating_add(nanos(self.config.max_wait));
-        let ticket = match self.slots.enqueue(Wake::Thread(std::thread::current())) {
-            Queued::Acquired => return Ok(self.permit()),
-            Queued::Waiting(ticket) => ticket,
-        };
-        loop {
-            if self.slots.collect(ticket, None) {
-                return Ok(self.permit());
-            }
-            let now = self.timer.now();
-            if now >= deadline || self.timer.is_shut_down() {
-                return self.give_up(ticket);
-            }
-            std::thread::park_timeout(Duration::from_nanos(deadline - now).min(RECHECK));
-        }
-    }
-
-    /// Waits in a future until a slot is handed over, the deadline passes or the registry shuts
-    /// down. Dropping the future leaves the queue, passing on a slot that reached it meanwhile.
-    #[cold]
-    #[inline(never)]
-    async fn wait_async(&self) -> Result<BulkheadPermit<'_>, Rejection> {
-        let deadline = self.timer.now().saturating_add(nanos(self.config.max_wait));
-        let ticket = match self.slots.enqueue(Wake::Task(None)) {
-            Queued::Acquired => return Ok(self.permit()),
-            Queued::Waiting(ticket) => ticket,
-        };
-        let mut ticket = InLine { state: self, ticket: Some(ticket) };
-        let mut alarm = pin!(self.timer.sleep_until_async(deadline));
-        let granted = poll_fn(|cx| {
-            if ticket.collect(Some(cx.waker())) {
-                return Poll::Ready(true);
-            }
-            alarm.as_mut().poll(cx).map(|_| false)
-        })
-        .await;
-        match ticket.ticket.take() {
-            Some(_) if granted => Ok(self.permit()),
-            Some(t) => self.give_up(t),
-            None => unreachable!("the ticket is only taken here"),
-        }
-    }
-}
-
-/// An async waiter's place in the queue: leaves it when dropped before its wait ended.
-struct InLine<'a> {
-    state: &'a BulkheadState,
-    ticket: Option<u64>,
-}
-
-impl InLine<'_> {
-    fn collect(&self, waker: Option<&std::task::Waker>) -> bool {
-        self.ticket.is_some_and(|t| self.state.slots.collect(t, waker))
-    }
-}
-
-impl Drop for InLine<'_> {
-    fn drop(&mut self) {
-        if let Some(ticket) = self.ticket.take()
-            && self.state.slots.withdraw(ticket) == Withdrawn::WithSlot
-        {
-            self.state.slots.release();
-        }
-    }
-}
 
 /// A slot of a bulkhead, given back when dropped: on return, on error, on panic, and when the
 /// future holding it is dropped.
@@ -205,19 +25,22 @@ pub struct BulkheadPermit<'a> {
     fleet: bool,
 }
 
+impl<'a> BulkheadPermit<'a> {
+    /// Owns a slot just taken, then says so: the guard exists before `Permitted` is published,
+    /// so the slot is given back whatever an observer does.
+    #[inline]
+    fn new(state: &'a BulkheadState) -> Self {
+        let permit = BulkheadPermit { state: Some(state), fleet: false };
+        state.permitted();
+        permit
+    }
+}
+
 impl Drop for BulkheadPermit<'_> {
     #[inline]
     fn drop(&mut self) {
         if let Some(state) = self.state {
-            state.slots.release();
-            if self.fleet
-                && let Some(pool) = &state.shared
-            {
-                pool.give_back();
-            }
-            publish!(state.events, |m| m.finished(), || BulkheadEvent::Finished {
-                instance: Arc::clone(&state.instance)
-            });
+            state.finished(self.fleet);
         }
     }
 }
@@ -235,7 +58,7 @@ impl Drop for OwnedSlot {
     #[inline]
     fn drop(&mut self) {
         if let Some(state) = self.state.take() {
-            state.finished();
+            state.finished(false);
         }
     }
 }
@@ -287,7 +110,7 @@ impl BulkheadPolicy {
         }
         if state.shared.is_some() {
             let fleet = state.fleet_slot(SlotPool::wait_sync)?;
-            return state.with_fleet(fleet, self.acquire_local());
+            return with_fleet(state, fleet, self.acquire_local());
         }
         self.acquire_local()
     }
@@ -296,12 +119,12 @@ impl BulkheadPolicy {
     fn acquire_local(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if state.slots.try_acquire() {
-            return Ok(state.permit());
+            return Ok(BulkheadPermit::new(state));
         }
         if state.config.max_wait.is_zero() {
             return Err(state.refuse());
         }
-        state.wait()
+        state.wait().map(|()| BulkheadPermit::new(state))
     }
 
     /// The async form of [`acquire`](Self::acquire): waiters are served in arrival order, and
@@ -321,7 +144,7 @@ impl BulkheadPolicy {
                     Answer::Local => false,
                 },
             };
-            return state.with_fleet(fleet, self.acquire_local_async().await);
+            return with_fleet(state, fleet, self.acquire_local_async().await);
         }
         self.acquire_local_async().await
     }
@@ -330,12 +153,31 @@ impl BulkheadPolicy {
     async fn acquire_local_async(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if state.slots.try_acquire() {
-            return Ok(state.permit());
+            return Ok(BulkheadPermit::new(state));
         }
         if state.config.max_wait.is_zero() {
             return Err(state.refuse());
         }
-        state.wait_async().await
+        state.wait_async().await.map(|()| BulkheadPermit::new(state))
+    }
+}
+
+/// Ties a fleet slot to the local outcome: kept by the permit, or given back on a refusal.
+fn with_fleet<'a>(
+    state: &'a BulkheadState,
+    fleet: bool,
+    local: Result<BulkheadPermit<'a>, Rejection>,
+) -> Result<BulkheadPermit<'a>, Rejection> {
+    match (local, &state.shared) {
+        (Ok(mut permit), _) => {
+            permit.fleet = fleet;
+            Ok(permit)
+        }
+        (Err(refused), Some(pool)) if fleet => {
+            pool.give_back();
+            Err(refused)
+        }
+        (Err(refused), _) => Err(refused),
     }
 }
 
@@ -357,7 +199,7 @@ impl BulkheadPolicy {
         }
         let owned = || {
             let slot = OwnedSlot { state: Some(Arc::clone(&self.state)) };
-            state.permitted(); // after the guard exists, as in `permit`
+            state.permitted(); // after the guard exists, as in `BulkheadPermit::new`
             slot
         };
         if let Some(wait) = waiting {
@@ -441,6 +283,8 @@ mod tests {
     use std::future::Future;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::task::Poll;
+    use std::time::Duration;
     use testkit::block_on;
 
     use super::*;

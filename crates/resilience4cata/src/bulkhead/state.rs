@@ -8,7 +8,11 @@
 //! queue itself.
 
 use std::collections::BTreeMap;
-use std::sync::PoisonError;
+use std::future::poll_fn;
+use std::pin::pin;
+use std::sync::{Arc, PoisonError};
+use std::task::Poll;
+use std::time::Duration;
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Mutex, MutexGuard};
@@ -16,6 +20,12 @@ use std::task::Waker;
 use std::thread::Thread;
 
 use crossbeam_utils::CachePadded;
+
+use super::{BulkheadConfig, BulkheadEvent, BulkheadSnapshot};
+use crate::clock::{Timer, nanos};
+use crate::events::{Publisher, publish};
+use crate::rejection::Rejection;
+use crate::shared::{Answer, SlotPool};
 
 const ONE_WAITER: u64 = 1 << 32;
 const IN_FLIGHT: u64 = ONE_WAITER - 1;
@@ -188,6 +198,164 @@ impl Slots {
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
+const RECHECK: Duration = Duration::from_millis(5);
+
+/// A bulkhead instance's shared state: one per instance id.
+#[derive(Debug)]
+pub(crate) struct BulkheadState {
+    pub(crate) instance: Arc<str>,
+    pub(crate) config: BulkheadConfig,
+    pub(super) slots: Slots,
+    pub(super) timer: Arc<Timer>,
+    events: Publisher<BulkheadEvent>,
+    /// `shared = true`: the fleet's slots this process holds (local slots alone while degraded).
+    pub(super) shared: Option<Arc<SlotPool>>,
+}
+
+impl BulkheadState {
+    pub(crate) fn new(
+        instance: Arc<str>,
+        config: BulkheadConfig,
+        timer: Arc<Timer>,
+        events: Publisher<BulkheadEvent>,
+    ) -> Self {
+        BulkheadState { slots: Slots::new(config.max_concurrent_calls), instance, config, timer, events, shared: None }
+    }
+
+    /// A fleet slot before the local one (shared bulkheads): `Ok(true)` held, `Ok(false)` decided
+    /// locally (degraded, or no answer within the store timeout), `Err` the fleet is full.
+    #[cold]
+    pub(super) fn fleet_slot(&self, answer: impl FnOnce(&SlotPool) -> Answer) -> Result<bool, Rejection> {
+        let Some(pool) = &self.shared else { return Ok(false) };
+        if pool.is_degraded() {
+            return Ok(false);
+        }
+        if pool.try_take() {
+            return Ok(true);
+        }
+        match answer(pool) {
+            Answer::Permit => Ok(true),
+            Answer::Exhausted(_) => Err(self.refuse()),
+            Answer::Local => Ok(false),
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> BulkheadSnapshot {
+        let (in_flight, waiting) = self.slots.load();
+        BulkheadSnapshot {
+            instance: Arc::clone(&self.instance),
+            config: self.config.clone(),
+            in_flight,
+            available: self.config.max_concurrent_calls.saturating_sub(in_flight),
+            waiting,
+        }
+    }
+
+    /// Says a slot was taken: published only once its guard exists, so the slot is owned by the
+    /// guard whatever an observer does.
+    #[inline]
+    pub(super) fn permitted(&self) {
+        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
+    }
+
+    /// Gives a slot back (to the oldest waiter, if any), and the fleet's slot it held with it
+    /// (`fleet`), and says so.
+    #[inline]
+    pub(super) fn finished(&self, fleet: bool) {
+        self.slots.release();
+        if fleet && let Some(pool) = &self.shared {
+            pool.give_back();
+        }
+        publish!(self.events, |m| m.finished(), || BulkheadEvent::Finished { instance: Arc::clone(&self.instance) });
+    }
+
+    #[cold]
+    pub(super) fn refuse(&self) -> Rejection {
+        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
+        Rejection::BulkheadFull { instance: Arc::clone(&self.instance) }
+    }
+
+    /// The end of a wait that did not see its slot arrive: the slot may still have reached it.
+    fn give_up(&self, ticket: u64) -> Result<(), Rejection> {
+        match self.slots.withdraw(ticket) {
+            Withdrawn::WithSlot => Ok(()),
+            Withdrawn::Empty => Err(self.refuse()),
+        }
+    }
+
+    /// Parks the calling thread until a slot is handed over (`Ok`: the caller holds it, not yet
+    /// published), the deadline passes on the registry's clock, or the registry shuts down.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn wait(&self) -> Result<(), Rejection> {
+        let deadline = self.timer.now().saturating_add(nanos(self.config.max_wait));
+        let ticket = match self.slots.enqueue(Wake::Thread(std::thread::current())) {
+            Queued::Acquired => return Ok(()),
+            Queued::Waiting(ticket) => ticket,
+        };
+        loop {
+            if self.slots.collect(ticket, None) {
+                return Ok(());
+            }
+            let now = self.timer.now();
+            if now >= deadline || self.timer.is_shut_down() {
+                return self.give_up(ticket);
+            }
+            std::thread::park_timeout(Duration::from_nanos(deadline - now).min(RECHECK));
+        }
+    }
+
+    /// Waits in a future until a slot is handed over (as [`wait`](Self::wait)), the deadline
+    /// passes or the registry shuts down. Dropping the future leaves the queue, passing on a slot
+    /// that reached it meanwhile.
+    #[cold]
+    #[inline(never)]
+    pub(super) async fn wait_async(&self) -> Result<(), Rejection> {
+        let deadline = self.timer.now().saturating_add(nanos(self.config.max_wait));
+        let ticket = match self.slots.enqueue(Wake::Task(None)) {
+            Queued::Acquired => return Ok(()),
+            Queued::Waiting(ticket) => ticket,
+        };
+        let mut ticket = InLine { state: self, ticket: Some(ticket) };
+        let mut alarm = pin!(self.timer.sleep_until_async(deadline));
+        let granted = poll_fn(|cx| {
+            if ticket.collect(Some(cx.waker())) {
+                return Poll::Ready(true);
+            }
+            alarm.as_mut().poll(cx).map(|_| false)
+        })
+        .await;
+        match ticket.ticket.take() {
+            Some(_) if granted => Ok(()),
+            Some(t) => self.give_up(t),
+            None => unreachable!("the ticket is only taken here"),
+        }
+    }
+}
+
+/// An async waiter's place in the queue: leaves it when dropped before its wait ended.
+struct InLine<'a> {
+    state: &'a BulkheadState,
+    ticket: Option<u64>,
+}
+
+impl InLine<'_> {
+    fn collect(&self, waker: Option<&std::task::Waker>) -> bool {
+        self.ticket.is_some_and(|t| self.state.slots.collect(t, waker))
+    }
+}
+
+impl Drop for InLine<'_> {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take()
+            && self.state.slots.withdraw(ticket) == Withdrawn::WithSlot
+        {
+            self.state.slots.release();
+        }
     }
 }
 

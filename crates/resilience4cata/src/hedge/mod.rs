@@ -104,6 +104,7 @@ pub(crate) mod metrics;
 pub(crate) mod policy;
 mod race;
 mod snapshot;
+mod state;
 
 pub use config::{HedgeConfig, HedgeConfigBuilder, MAX_HEDGED_ATTEMPTS};
 pub use events::HedgeEvent;

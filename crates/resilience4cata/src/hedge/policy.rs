@@ -3,82 +3,14 @@
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 
 use super::race::race;
+use super::state::HedgeState;
 use super::{HedgeConfig, HedgeConfigBuilder, HedgeEvent, HedgeSnapshot};
-use crate::clock::Timer;
 use crate::error::{RegistryError, async_only};
-use crate::events::{Publisher, publish};
+use crate::events::Publisher;
 use crate::registry::{Inner, policy_kind};
-
-/// A hedge instance's shared state: one per instance id.
-#[derive(Debug)]
-pub(crate) struct HedgeState {
-    pub(crate) instance: Arc<str>,
-    pub(crate) config: HedgeConfig,
-    pub(crate) timer: Arc<Timer>,
-    events: Publisher<HedgeEvent>,
-    hedged_calls: AtomicU64,
-    hedge_wins: AtomicU64,
-}
-
-impl HedgeState {
-    pub(crate) fn new(
-        instance: Arc<str>,
-        config: HedgeConfig,
-        timer: Arc<Timer>,
-        events: Publisher<HedgeEvent>,
-    ) -> Self {
-        HedgeState { instance, config, timer, events, hedged_calls: AtomicU64::new(0), hedge_wins: AtomicU64::new(0) }
-    }
-
-    pub(crate) fn snapshot(&self) -> HedgeSnapshot {
-        HedgeSnapshot {
-            instance: Arc::clone(&self.instance),
-            config: self.config.clone(),
-            hedged_calls: self.hedged_calls.load(Ordering::Relaxed),
-            hedge_wins: self.hedge_wins.load(Ordering::Relaxed),
-        }
-    }
-
-    /// Attempt `attempt` (2, 3, …) started.
-    #[cold]
-    pub(crate) fn hedged(&self, attempt: u32) {
-        if attempt == 2 {
-            self.hedged_calls.fetch_add(1, Ordering::Relaxed);
-        }
-        publish!(self.events, |m| m.hedged(), || HedgeEvent::Hedged { instance: Arc::clone(&self.instance), attempt });
-    }
-
-    /// Attempt `winner` answered `Ok` after `attempts` had started.
-    pub(crate) fn won<T>(&self, attempts: u32, winner: u32, value: T) -> T {
-        if attempts > 1 {
-            self.finished(attempts, Some(winner));
-        }
-        value
-    }
-
-    /// Every one of `attempts` attempts failed.
-    pub(crate) fn all_failed(&self, attempts: u32) {
-        if attempts > 1 {
-            self.finished(attempts, None);
-        }
-    }
-
-    #[cold]
-    fn finished(&self, attempts: u32, winner: Option<u32>) {
-        if winner.is_some_and(|n| n > 1) {
-            self.hedge_wins.fetch_add(1, Ordering::Relaxed);
-        }
-        publish!(self.events, |m| m.finished(winner), || HedgeEvent::Finished {
-            instance: Arc::clone(&self.instance),
-            attempts,
-            winner
-        });
-    }
-}
 
 /// The field the generated code keeps for one hedged method (and a pipeline for its hedge).
 #[derive(Clone, Debug)]

@@ -11,7 +11,7 @@ use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 
-use super::policy::HedgeState;
+use super::state::HedgeState;
 
 /// The bookkeeping of one hedged call.
 struct Call<E, Fut> {

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use super::policy::{HedgePolicy, HedgeState};
+use super::policy::HedgePolicy;
+use super::state::HedgeState;
 use super::{HedgeConfig, HedgeEvent};
 use crate::clock::{Clock, ManualClock};
 use crate::events::{Listener, Publisher};

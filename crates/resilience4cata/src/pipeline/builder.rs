@@ -4,7 +4,7 @@
 //! named configuration and the overrides the caller asked for. [`build`](PipelineBuilder::build)
 //! resolves them all at once through the same registry calls the generated code makes, so the
 //! pipeline's instances are the generated code's instances: same ids, same layering, same errors.
-//! Its type-state ([`Kind`]) records whether a policy that can refuse calls, or a timeout, was
+//! Its type-state ([`BuilderTypestate`]) records whether a policy that can refuse calls, or a timeout, was
 //! added, so `build` asks for `E: ResilienceError` exactly when the generated code would.
 
 use std::fmt;
@@ -14,8 +14,8 @@ use std::sync::Arc;
 use super::Pipeline;
 use super::execute::find_rejection;
 use super::guards::Guards;
-use super::kind::{AsyncOnly, Hedged, Kind, Plain, Rejecting};
 use super::rules::FindRejection;
+use super::typestate::{AsyncOnly, BuilderTypestate, Hedged, Plain, Rejecting};
 use crate::adaptive_limit::AdaptiveLimitConfigBuilder;
 use crate::adaptive_limit::policy::AdaptiveLimitPolicy;
 use crate::bulkhead::BulkheadConfigBuilder;
@@ -175,7 +175,7 @@ macro_rules! policy_methods {
     };
 }
 
-impl<'r, K: Kind> PipelineBuilder<'r, K> {
+impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
     fn into_kind<K2>(self) -> PipelineBuilder<'r, K2> {
         PipelineBuilder { registry: self.registry, id: self.id, wants: self.wants, kind: PhantomData }
     }

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::Pipeline;
-use super::kind::AsyncOnly;
+use super::typestate::AsyncOnly;
 use crate::FallbackContext;
 use crate::fallback::policy::FallbackPolicy;
 

@@ -79,13 +79,13 @@ mod builder;
 mod execute;
 mod fallback;
 mod guards;
-mod kind;
 mod rules;
 #[cfg(feature = "tower")]
 mod tower;
+mod typestate;
 
 pub use builder::PipelineBuilder;
 pub use execute::Pipeline;
-pub use kind::{AsyncOnly, Blocking, Hedged, Kind, Plain, Rejecting, SyncOrAsync};
 #[cfg(feature = "tower")]
 pub use tower::{ByClone, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResponseFuture};
+pub use typestate::{AsyncOnly, Blocking, BuilderTypestate, Hedged, Plain, Rejecting, SyncOrAsync};

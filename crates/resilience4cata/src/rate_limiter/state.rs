@@ -12,12 +12,18 @@
 //! A call that is not conformant yet may *reserve* its permit when the wait is within `max_wait`:
 //! TAT moves as for a conformant call and the caller waits until its turn.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-use super::RateLimiterConfig;
-use crate::clock::nanos;
+use super::{RateLimiterConfig, RateLimiterEvent, RateLimiterSnapshot};
+use crate::clock::{Interrupted, Timer, nanos};
+use crate::events::{Publisher, publish};
+use crate::rejection::Rejection;
+use crate::shared::{Answer, LeasePool, SharedPublisher, SharedStore, Take};
 
 /// What GCRA decided for one call at one time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +131,181 @@ impl AtomicGcra {
         let _ = self.tat.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tat| {
             (tat > now).then(|| tat.saturating_sub(interval).max(now))
         });
+    }
+}
+
+/// A rate limiter instance's shared state: one per instance id.
+#[derive(Debug)]
+pub(crate) struct RateLimiterState {
+    pub(crate) instance: Arc<str>,
+    pub(crate) config: RateLimiterConfig,
+    pub(super) gcra: AtomicGcra,
+    max_wait: u64,
+    pub(super) timer: Arc<Timer>,
+    events: Publisher<RateLimiterEvent>,
+    /// `shared = true`: the permits leased from the fleet (the local GCRA decides while degraded).
+    shared: Option<Arc<LeasePool>>,
+}
+
+impl RateLimiterState {
+    /// Starts the coarse-clock ticker (the pass path reads only the coarse clock).
+    pub(crate) fn new(
+        instance: Arc<str>,
+        config: RateLimiterConfig,
+        timer: Arc<Timer>,
+        events: Publisher<RateLimiterEvent>,
+    ) -> Self {
+        timer.keep_coarse_fresh();
+        RateLimiterState {
+            gcra: AtomicGcra::new(&config),
+            max_wait: nanos(config.max_wait),
+            instance,
+            config,
+            timer,
+            events,
+            shared: None,
+        }
+    }
+
+    /// Shares the instance through `store` (`shared = true`).
+    pub(super) fn share(mut self, store: &dyn SharedStore, events: SharedPublisher) -> Self {
+        let pool = LeasePool::new(
+            Arc::clone(&self.instance),
+            &self.config,
+            store.store_timeout(),
+            Arc::clone(&self.timer),
+            events,
+        );
+        let pool = Arc::new(pool);
+        store.share_rate_limiter(Arc::clone(&pool));
+        self.shared = Some(pool);
+        self
+    }
+
+    pub(crate) fn snapshot(&self) -> RateLimiterSnapshot {
+        let available = match &self.shared {
+            Some(pool) if !pool.is_degraded() => u64::from(pool.in_hand()),
+            _ => self.gcra.available(self.timer.now()),
+        };
+        RateLimiterSnapshot {
+            instance: Arc::clone(&self.instance),
+            config: self.config.clone(),
+            available_permits: u32::try_from(available).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The pass path: disabled, or a permit at the coarse time (one atomic load + one CAS).
+    #[inline(always)]
+    pub(super) fn pass(&self) -> bool {
+        if !self.config.enabled {
+            return true;
+        }
+        let now = self.timer.coarse_now();
+        if let Some(pool) = &self.shared
+            && !pool.is_degraded()
+        {
+            return pool.try_take(now) == Take::Taken && self.permitted_now();
+        }
+        if self.gcra.try_acquire(now) {
+            self.permitted(Duration::ZERO);
+            return true;
+        }
+        false
+    }
+
+    /// Past the pass path, sync: decide on the exact clock, wait on the caller's thread.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn acquire_slow(&self) -> Result<(), Rejection> {
+        if let Some(pool) = &self.shared
+            && let Some(shared) = self.fleet_answer(pool.wait_sync())
+        {
+            return shared;
+        }
+        match self.decide_exactly() {
+            Decision::Permit => Ok(()),
+            Decision::Wait(wait) => self.waited(wait, self.timer.sleep(Duration::from_nanos(wait))),
+            Decision::Refuse(retry_after) => Err(self.refuse(retry_after)),
+        }
+    }
+
+    /// Past the pass path, async: decide on the exact clock, wait in the future.
+    pub(super) async fn acquire_slow_async(&self) -> Result<(), Rejection> {
+        if let Some(pool) = &self.shared
+            && let Some(shared) = self.fleet_answer(pool.wait_async().await)
+        {
+            return shared;
+        }
+        match self.decide_exactly() {
+            Decision::Permit => Ok(()),
+            Decision::Wait(wait) => self.waited(wait, self.timer.sleep_async(Duration::from_nanos(wait)).await),
+            Decision::Refuse(retry_after) => Err(self.refuse(retry_after)),
+        }
+    }
+
+    /// The coarse reading may lag, which only ever refuses: decide again on the exact clock, this
+    /// time reserving a permit within `max_wait`.
+    fn decide_exactly(&self) -> Decision {
+        let decision = self.gcra.acquire(self.timer.now(), self.max_wait);
+        if decision == Decision::Permit {
+            self.permitted(Duration::ZERO);
+        }
+        decision
+    }
+
+    /// What the fleet decided for a call that found its lease empty; `None`: decide locally.
+    fn fleet_answer(&self, answer: Answer) -> Option<Result<(), Rejection>> {
+        match answer {
+            Answer::Permit => {
+                self.permitted(Duration::ZERO);
+                Some(Ok(()))
+            }
+            Answer::Exhausted(retry_after) => Some(Err(self.refuse(retry_after))),
+            Answer::Local => None,
+        }
+    }
+
+    /// Publishes an unwaited permit; `true`, for the pass path's `&&`.
+    #[inline]
+    fn permitted_now(&self) -> bool {
+        self.permitted(Duration::ZERO);
+        true
+    }
+
+    #[inline]
+    pub(super) fn permitted(&self, waited: Duration) {
+        publish!(self.events, |m| m.permitted(), || RateLimiterEvent::Permitted {
+            instance: Arc::clone(&self.instance),
+            waited
+        });
+    }
+
+    /// After the wait for a reserved permit: `Ok` unless shutdown cut it short (the reserved permit
+    /// stays used: the limiter errs towards fewer calls).
+    fn waited(&self, wait: u64, outcome: Result<(), Interrupted>) -> Result<(), Rejection> {
+        match outcome {
+            Ok(()) => {
+                self.permitted(Duration::from_nanos(wait));
+                Ok(())
+            }
+            Err(Interrupted) => Err(self.refuse(wait)),
+        }
+    }
+
+    #[cold]
+    pub(super) fn refuse(&self, retry_after: u64) -> Rejection {
+        let retry_after = Duration::from_nanos(retry_after);
+        publish!(self.events, |m| m.rejected(), || RateLimiterEvent::Rejected {
+            instance: Arc::clone(&self.instance),
+            retry_after
+        });
+        Rejection::RateLimitExceeded { instance: Arc::clone(&self.instance), retry_after }
+    }
+
+    /// Gives back a permit reserved ahead of its call and never used (see `AtomicGcra::give_back`).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(super) fn give_back(&self) {
+        self.gcra.give_back(self.timer.now());
     }
 }
 

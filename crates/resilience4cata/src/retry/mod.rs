@@ -114,6 +114,7 @@ mod loom;
 pub(crate) mod metrics;
 pub(crate) mod policy;
 mod snapshot;
+mod state;
 
 pub use config::{Backoff, Jitter, RetryConfig, RetryConfigBuilder};
 pub use events::{GiveUpReason, RetryEvent};

@@ -1,12 +1,12 @@
 //! The retry instance the generated loop calls: consulted only after a failure.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::budget::RetryBudget;
-use super::{Backoff, GiveUpReason, Jitter, RetryConfig, RetryConfigBuilder, RetryEvent, RetrySnapshot};
-use crate::clock::{Interrupted, Timer, nanos};
+pub use super::state::RetryCall;
+use super::state::RetryState;
+use super::{GiveUpReason, RetryConfig, RetryConfigBuilder, RetryEvent, RetrySnapshot};
+use crate::clock::{Interrupted, nanos};
 use crate::error::RegistryError;
 use crate::events::{Publisher, publish};
 use crate::registry::{Inner, policy_kind};
@@ -21,83 +21,6 @@ pub enum Failure {
     NotRetryable,
     /// The classifier said `Verdict::Fail`.
     ClassifierFailed,
-}
-
-/// The per-call state of the generated loop: a local variable, never shared.
-#[derive(Clone, Copy, Debug)]
-pub struct RetryCall {
-    attempts: u32,
-    /// Nanoseconds on the registry clock at the first attempt; read only with `max_duration`.
-    started: u64,
-}
-
-impl RetryCall {
-    /// Attempts made so far, the first included (after giving up: all of them).
-    #[inline]
-    pub fn attempts(&self) -> u32 {
-        self.attempts
-    }
-}
-
-/// A retry instance's shared state: one per instance id.
-#[derive(Debug)]
-pub(crate) struct RetryState {
-    pub(crate) instance: Arc<str>,
-    pub(crate) config: RetryConfig,
-    timer: Arc<Timer>,
-    events: Publisher<RetryEvent>,
-    /// Jitter stream: each draw takes the next seed (lock-free, deterministic for a fixed seed).
-    rng: AtomicU64,
-    pub(crate) budget: Option<RetryBudget>,
-}
-
-impl RetryState {
-    pub(crate) fn snapshot(&self) -> RetrySnapshot {
-        RetrySnapshot {
-            instance: Arc::clone(&self.instance),
-            config: self.config.clone(),
-            budget: self.budget.as_ref().map(|b| b.snapshot(self.timer.now())),
-        }
-    }
-
-    /// The base wait before retry `n` (after `n` failed attempts), then jitter.
-    fn wait_before_retry(&self, n: u32) -> Duration {
-        let c = &self.config;
-        let base = match c.backoff {
-            Backoff::Fixed => c.delay,
-            // The first retry waits `delay` whatever the multiplier, and a zero delay stays zero:
-            // exact, and no float arithmetic (`powi`, `try_from_secs_f64`: the "Backoff arithmetic"
-            // item of docs/benchmarks.md, "What was fixed on the way") on the most common paths
-            // (`max_delay >= delay` is validated).
-            Backoff::Exponential if n <= 1 || c.delay.is_zero() => c.delay,
-            Backoff::Exponential => {
-                let grown = c.delay.as_secs_f64() * c.multiplier.powi(n.saturating_sub(1).min(i32::MAX as u32) as i32);
-                Duration::try_from_secs_f64(grown).map_or(c.max_delay, |d| d.min(c.max_delay))
-            }
-        };
-        self.jitter(base)
-    }
-
-    fn jitter(&self, base: Duration) -> Duration {
-        let base_nanos = nanos(base);
-        if base_nanos == 0 {
-            return base;
-        }
-        let rng = || fastrand::Rng::with_seed(self.rng.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed));
-        match self.config.jitter {
-            Jitter::None => base,
-            Jitter::Full => Duration::from_nanos(rng().u64(0..=base_nanos)),
-            Jitter::Equal => Duration::from_nanos(base_nanos / 2 + rng().u64(0..=base_nanos - base_nanos / 2)),
-        }
-    }
-
-    fn gave_up(&self, call: &RetryCall, reason: GiveUpReason) {
-        publish!(self.events, |m| m.gave_up(reason), || RetryEvent::GaveUp {
-            instance: Arc::clone(&self.instance),
-            attempts: call.attempts,
-            reason,
-        });
-    }
 }
 
 /// The field the generated code keeps for one retried method.
@@ -131,14 +54,7 @@ policy_kind! {
     }
 
     fn new_state(inner: &Inner, instance: Arc<str>, config: RetryConfig, events: Publisher<RetryEvent>) -> RetryState {
-        RetryState {
-            budget: config.has_budget().then(|| RetryBudget::new(&config, inner.timer.now())),
-            rng: AtomicU64::new(inner.seed ^ fnv1a(&instance)),
-            events,
-            instance,
-            config,
-            timer: Arc::clone(&inner.timer),
-        }
+        RetryState::new(instance, config, Arc::clone(&inner.timer), events, inner.seed)
     }
 }
 
@@ -415,17 +331,13 @@ fn at_least_wait(at_least: Duration) -> impl FnOnce(u32, Duration) -> Option<Dur
     move |_, computed| Some(computed.max(at_least))
 }
 
-/// A stable hash of the instance id, so each instance's jitter stream differs but is reproducible.
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
 #[cfg(test)]
 mod tests {
     //! The policy driven the way generated code drives it, on the manual clock.
     use super::*;
     use crate::clock::ManualClock;
     use crate::registry::{Registered, Registry};
+    use crate::retry::Jitter;
     use std::sync::Mutex;
 
     fn registry(clock: &ManualClock, events: &Arc<Mutex<Vec<RetryEvent>>>) -> Registry {

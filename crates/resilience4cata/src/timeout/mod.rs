@@ -72,8 +72,9 @@ mod events;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;
+mod race;
 mod snapshot;
-pub(crate) mod state;
+mod state;
 
 pub use config::{TimeoutConfig, TimeoutConfigBuilder};
 pub use events::TimeoutEvent;

@@ -3,59 +3,15 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 
-use super::state::{Race, against_the_clock, first_poll};
+use super::race::{Race, against_the_clock, first_poll};
+use super::state::TimeoutState;
 use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
-use crate::clock::{Timer, nanos};
 use crate::error::{RegistryError, async_only};
-use crate::events::{Publisher, publish};
+use crate::events::Publisher;
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
-
-/// A timeout instance's shared state: one per (derived) instance id.
-#[derive(Debug)]
-pub(crate) struct TimeoutState {
-    pub(crate) instance: Arc<str>,
-    pub(crate) config: TimeoutConfig,
-    duration: u64,
-    timer: Arc<Timer>,
-    events: Publisher<TimeoutEvent>,
-    timed_out: AtomicU64,
-}
-
-impl TimeoutState {
-    /// Starts the coarse-clock ticker (deadlines are fixed from the coarse clock).
-    pub(crate) fn new(
-        instance: Arc<str>,
-        config: TimeoutConfig,
-        timer: Arc<Timer>,
-        events: Publisher<TimeoutEvent>,
-    ) -> Self {
-        timer.keep_coarse_fresh();
-        TimeoutState { duration: nanos(config.duration), instance, config, timer, events, timed_out: AtomicU64::new(0) }
-    }
-
-    pub(crate) fn snapshot(&self) -> TimeoutSnapshot {
-        TimeoutSnapshot {
-            instance: Arc::clone(&self.instance),
-            config: self.config.clone(),
-            timed_out: self.timed_out.load(Ordering::Relaxed),
-        }
-    }
-
-    #[cold]
-    fn fired(&self) -> Rejection {
-        self.timed_out.fetch_add(1, Ordering::Relaxed);
-        let timeout = self.config.duration;
-        publish!(self.events, |m| m.timed_out(), || TimeoutEvent::TimedOut {
-            instance: Arc::clone(&self.instance),
-            timeout
-        });
-        Rejection::CallTimeout { instance: Arc::clone(&self.instance), timeout }
-    }
-}
 
 /// The field the generated code keeps for one method with a timeout: each attempt runs under its
 /// own deadline.
@@ -132,7 +88,7 @@ policy_kind! {
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
-    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
     use testkit::block_on;
 

@@ -16,7 +16,7 @@ use crate::circuit_breaker::policy::OwnedPermit;
 use crate::pipeline::Pipeline;
 use crate::pipeline::fallback::{Applied, Falling};
 use crate::pipeline::guards::Reserved;
-use crate::pipeline::kind::SyncOrAsync;
+use crate::pipeline::typestate::SyncOrAsync;
 use crate::retry::policy::{RetryCall, RetryPolicy};
 
 /// Attempts a call can make: 1 without a retry or with it disabled.

@@ -43,7 +43,7 @@ pub use self::future::ResponseFuture;
 use self::future::{Attempt, Later, max_attempts};
 use super::Pipeline;
 use super::guards::Reserved;
-use super::kind::SyncOrAsync;
+use super::typestate::SyncOrAsync;
 use crate::ResilienceError;
 use crate::retry::policy::RetryPolicy;
 

@@ -12,15 +12,15 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// The type-state of a [`PipelineBuilder`](super::PipelineBuilder): [`Plain`], [`Rejecting`] or
+/// The type-state of a [`PipelineBuilder`](super::PipelineBuilder): [`Plain`], [`Rejecting`], [`Hedged`] or
 /// [`AsyncOnly`]. Sealed.
-pub trait Kind: sealed::Sealed {
+pub trait BuilderTypestate: sealed::Sealed {
     /// The state after adding a policy that can refuse calls.
-    type Rejecting: Kind;
+    type Rejecting: BuilderTypestate;
     /// The state after adding a policy that only async calls can have (a timeout).
-    type AsyncOnly: Kind;
+    type AsyncOnly: BuilderTypestate;
     /// The state after adding an async-only policy that refuses nothing (a hedge).
-    type Hedged: Kind;
+    type Hedged: BuilderTypestate;
 }
 
 /// A builder whose policies never refuse a call (retry only): any error type, sync and async.
@@ -61,25 +61,25 @@ impl sealed::Sealed for Rejecting {}
 impl sealed::Sealed for AsyncOnly {}
 impl sealed::Sealed for Hedged {}
 
-impl Kind for Plain {
+impl BuilderTypestate for Plain {
     type Rejecting = Rejecting;
     type AsyncOnly = AsyncOnly;
     type Hedged = Hedged;
 }
 
-impl Kind for Rejecting {
+impl BuilderTypestate for Rejecting {
     type Rejecting = Rejecting;
     type AsyncOnly = AsyncOnly;
     type Hedged = AsyncOnly;
 }
 
-impl Kind for AsyncOnly {
+impl BuilderTypestate for AsyncOnly {
     type Rejecting = AsyncOnly;
     type AsyncOnly = AsyncOnly;
     type Hedged = AsyncOnly;
 }
 
-impl Kind for Hedged {
+impl BuilderTypestate for Hedged {
     type Rejecting = AsyncOnly;
     type AsyncOnly = AsyncOnly;
     type Hedged = Hedged;
