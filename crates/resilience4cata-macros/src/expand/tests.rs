@@ -181,7 +181,7 @@ fn layers_nest_in_the_fixed_order_whatever_order_they_are_written_in() {
     let order = [
         at("let mut __r4c_call = __r4c_retry . start ()"),
         at("self . __r4c_rate_limiter_get . acquire_async () . await"),
-        at("self . __r4c_timeout_get . run (async"),
+        at("let __r4c_attempt = :: core :: pin :: pin ! (async"),
         at("self . __r4c_bulkhead_get . acquire_async () . await"),
         at("< D as Api > :: get (& self . delegate ,) . await"),
     ];
