@@ -13,7 +13,10 @@ use super::circuit_breaker::any;
 use super::{Ctx, private};
 use crate::validate::Settings;
 
-/// `match self.<field>.acquire() { Ok(permit) => { let r = <inner>; permit.finish(outcome); r } Err(r) => … }`.
+/// `'adaptive_limit: { let permit = match self.<field>.acquire() { Ok(p) => p, Err(r) => break 'adaptive_limit … };
+/// let r = <inner>; permit.finish(outcome); r }`: the permit is bound by a `let`, so an async
+/// method's future does not keep the acquisition's whole `Result` across the delegate's await (as
+/// the circuit breaker layer, issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> TokenStream {
     let p = private();
     let field = ctx.field();
@@ -25,20 +28,21 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     quote! {{
         #[allow(unused_imports)]
         use #p::{ProbeFallback as _, ProbeRejection as _};
-        match #acquire {
-            ::core::result::Result::Ok(__r4c_permit) => {
-                let __r4c_result = #inner;
-                __r4c_permit.finish(match &__r4c_result {
-                    ::core::result::Result::Ok(_) => #p::LimitOutcome::Success,
-                    ::core::result::Result::Err(__r4c_error) => #p::LimitOutcome::of_error(
-                        (&#p::Probe(__r4c_error)).rejection(),
-                        || #ignored,
-                        || #dropped,
-                    ),
-                });
-                __r4c_result
-            }
-            ::core::result::Result::Err(__r4c_rejection) => #refusal,
+        '__r4c_adaptive_limit: {
+            let __r4c_permit = match #acquire {
+                ::core::result::Result::Ok(__r4c_permit) => __r4c_permit,
+                ::core::result::Result::Err(__r4c_rejection) => break '__r4c_adaptive_limit #refusal,
+            };
+            let __r4c_result = #inner;
+            __r4c_permit.finish(match &__r4c_result {
+                ::core::result::Result::Ok(_) => #p::LimitOutcome::Success,
+                ::core::result::Result::Err(__r4c_error) => #p::LimitOutcome::of_error(
+                    (&#p::Probe(__r4c_error)).rejection(),
+                    || #ignored,
+                    || #dropped,
+                ),
+            });
+            __r4c_result
         }
     }}
 }

@@ -7,20 +7,23 @@ use quote::quote;
 use super::Ctx;
 use crate::validate::Settings;
 
-/// `match self.<field>.acquire() { Ok(slot) => { let r = <inner>; drop(slot); r }, Err(r) => … }`.
+/// `'bulkhead: { let slot = match self.<field>.acquire() { Ok(s) => s, Err(r) => break 'bulkhead … };
+/// let r = <inner>; drop(slot); r }`: bound by a `let`, so an async method's future does not keep
+/// the whole `Result` the acquisition returned across the delegate's await (issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
     let field = ctx.field();
     let acquire =
         if ctx.is_async() { quote!(self.#field.acquire_async().await) } else { quote!(self.#field.acquire()) };
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
-        match #acquire {
-            ::core::result::Result::Ok(__r4c_slot) => {
-                let __r4c_value = #inner;
-                ::core::mem::drop(__r4c_slot);
-                __r4c_value
-            }
-            ::core::result::Result::Err(__r4c_rejection) => #refusal,
+        '__r4c_bulkhead: {
+            let __r4c_slot = match #acquire {
+                ::core::result::Result::Ok(__r4c_slot) => __r4c_slot,
+                ::core::result::Result::Err(__r4c_rejection) => break '__r4c_bulkhead #refusal,
+            };
+            let __r4c_value = #inner;
+            ::core::mem::drop(__r4c_slot);
+            __r4c_value
         }
     }
 }

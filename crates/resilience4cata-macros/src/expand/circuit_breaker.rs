@@ -13,7 +13,12 @@ use quote::quote;
 use super::{Ctx, private};
 use crate::validate::{Setting, Settings, Value};
 
-/// `{ match self.<field>.acquire() { Ok(permit) => { …; permit.record(outcome); result } Err(r) => Err(E::from_rejection(r)) } }`.
+/// `'breaker: { let permit = match self.<field>.acquire() { Ok(p) => p, Err(r) => break 'breaker Err(…) }; …;
+/// permit.record(outcome); result }`.
+///
+/// The permit is bound by a `let` rather than matched in place: a `match` keeps its scrutinee, the
+/// whole `Result<Permit, Rejection>`, alive to its end, so in an async method it was stored in
+/// the future across the delegate's await and copied out again (issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> TokenStream {
     let p = private();
     let field = ctx.field();
@@ -23,23 +28,26 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     quote! {{
         #[allow(unused_imports)]
         use #p::{ProbeFallback as _, ProbeRejection as _, RejectFallback as _, RejectInto as _};
-        match self.#field.acquire() {
-            ::core::result::Result::Ok(__r4c_permit) => {
-                let __r4c_result = #inner;
-                let __r4c_outcome = match &__r4c_result {
-                    ::core::result::Result::Ok(_) => #p::Outcome::Success,
-                    ::core::result::Result::Err(__r4c_error) => #p::Outcome::of_error(
-                        (&#p::Probe(__r4c_error)).rejection(),
-                        || #ignored,
-                        || #recorded,
-                    ),
-                };
-                __r4c_permit.record(__r4c_outcome);
-                __r4c_result
-            }
-            ::core::result::Result::Err(__r4c_rejection) => {
-                ::core::result::Result::Err((&#p::Reject::<#err>::new()).reject(__r4c_rejection))
-            }
+        '__r4c_circuit_breaker: {
+            let __r4c_permit = match self.#field.acquire() {
+                ::core::result::Result::Ok(__r4c_permit) => __r4c_permit,
+                ::core::result::Result::Err(__r4c_rejection) => {
+                    break '__r4c_circuit_breaker ::core::result::Result::Err(
+                        (&#p::Reject::<#err>::new()).reject(__r4c_rejection),
+                    );
+                }
+            };
+            let __r4c_result = #inner;
+            let __r4c_outcome = match &__r4c_result {
+                ::core::result::Result::Ok(_) => #p::Outcome::Success,
+                ::core::result::Result::Err(__r4c_error) => #p::Outcome::of_error(
+                    (&#p::Probe(__r4c_error)).rejection(),
+                    || #ignored,
+                    || #recorded,
+                ),
+            };
+            __r4c_permit.record(__r4c_outcome);
+            __r4c_result
         }
     }}
 }

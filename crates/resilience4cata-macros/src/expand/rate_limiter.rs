@@ -7,16 +7,20 @@ use quote::quote;
 use super::Ctx;
 use crate::validate::Settings;
 
-/// `match self.<field>.acquire() { Ok(()) => <inner>, Err(r) => Err(E::from_rejection(r)) }`.
+/// `'rate_limiter: { if let Err(r) = self.<field>.acquire() { break 'rate_limiter Err(E::from_rejection(r)) } <inner> }`:
+/// the acquisition's `Result` ends with the `if let`, so an async method's future does not keep it
+/// across the inner layers' awaits, as a `match` around `<inner>` would (issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
     let field = ctx.field();
     let acquire =
         if ctx.is_async() { quote!(self.#field.acquire_async().await) } else { quote!(self.#field.acquire()) };
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
-        match #acquire {
-            ::core::result::Result::Ok(()) => #inner,
-            ::core::result::Result::Err(__r4c_rejection) => #refusal,
+        '__r4c_rate_limiter: {
+            if let ::core::result::Result::Err(__r4c_rejection) = #acquire {
+                break '__r4c_rate_limiter #refusal;
+            }
+            #inner
         }
     }
 }

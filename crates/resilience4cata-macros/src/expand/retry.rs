@@ -39,10 +39,10 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
         .then(|| quote!(__r4c_attempts = __r4c_call.attempts().saturating_add(1);));
     let round = match settings.get("classifier") {
         Some(classifier) => {
-            let retry_after = ask(ctx, settings, Subject::Result);
-            classified(classifier, settings.get("on_exhausted_result"), inner, retry_after, [gave_up, accepted])
+            let again = |give_up: TokenStream| ask(ctx, settings, Subject::Result, give_up);
+            classified(classifier, settings.get("on_exhausted_result"), inner, again, [gave_up, accepted])
         }
-        None => by_error(settings, inner, ask(ctx, settings, Subject::Error), gave_up),
+        None => by_error(settings, inner, |give_up| ask(ctx, settings, Subject::Error, give_up), gave_up),
     };
     quote! {{
         #[allow(unused_imports)]
@@ -60,8 +60,19 @@ enum Subject {
     Result,
 }
 
-/// The `bool` expression "go round again?": decides the wait (from the failure), waits, answers.
-fn ask(ctx: &Ctx<'_>, settings: &Settings, subject: Subject) -> TokenStream {
+impl Subject {
+    /// The local the round holds: the `Err`'s error, or the classified `Result`.
+    fn held(self) -> TokenStream {
+        match self {
+            Subject::Error => quote!(__r4c_error),
+            Subject::Result => quote!(__r4c_result),
+        }
+    }
+}
+
+/// The statement "go round again, or `give_up`" (`give_up` breaks out of the loop with the held
+/// failure): decides the wait (from the failure), waits, and runs `give_up` when the retry says no.
+fn ask(ctx: &Ctx<'_>, settings: &Settings, subject: Subject, give_up: TokenStream) -> TokenStream {
     let p = private();
     let args = quote!(&mut __r4c_call, __r4c_failure);
     // `from(method)`: the policy's `…_from` call, handed the rejection the probe finds in an `Err`
@@ -102,33 +113,55 @@ fn ask(ctx: &Ctx<'_>, settings: &Settings, subject: Subject) -> TokenStream {
         }
     };
     if !ctx.is_async() {
-        return match &hook {
+        let again = match &hook {
             Some(hook) => with(quote!(retry_after_with), hook),
             None => from(quote!(retry_after_from)),
         };
+        return quote!(if !#again { #give_up });
     }
-    // The zero-wait quick path first, so the common retry builds no future.
+    // The zero-wait quick path first, so the common retry builds no future. The wait holds the
+    // failure and hands it back only to give up with it, so the generated future keeps nothing of
+    // its own across this await (see `__private::wait_holding`).
     let (quick, decide) = match &hook {
         Some(hook) => (quote!(false), with(quote!(decide_with), hook)),
         None => (from(quote!(retry_now_from)), from(quote!(decide_from))),
     };
-    quote! {{
+    let held = subject.held();
+    quote! {
         let __r4c_quick = #quick;
         let __r4c_wait = if __r4c_quick { ::core::option::Option::None } else { #decide };
-        __r4c_quick || match __r4c_wait {
-            ::core::option::Option::Some(__r4c_wait) => __r4c_retry.wait_async(&__r4c_call, __r4c_wait).await,
-            ::core::option::Option::None => false,
+        if !__r4c_quick {
+            match __r4c_wait {
+                ::core::option::Option::Some(__r4c_wait) => {
+                    if let ::core::result::Result::Err(__r4c_held) =
+                        #p::wait_holding(__r4c_retry, &__r4c_call, __r4c_wait, #held).await
+                    {
+                        let #held = __r4c_held;
+                        #give_up
+                    }
+                }
+                ::core::option::Option::None => { #give_up }
+            }
         }
-    }}
+    }
 }
 
 /// One round without a classifier: `Ok` breaks out; an `Err` is judged by the patterns.
-fn by_error(settings: &Settings, inner: TokenStream, retry_after: TokenStream, gave_up: TokenStream) -> TokenStream {
+fn by_error(
+    settings: &Settings,
+    inner: TokenStream,
+    again: impl FnOnce(TokenStream) -> TokenStream,
+    gave_up: TokenStream,
+) -> TokenStream {
     let p = private();
     let abort = [settings.get("abort_on"), settings.get("abort_on_if")].into_iter().flatten().map(test_error);
     let retry: Vec<_> =
         [settings.get("retry_on"), settings.get("retry_on_if")].into_iter().flatten().map(test_error).collect();
     let outside_retry_on = (!retry.is_empty()).then(|| quote!(|| !(#(#retry)||*)));
+    let again = again(quote! {
+        #gave_up
+        break ::core::result::Result::Err(__r4c_error);
+    });
     quote! {
         match #inner {
             ::core::result::Result::Ok(__r4c_value) => break ::core::result::Result::Ok(__r4c_value),
@@ -138,10 +171,7 @@ fn by_error(settings: &Settings, inner: TokenStream, retry_after: TokenStream, g
                 } else {
                     #p::Failure::Retryable
                 };
-                if !#retry_after {
-                    #gave_up
-                    break ::core::result::Result::Err(__r4c_error);
-                }
+                #again
             }
         }
     }
@@ -163,7 +193,7 @@ fn classified(
     classifier: &Setting,
     exhausted: Option<&Setting>,
     inner: TokenStream,
-    retry_after: TokenStream,
+    again: impl FnOnce(TokenStream) -> TokenStream,
     [gave_up, accepted]: [TokenStream; 2],
 ) -> TokenStream {
     let p = private();
@@ -177,6 +207,10 @@ fn classified(
         },
         _ => quote!(__r4c_result),
     };
+    let again = again(quote! {
+        #gave_up
+        break #give_up;
+    });
     quote! {
         let __r4c_result = #inner;
         let __r4c_failure = match #classifier(&__r4c_result) {
@@ -196,9 +230,6 @@ fn classified(
             #[allow(unreachable_patterns)]
             _ => #p::Failure::ClassifierFailed,
         };
-        if !#retry_after {
-            #gave_up
-            break #give_up;
-        }
+        #again
     }
 }

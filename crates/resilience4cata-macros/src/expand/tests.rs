@@ -71,7 +71,11 @@ fn async_forms_await_and_send_futures_require_a_sync_delegate() {
         }
     });
     assert!(out.contains("is_async : true"), "{out}");
-    assert_eq!(out.matches(". wait_async (& __r4c_call , __r4c_wait) . await").count(), 2, "{out}");
+    assert_eq!(
+        out.matches("wait_holding (__r4c_retry , & __r4c_call , __r4c_wait , __r4c_error) . await").count(),
+        2,
+        "{out}"
+    );
     assert_eq!(out.matches("let __r4c_quick = __r4c_retry . retry_now_from").count(), 2, "{out}");
     assert!(out.contains("impl < D : Api + :: core :: marker :: Sync > Api"), "{out}");
     assert!(out.contains("async move"), "{out}");
@@ -177,7 +181,7 @@ fn layers_nest_in_the_fixed_order_whatever_order_they_are_written_in() {
     let order = [
         at("let mut __r4c_call = __r4c_retry . start ()"),
         at("self . __r4c_rate_limiter_get . acquire_async () . await"),
-        at("self . __r4c_timeout_get . run (async"),
+        at("let __r4c_attempt = :: core :: pin :: pin ! (async"),
         at("self . __r4c_bulkhead_get . acquire_async () . await"),
         at("< D as Api > :: get (& self . delegate ,) . await"),
     ];

@@ -8,6 +8,7 @@
 
 mod fallback;
 mod probe;
+mod retry_wait;
 
 pub use ::core;
 pub use ::std;
@@ -38,6 +39,7 @@ pub use probe::{
     AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, Reject, RejectFallback, RejectInto, ResultLike,
     attempt_arg, require_resilience_error,
 };
+pub use retry_wait::wait_holding;
 
 /// Generated code names this module (`__private::version_0_1_0::CHECK`); the macros of another
 /// version name another module and fail to compile with a clear path in the error.

@@ -81,33 +81,35 @@ impl RetryPolicy {
     /// striped counter write) is configured.
     #[inline]
     pub fn start(&self) -> RetryCall {
-        let mut call = RetryCall { attempts: 0, started: 0 };
         if self.counts_start {
-            self.start_counted(&mut call);
+            return self.start_counted();
         }
-        call
+        RetryCall { attempts: 0, started: 0 }
     }
 
     /// Out of line, to keep the generated method small. The budget-only path is a leaf (no
-    /// register saved); a `max_duration` takes the path that reads the clock.
+    /// register saved); a `max_duration` takes the path that reads the clock. Both return the
+    /// call by value (two registers): handing them `&mut RetryCall` made every call, counted or
+    /// not, build it on the stack and copy it into the generated future (issue 16).
     #[inline(never)]
-    fn start_counted(&self, call: &mut RetryCall) {
+    fn start_counted(&self) -> RetryCall {
         let state = &*self.state;
         if state.config.max_duration.is_some() {
-            return self.start_clocked(call);
+            return self.start_clocked();
         }
         if let Some(budget) = &state.budget {
             budget.count_call();
         }
+        RetryCall { attempts: 0, started: 0 }
     }
 
     #[inline(never)]
-    fn start_clocked(&self, call: &mut RetryCall) {
+    fn start_clocked(&self) -> RetryCall {
         let state = &*self.state;
         if let Some(budget) = &state.budget {
             budget.count_call();
         }
-        call.started = state.timer.now();
+        RetryCall { attempts: 0, started: state.timer.now() }
     }
 
     /// After a failed attempt: counts it, decides, publishes, waits (blocking the thread on the

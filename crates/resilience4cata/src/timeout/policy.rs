@@ -1,7 +1,7 @@
 //! The timeout instance the generated code runs each attempt of an async method under.
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -38,12 +38,19 @@ impl TimeoutPolicy {
     /// created only if the attempt is not ready on its first poll.
     #[inline]
     pub async fn run<F: Future>(&self, attempt: F) -> Result<F::Output, Rejection> {
+        self.run_pinned(pin!(attempt)).await
+    }
+
+    /// [`run`](Self::run) for an attempt pinned where the caller keeps it: what the generated code
+    /// calls, so the attempt's future is built once in the method's own future instead of being
+    /// moved into this one (issue 16: timeout not firing, async, in the user-shaped harness).
+    #[inline]
+    pub async fn run_pinned<F: Future>(&self, mut attempt: Pin<&mut F>) -> Result<F::Output, Rejection> {
         let state = &*self.state;
         if !state.config.enabled {
             return Ok(attempt.await);
         }
         let deadline = state.timer.coarse_now().saturating_add(state.duration);
-        let mut attempt = pin!(attempt);
         if let Poll::Ready(output) = first_poll(attempt.as_mut()).await {
             return Ok(output);
         }
