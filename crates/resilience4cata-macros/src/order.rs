@@ -312,7 +312,7 @@ mod tests {
             ("CircuitBreaker", "self . __r4c_circuit_breaker_get . acquire ()"),
             ("RateLimiter", "self . __r4c_rate_limiter_get . acquire_async ()"),
             ("AdaptiveLimit", "self . __r4c_adaptive_limit_get . acquire_async ()"),
-            ("Timeout", "self . __r4c_timeout_get . run (async"),
+            ("Timeout", "let __r4c_attempt = :: core :: pin :: pin ! (async"),
             ("Bulkhead", "self . __r4c_bulkhead_get . acquire_async ()"),
         ];
         let names: Vec<&'static str> = starts.iter().map(|(name, _)| *name).collect();

@@ -7,7 +7,7 @@ use quote::quote;
 use super::Ctx;
 use crate::validate::Settings;
 
-/// `match self.<field>.run(async { <inner> }).await { Ok(r) => r, Err(r) => Err(E::from_rejection(r)) }`.
+/// `let a = pin!(async { <inner> }); match self.<field>.run_pinned(a).await { Ok(r) => r, Err(r) => Err(E::from_rejection(r)) }`.
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
     let field = ctx.field();
     let refusal = ctx.refusal(quote!(__r4c_rejection));
