@@ -11,6 +11,7 @@
 
 extern crate proc_macro;
 
+mod class;
 mod derive;
 mod diag;
 mod expand;
@@ -155,6 +156,9 @@ pub fn derive_resilience_error(input: TokenStream) -> TokenStream {
 
 /// parse → validate → expand; on any mistake, the errors beside a stub so nothing cascades.
 fn resilient2(args: proc_macro2::TokenStream, input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    if let Some(expanded) = class::expand(args.clone(), input.clone()) {
+        return expanded;
+    }
     let mut errors = diag::Errors::default();
     let parsed = match parse::parse_trait(args, input, &mut errors) {
         Ok(parsed) => parsed,

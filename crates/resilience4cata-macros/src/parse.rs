@@ -113,7 +113,7 @@ fn take_member_policies(member: &mut TraitItem, errors: &mut Errors) -> Vec<RawP
 }
 
 /// Policy attributes on an associated const or type: reported and dropped.
-fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
+pub(crate) fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
     for p in take_policies(attrs, errors) {
         let name = p.spec.name;
         errors.add(
@@ -126,7 +126,7 @@ fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPo
 }
 
 /// Removes our attributes from `attrs` and parses them; others stay in place.
-fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
+pub(crate) fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
     let mut taken = Vec::new();
     attrs.retain(|attr| match policy::lookup(attr.path()) {
         Some(spec) => {

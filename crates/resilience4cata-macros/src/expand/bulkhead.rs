@@ -10,8 +10,7 @@ use crate::validate::Settings;
 /// `match self.<field>.acquire() { Ok(slot) => { let r = <inner>; drop(slot); r }, Err(r) => … }`.
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
     let field = ctx.field();
-    let acquire =
-        if ctx.is_async() { quote!(self.#field.acquire_async().await) } else { quote!(self.#field.acquire()) };
+    let acquire = if ctx.is_async() { quote!(#field.acquire_async().await) } else { quote!(#field.acquire()) };
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
         match #acquire {

@@ -23,7 +23,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     quote! {{
         #[allow(unused_imports)]
         use #p::{ProbeFallback as _, ProbeRejection as _, RejectFallback as _, RejectInto as _};
-        match self.#field.acquire() {
+        match #field.acquire() {
             ::core::result::Result::Ok(__r4c_permit) => {
                 let __r4c_result = #inner;
                 let __r4c_outcome = match &__r4c_result {

@@ -12,7 +12,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> 
     let field = ctx.field();
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
-        match self.#field.run(async { #inner }).await {
+        match #field.run(async { #inner }).await {
             ::core::result::Result::Ok(__r4c_value) => __r4c_value,
             ::core::result::Result::Err(__r4c_rejection) => #refusal,
         }
