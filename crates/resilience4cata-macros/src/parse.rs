@@ -72,7 +72,7 @@ pub(crate) fn parse_trait(
             errors.add(
                 item_keyword(&other),
                 SIG_TRAIT_SHAPE,
-                "`#[resilient]` applies to a trait: put it on `trait … { … }`",
+                "`#[resilient]` applies to a trait or an impl block: put it on `trait … { … }` or `impl Type { … }`",
             );
             return Err(input);
         }
