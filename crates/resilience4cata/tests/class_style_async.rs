@@ -123,19 +123,15 @@ fn client() -> (ManualClock, Registry, Client) {
 }
 
 #[test]
-fn async_fn_two_failures_then_success_waits_100_then_200_ms() {
-    let (clock, _, client) = client();
-    assert_eq!(block_on(client.stock("abc")), Ok(3));
-    assert_eq!(client.calls.load(Ordering::SeqCst), 3);
-    assert_eq!(clock.elapsed(), 300 * MS);
-}
-
-#[test]
-fn impl_future_form_gives_the_same_timeline() {
-    let (clock, _, client) = client();
-    assert_eq!(block_on(client.stock_future("abcd")), Ok(4));
-    assert_eq!(client.calls.load(Ordering::SeqCst), 3);
-    assert_eq!(clock.elapsed(), 300 * MS);
+fn async_fn_and_impl_future_both_wait_100_then_200_ms_before_the_third_attempt() {
+    let (clock, _, first) = client();
+    assert_eq!(block_on(first.stock("abc")), Ok(3));
+    let (later, _, second) = client();
+    assert_eq!(block_on(second.stock_future("abcd")), Ok(4));
+    for (clock, client) in [(clock, first), (later, second)] {
+        assert_eq!(client.calls.load(Ordering::SeqCst), 3);
+        assert_eq!(clock.elapsed(), 300 * MS);
+    }
 }
 
 #[test]
