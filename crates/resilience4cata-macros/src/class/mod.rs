@@ -11,6 +11,8 @@
 mod args;
 mod emit;
 mod policies;
+#[cfg(test)]
+mod tests;
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote};
