@@ -165,7 +165,7 @@ fn accessor(model: &ClassModel) -> TokenStream {
     quote! {
         #(#cfg)*
         #[doc(hidden)]
-        #[allow(non_snake_case)]
+        #[allow(non_snake_case, dead_code)] // unused when the block protects no method
         #[inline(always)]
         fn #name #params(__r4c_self: &'__r4c #self_ty) -> &'__r4c #policies #where_clause {
             #read

@@ -5,11 +5,6 @@ pub struct Client {
 }
 
 #[resilient(policies = polices)]
-impl Client {
-    #[retry]
-    pub fn get(&self) -> Result<u32, String> {
-        Ok(1)
-    }
-}
+impl Client {}
 
 fn main() {}
