@@ -107,6 +107,8 @@ use proc_macro::TokenStream;
 /// runs it through the policies in `self.<field>`, so the type's calls to itself are protected
 /// too. Ids are `<module_path>::<Type>::<method>` (`<module_path>::<Type>::<Trait>::<method>`).
 /// Attributes on the block apply to every method with a `self` receiver; an `async fn` stays one.
+/// One class-style block per type, and one per trait impl (a second would generate its struct
+/// again); methods that take no policy may live in other blocks of the type.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering};
