@@ -8,6 +8,12 @@ fn expand(args: TokenStream, input: TokenStream) -> String {
     super::expand(args, input).expect("an impl block").to_string()
 }
 
+fn assert_contains(out: &str, expected: &[&str]) {
+    for expected in expected {
+        assert!(out.contains(expected), "missing `{expected}` in {out}");
+    }
+}
+
 #[test]
 fn the_body_moves_to_a_hidden_inner_method_that_the_protected_method_calls() {
     let out = expand(
@@ -21,19 +27,20 @@ fn the_body_moves_to_a_hidden_inner_method_that_the_protected_method_calls() {
             }
         },
     );
-    for expected in [
-        "# [doc (hidden)] # [allow (non_snake_case)] fn __r4c_inner_get (& self , (a , b) : (u32 , u32)) -> Result < u32 , E > { Ok (a + b) }",
-        "# [inline (always)] pub fn get (& self , __r4c_arg0 : (u32 , u32)) -> Result < u32 , E >",
-        "Self :: __r4c_inner_get (self , :: resilience4cata :: __private :: attempt_arg (& __r4c_arg0))",
-        "let __r4c_retry = & __r4c_policies_of_Client (self) . __r4c_retry_get ;",
-        "pub fn plain (& self) -> u32 { 1 }",
-        "fn new () -> Self { Client }",
-        "pub struct ClientPolicies",
-        "\"::Client::get\"",
-        "fn __r4c_policies_of_Client < '__r4c > (__r4c_self : & '__r4c Client) -> & '__r4c ClientPolicies",
-    ] {
-        assert!(out.contains(expected), "missing `{expected}` in {out}");
-    }
+    assert_contains(
+        &out,
+        &[
+            "# [doc (hidden)] # [allow (non_snake_case)] fn __r4c_inner_get (& self , (a , b) : (u32 , u32)) -> Result < u32 , E > { Ok (a + b) }",
+            "# [inline (always)] pub fn get (& self , __r4c_arg0 : (u32 , u32)) -> Result < u32 , E >",
+            "Self :: __r4c_inner_get (self , :: resilience4cata :: __private :: attempt_arg (& __r4c_arg0))",
+            "let __r4c_retry = & __r4c_policies_of_Client (self) . __r4c_retry_get ;",
+            "pub fn plain (& self) -> u32 { 1 }",
+            "fn new () -> Self { Client }",
+            "pub struct ClientPolicies",
+            "\"::Client::get\"",
+            "fn __r4c_policies_of_Client < '__r4c > (__r4c_self : & '__r4c Client) -> & '__r4c ClientPolicies",
+        ],
+    );
 }
 
 #[test]
@@ -48,15 +55,16 @@ fn a_trait_impl_keeps_its_items_and_puts_inner_methods_in_an_inherent_block() {
             }
         },
     );
-    for expected in [
-        "impl < T : Sync > Api for Client < T > { type Error = String ; # [inline (always)] async fn get (& self) -> Result < u32 , Self :: Error >",
-        "impl < T : Sync > Client < T > { # [doc (hidden)] # [allow (non_snake_case)] async fn __r4c_inner_Api_get (& self) -> Result < u32 , < Self as Api > :: Error > { Err (< Self as Api > :: Error :: new ()) } }",
-        "Self :: __r4c_inner_Api_get (self ,) . await",
-        "pub (crate) struct ClientApiPolicies",
-        "\"::Client::Api::get\"",
-    ] {
-        assert!(out.contains(expected), "missing `{expected}` in {out}");
-    }
+    assert_contains(
+        &out,
+        &[
+            "impl < T : Sync > Api for Client < T > { type Error = String ; # [inline (always)] async fn get (& self) -> Result < u32 , Self :: Error >",
+            "impl < T : Sync > Client < T > { # [doc (hidden)] # [allow (non_snake_case)] async fn __r4c_inner_Api_get (& self) -> Result < u32 , < Self as Api > :: Error > { Err (< Self as Api > :: Error :: new ()) } }",
+            "Self :: __r4c_inner_Api_get (self ,) . await",
+            "pub (crate) struct ClientApiPolicies",
+            "\"::Client::Api::get\"",
+        ],
+    );
 }
 
 #[test]
