@@ -220,6 +220,8 @@ pub static CASES: &[Case] = &[
     case!("retry_success", "direct", Sync, cases::baseline::direct),
     case!("retry_success", "ours_sync", Sync, cases::ours::success_sync),
     case!("retry_success", "ours_async", Async, cases::ours::success_async),
+    case!("retry_success", "ours_class_sync", Sync, cases::ours_class::success_sync),
+    case!("retry_success", "ours_class_async", Async, cases::ours_class::success_async),
     case!("retry_success", "backon_sync", Sync, cases::retry::backon_sync),
     case!("retry_success", "backon_async", Async, cases::retry::backon_async),
     case!("retry_success", "tower_retry_async", Async, cases::retry::tower_retry_async),
@@ -227,6 +229,7 @@ pub static CASES: &[Case] = &[
     case!("retry_success", "tower_resilience_async", Async, cases::retry::tower_resilience_async),
     // Retry whose first attempt fails and second succeeds, with a zero wait.
     case!("retry_fail_once", "ours_sync", Sync, cases::ours::fail_once_sync),
+    case!("retry_fail_once", "ours_class_sync", Sync, cases::ours_class::fail_once_sync),
     case!("retry_fail_once", "ours_manual_clock_sync", Sync, cases::ours::fail_once_manual_sync),
     case!("retry_fail_once", "ours_async", Async, cases::ours::fail_once_async),
     case!("retry_fail_once", "backon_sync", Sync, cases::retry::backon_sync_fail_once),
@@ -241,6 +244,7 @@ pub static CASES: &[Case] = &[
     case!("budget_success", "tower_tps_budget_sync_2t", Sync, cases::retry::tower_tps_budget_shared, contended),
     // Circuit breaker, closed, successful call.
     case!("breaker_closed", "ours_sync", Sync, cases::ours_guarded::breaker_sync),
+    case!("breaker_closed", "ours_class_sync", Sync, cases::ours_class::breaker_sync),
     case!("breaker_closed", "ours_async", Async, cases::ours_guarded::breaker_async),
     case!("breaker_closed", "ours_sync_2t", Sync, cases::ours_guarded::breaker_shared, contended),
     case!("breaker_closed", "recloser_sync", Sync, cases::breaker::recloser_sync),

@@ -31,6 +31,14 @@ pub(crate) const ATR_CB_SLOW_ZERO: &str = "R4C-ATR-022";
 /// Hedge (`R4C-ATR-04x`).
 pub(crate) const ATR_RETRY_WITH_HEDGE: &str = "R4C-ATR-040";
 pub(crate) const ATR_HEDGED_ATTEMPTS: &str = "R4C-ATR-041";
+/// Class style (`#[resilient(policies = field)]` on an impl block, `R4C-CLS-00x`): `policies`
+/// missing, an unknown or repeated argument, a malformed value, an impl block it cannot rewrite
+/// (`-005`, a `policies` field of another type, comes from the runtime's
+/// `#[diagnostic::on_unimplemented]`).
+pub(crate) const CLS_POLICIES_MISSING: &str = "R4C-CLS-001";
+pub(crate) const CLS_ARGUMENT: &str = "R4C-CLS-002";
+pub(crate) const CLS_VALUE: &str = "R4C-CLS-003";
+pub(crate) const CLS_IMPL_SHAPE: &str = "R4C-CLS-004";
 /// Classifier combinations.
 pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
 pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";

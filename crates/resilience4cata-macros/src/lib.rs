@@ -11,6 +11,7 @@
 
 extern crate proc_macro;
 
+mod class;
 mod derive;
 mod diag;
 mod expand;
@@ -22,7 +23,9 @@ mod validate;
 use proc_macro::TokenStream;
 
 /// Generates `Resilient<Trait><D>`, a wrapper that implements the trait by calling a delegate
-/// `D: Trait` through the policies declared on the trait and its methods.
+/// `D: Trait` through the policies declared on the trait and its methods; or, on an impl block
+/// (`#[resilient(policies = field)]`, see [Class style](#class-style)), rewrites its annotated
+/// methods to run their own bodies through policies held in a field of the type.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering};
@@ -96,6 +99,51 @@ use proc_macro::TokenStream;
 /// }
 /// ```
 ///
+/// # Class style
+/// On an inherent `impl Type { … }` or a trait impl `impl Trait for Type { … }`,
+/// `#[resilient(policies = field)]` generates `<Type>Policies` (`<Type><Trait>Policies` for a trait
+/// impl; `pub` unless `vis = pub(crate)` or another visibility narrows it) with one field per policy
+/// instance, `new(&Registry)`, `builder(&registry).scope(…).build()` and `ids()`, and rewrites
+/// each annotated method in place: its body moves into a private hidden method, and the method
+/// runs it through the policies in `self.<field>`, so the type's calls to itself are protected
+/// too. Ids are `<module_path>::<Type>::<method>` (`<module_path>::<Type>::<Trait>::<method>`).
+/// Attributes on the block apply to every method with a `self` receiver; an `async fn` stays one.
+/// One class-style block per type, and one per trait impl (a second would generate its struct
+/// again); methods that take no policy may live in other blocks of the type.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use resilience4cata::{resilient, testing::{self, ManualClock}, Jitter, Registry, RegistryError};
+///
+/// pub struct Client {
+///     calls: AtomicU32,
+///     policies: ClientPolicies,
+/// }
+///
+/// #[resilient(policies = policies)]
+/// impl Client {
+///     pub fn new(registry: &Registry) -> Result<Self, RegistryError> {
+///         Ok(Client { calls: AtomicU32::new(0), policies: ClientPolicies::new(registry)? })
+///     }
+///
+///     #[retry(max_attempts = 3, delay = "100ms")]
+///     pub fn get(&self, path: &str) -> Result<usize, String> {
+///         match self.calls.fetch_add(1, Ordering::SeqCst) {
+///             0 | 1 => Err(format!("{path}: unavailable")),
+///             _ => Ok(path.len()),
+///         }
+///     }
+/// }
+///
+/// let clock = ManualClock::new();
+/// let registry = testing::registry(&clock).retry_defaults(|r| r.jitter(Jitter::None)).build()?;
+/// let client = Client::new(&registry)?;
+/// assert_eq!(client.get("/stock"), Ok(6)); // third attempt
+/// assert_eq!(clock.elapsed(), std::time::Duration::from_millis(300));
+/// assert_eq!(client.policies.ids().get.retry(), Some(&*format!("{}::Client::get", module_path!())));
+/// # Ok::<(), RegistryError>(())
+/// ```
+///
 /// # Rules
 /// - Policy attributes on the trait apply to every method; a method's own attribute overrides
 ///   them key by key. Keys and defaults: see `resilience4cata::retry` and
@@ -159,6 +207,9 @@ pub fn derive_resilience_error(input: TokenStream) -> TokenStream {
 
 /// parse → validate → expand; on any mistake, the errors beside a stub so nothing cascades.
 fn resilient2(args: proc_macro2::TokenStream, input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    if let Some(expanded) = class::expand(args.clone(), input.clone()) {
+        return expanded;
+    }
     let mut errors = diag::Errors::default();
     let parsed = match parse::parse_trait(args, input, &mut errors) {
         Ok(parsed) => parsed,

@@ -74,7 +74,7 @@ pub(crate) fn parse_trait(
             errors.add(
                 item_keyword(&other),
                 SIG_TRAIT_SHAPE,
-                "`#[resilient]` applies to a trait: put it on `trait … { … }`",
+                "`#[resilient]` applies to a trait or an impl block: put it on `trait … { … }` or `impl Type { … }`",
             );
             return Err(input);
         }
@@ -116,7 +116,7 @@ fn take_member_policies(member: &mut TraitItem, errors: &mut Errors) -> Vec<RawP
 }
 
 /// Policy attributes on an associated const or type: reported and dropped.
-fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
+pub(crate) fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
     for p in take_policies(attrs, errors) {
         let name = p.spec.name;
         errors.add(
@@ -129,7 +129,7 @@ fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPo
 }
 
 /// Removes our attributes from `attrs` and parses them; others stay in place.
-fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
+pub(crate) fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
     let mut taken = Vec::new();
     attrs.retain(|attr| match policy::lookup(attr.path()) {
         Some(spec) => {

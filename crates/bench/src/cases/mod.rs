@@ -10,6 +10,7 @@ pub mod breaker;
 pub mod hedge;
 pub mod limits;
 pub mod ours;
+pub mod ours_class;
 pub mod ours_fallback;
 pub mod ours_guarded;
 pub mod ours_ordered;

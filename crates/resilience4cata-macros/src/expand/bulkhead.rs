@@ -12,8 +12,7 @@ use crate::validate::Settings;
 /// the whole `Result` the acquisition returned across the delegate's await (issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
     let field = ctx.field();
-    let acquire =
-        if ctx.is_async() { quote!(self.#field.acquire_async().await) } else { quote!(self.#field.acquire()) };
+    let acquire = if ctx.is_async() { quote!(#field.acquire_async().await) } else { quote!(#field.acquire()) };
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
         '__r4c_bulkhead: {

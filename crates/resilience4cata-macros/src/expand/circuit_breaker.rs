@@ -29,7 +29,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
         #[allow(unused_imports)]
         use #p::{ProbeFallback as _, ProbeRejection as _, RejectFallback as _, RejectInto as _};
         '__r4c_circuit_breaker: {
-            let __r4c_permit = match self.#field.acquire() {
+            let __r4c_permit = match #field.acquire() {
                 ::core::result::Result::Ok(__r4c_permit) => __r4c_permit,
                 ::core::result::Result::Err(__r4c_rejection) => {
                     break '__r4c_circuit_breaker ::core::result::Result::Err(

@@ -28,7 +28,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
         match #inner {
             ::core::result::Result::Ok(__r4c_value) => ::core::result::Result::Ok(__r4c_value),
             ::core::result::Result::Err(__r4c_error) if #applies => {
-                let __r4c_context = self.#field.apply(__r4c_error, __r4c_attempts);
+                let __r4c_context = #field.apply(__r4c_error, __r4c_attempts);
                 #call
             }
             ::core::result::Result::Err(__r4c_error) => ::core::result::Result::Err(__r4c_error),
@@ -65,8 +65,8 @@ fn fallback_call(ctx: &Ctx<'_>) -> Option<TokenStream> {
     });
     let context = &target.context;
     let context = quote_spanned!(context.span()=> #p::fallback_context::<#context, _>(__r4c_context));
-    let (trait_ident, ident) = (&target.trait_ident, &target.ident);
-    let mut call = quote!(<Self as #trait_ident>::#ident(self, #(#args,)* #context));
+    let (owner, ident) = (&target.owner, &target.ident);
+    let mut call = quote!(#owner::#ident(self, #(#args,)* #context));
     if ctx.is_async() {
         call = quote!(#call.await);
     }

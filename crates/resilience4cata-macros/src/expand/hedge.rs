@@ -36,7 +36,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> 
         #[allow(unused_imports)]
         use #p::{ProbeFallback as _, ProbeRejection as _};
         #(let #owned = &#owned;)*
-        self.#field
+        #field
             .#run(
                 #counted
                 move || async move { #inner },

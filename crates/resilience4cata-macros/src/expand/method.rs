@@ -5,10 +5,10 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{FnArg, Pat, PatIdent, Signature, Type};
+use syn::{FnArg, Ident, Pat, PatIdent, Signature, Type};
 
 use super::wrapper::cfgs;
-use super::{Ctx, private};
+use super::{Callee, Ctx, Host, private};
 use crate::validate::{Form, Member, Method, Model, Receiver};
 
 /// The trait's `impl` for the wrapper.
@@ -98,7 +98,7 @@ fn method_item(model: &Model, method: &Method, body: TokenStream) -> TokenStream
 }
 
 /// The trait's signature with each argument named as in [`Method::args`].
-fn signature(method: &Method) -> Signature {
+pub(crate) fn signature(method: &Method) -> Signature {
     let mut sig = method.item.sig.clone();
     let typed = sig.inputs.iter_mut().filter_map(|a| match a {
         FnArg::Typed(t) => Some(t),
@@ -121,9 +121,23 @@ fn body(model: &Model, method: &Method) -> TokenStream {
     if method.policies.is_empty() {
         return forward(model, method);
     }
-    let ctx = Ctx { method, policy: &method.policies[0] };
-    let chained = method.policies.iter().rev().fold(innermost(model, method), |inner, policy| {
-        (policy.spec.layer)(&Ctx { method, policy }, &policy.settings, inner)
+    let host = Host {
+        fields: quote!(self),
+        callee: Callee::Delegate { d: model.delegate.clone(), trait_name: model.item.ident.clone() },
+    };
+    let block = protected(&host, method);
+    match method.form {
+        Form::ImplFuture { .. } | Form::AsyncFn => quote!(async move { #block }),
+        _ => block,
+    }
+}
+
+/// The statements of a protected method: the chain of layers around one call of what `host`
+/// calls, ending in the method's return value. Both styles emit their methods with it.
+pub(crate) fn protected(host: &Host, method: &Method) -> TokenStream {
+    let ctx = Ctx { method, policy: &method.policies[0], host };
+    let chained = method.policies.iter().rev().fold(innermost(host, method), |inner, policy| {
+        (policy.spec.layer)(&Ctx { method, policy, host }, &policy.settings, inner)
     });
     let rejects = method.policies.iter().any(|p| p.spec.rejects).then(|| {
         let p = private();
@@ -131,20 +145,16 @@ fn body(model: &Model, method: &Method) -> TokenStream {
         quote!(#p::require_resilience_error::<#err>();)
     });
     let returned = ctx.unwrap_returned(quote!(__r4c_result));
-    let block = quote! {
+    quote! {
         #rejects
         let __r4c_result = #chained;
         #returned
-    };
-    match method.form {
-        Form::ImplFuture { .. } | Form::AsyncFn => quote!(async move { #block }),
-        _ => block,
     }
 }
 
 /// One call of the delegate, as `Result<T, E>`, its arguments handed over for this attempt: an
 /// owned argument is cloned per attempt when a policy may call more than once, moved otherwise.
-fn innermost(model: &Model, method: &Method) -> TokenStream {
+fn innermost(host: &Host, method: &Method) -> TokenStream {
     let p = private();
     let repeats = method.policies.iter().any(|policy| crate::policy::repeats(policy.spec));
     // A hedge's attempts run side by side: its layer rebinds each owned argument to a reference.
@@ -159,20 +169,28 @@ fn innermost(model: &Model, method: &Method) -> TokenStream {
             _ => quote!(#ident),
         }
     });
-    let call = delegate_call(model, method, quote!(#(#args),*), method.is_async());
-    Ctx { method, policy: &method.policies[0] }.wrap_attempt(call)
+    let args = quote!(#(#args),*);
+    let call = match &host.callee {
+        Callee::Delegate { d, trait_name } => delegate_call(d, trait_name, method, args, method.is_async()),
+        Callee::Inner { prefix } => {
+            let inner = crate::class::inner_ident(prefix, method);
+            let awaited = method.is_async().then(|| quote!(.await));
+            quote!(Self::#inner(self, #args) #awaited)
+        }
+    };
+    Ctx { method, policy: &method.policies[0], host }.wrap_attempt(call)
 }
 
 /// The unprotected method: the delegate's, called directly (an `async fn` returns the
 /// delegate's future as is, so forwarding needs no `D: Sync`).
 fn forward(model: &Model, method: &Method) -> TokenStream {
     let args = method.args.iter().map(|a| &a.ident);
-    delegate_call(model, method, quote!(#(#args),*), false)
+    delegate_call(&model.delegate, &model.item.ident, method, quote!(#(#args),*), false)
 }
 
 /// `<D as Trait>::method(<receiver>, args)`, then `.await` when `awaited`.
-fn delegate_call(model: &Model, method: &Method, args: TokenStream, awaited: bool) -> TokenStream {
-    let (d, trait_name, ident) = (&model.delegate, &model.item.ident, &method.item.sig.ident);
+fn delegate_call(d: &Ident, trait_name: &Ident, method: &Method, args: TokenStream, awaited: bool) -> TokenStream {
+    let ident = &method.item.sig.ident;
     let receiver = match method.receiver {
         Receiver::Ref => quote!(&self.delegate,),
         Receiver::RefMut => quote!(&mut self.delegate,),

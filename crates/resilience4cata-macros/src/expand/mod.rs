@@ -11,13 +11,13 @@ pub(crate) mod circuit_breaker;
 mod desugar;
 pub(crate) mod fallback;
 pub(crate) mod hedge;
-mod method;
+pub(crate) mod method;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;
 #[cfg(test)]
 mod tests;
 pub(crate) mod timeout;
-mod wrapper;
+pub(crate) mod wrapper;
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -55,16 +55,38 @@ pub(crate) fn field(spec: &PolicySpec, method: &Method) -> Ident {
     format_ident!("__r4c_{}_{}", spec.name, name)
 }
 
-/// What a layer emitter knows: the method, and the policy whose layer it writes.
+/// What a layer emitter knows: the method, the policy whose layer it writes, and the style that
+/// hosts it.
 pub(crate) struct Ctx<'a> {
     pub(crate) method: &'a Method,
     pub(crate) policy: &'a Policy,
+    pub(crate) host: &'a Host,
+}
+
+/// What differs between the trait style and the class style, and nothing else: where the policy
+/// fields live, and what the innermost layer calls. Every layer is shared by both styles.
+pub(crate) struct Host {
+    /// The expression the policy fields hang off: `self` in the wrapper, the generated accessor of
+    /// the `policies = field` field in an impl block.
+    pub(crate) fields: TokenStream,
+    pub(crate) callee: Callee,
+}
+
+/// What the innermost layer calls once per attempt.
+pub(crate) enum Callee {
+    /// The wrapper's delegate: `<D as Trait>::method(&self.delegate, args…)`.
+    Delegate { d: Ident, trait_name: Ident },
+    /// The method's own body, moved aside: `Self::<prefix><method>(self, args…)` (see
+    /// `crate::class`).
+    Inner { prefix: String },
 }
 
 impl Ctx<'_> {
-    /// `self.<field>`'s name for this policy.
-    pub(crate) fn field(&self) -> Ident {
-        field(self.policy.spec, self.method)
+    /// This policy's field, as an expression: `self.__r4c_retry_stock`, or
+    /// `__r4c_policies_of_Client(self).__r4c_retry_stock` in an impl block.
+    pub(crate) fn field(&self) -> TokenStream {
+        let (fields, name) = (&self.host.fields, field(self.policy.spec, self.method));
+        quote!(#fields.#name)
     }
 
     /// Whether waits are awaited (`async fn` or `impl Future`).

@@ -12,8 +12,7 @@ use crate::validate::Settings;
 /// across the inner layers' awaits, as a `match` around `<inner>` would (issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
     let field = ctx.field();
-    let acquire =
-        if ctx.is_async() { quote!(self.#field.acquire_async().await) } else { quote!(self.#field.acquire()) };
+    let acquire = if ctx.is_async() { quote!(#field.acquire_async().await) } else { quote!(#field.acquire()) };
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
         '__r4c_rate_limiter: {

@@ -47,7 +47,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     quote! {{
         #[allow(unused_imports)]
         use #p::{ProbeFallback as _, ProbeRejection as _};
-        let __r4c_retry = &self.#field;
+        let __r4c_retry = &#field;
         let mut __r4c_call = __r4c_retry.start();
         loop { #starting #round }
     }}

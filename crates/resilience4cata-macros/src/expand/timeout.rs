@@ -13,7 +13,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> 
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {{
         let __r4c_attempt = ::core::pin::pin!(async { #inner });
-        match self.#field.run_pinned(__r4c_attempt).await {
+        match #field.run_pinned(__r4c_attempt).await {
             ::core::result::Result::Ok(__r4c_value) => __r4c_value,
             ::core::result::Result::Err(__r4c_rejection) => #refusal,
         }

@@ -10,46 +10,72 @@ use crate::validate::{Member, Method, Model, Policy, Setting, Value};
 
 /// Struct, inherent impl, `Build`, the ids struct and `Debug`.
 pub(crate) fn emit(model: &Model) -> TokenStream {
-    let fields: Vec<_> = policy_fields(model).collect();
-    let declarations = fields.iter().map(|(cfg, name, _, policy)| {
-        let ty = field_ty(policy);
-        quote!(#(#cfg)* #name: #ty,)
-    });
-    let inits = fields.iter().map(|(cfg, name, method, policy)| {
-        let instance = instance(model, method, policy);
-        quote!(#(#cfg)* #name: #instance,)
-    });
-    let unused = fields.is_empty().then(|| quote!(let _ = (registry, __r4c_scope);));
+    let owner = model.item.ident.to_string();
+    let (declarations, inits) = policy_fields(&model.members, &owner);
+    let unused = protected(&model.members).next().is_none().then(|| quote!(let _ = (registry, __r4c_scope);));
     let p = private();
     let body = quote! {
         let () = #p::version_0_1_0::CHECK;
         let __r4c_scope: ::core::option::Option<&str> = scope.as_deref();
         #unused
-        ::core::result::Result::Ok(Self { delegate, #(#inits)* __r4c_scope: scope })
+        ::core::result::Result::Ok(Self { delegate, #inits __r4c_scope: scope })
     };
-    let declaration = declaration(model, quote!(#(#declarations)*), body, ids_body(model, true));
+    let declaration = declaration(model, declarations, body, ids_body(&ids_of(model), true));
     let debug = debug(model);
     quote!(#declaration #debug)
+}
+
+/// The policy fields of the protected methods among `members`, ids derived as
+/// `<module_path>::<owner>::<method>`: their declarations, and their initialisers in `build`
+/// (where `registry` and `__r4c_scope` are in scope). Shared by the wrapper and `<Type>Policies`.
+pub(crate) fn policy_fields(members: &[Member], owner: &str) -> (TokenStream, TokenStream) {
+    let fields: Vec<_> = fields_of(members).collect();
+    let declarations = fields.iter().map(|(cfg, name, _, policy)| {
+        let ty = field_ty(policy);
+        quote!(#(#cfg)* #name: #ty,)
+    });
+    let inits = fields.iter().map(|(cfg, name, method, policy)| {
+        let instance = instance(owner, method, policy);
+        quote!(#(#cfg)* #name: #instance,)
+    });
+    (quote!(#(#declarations)*), quote!(#(#inits)*))
 }
 
 /// The stub beside errors: the struct with its delegate only, `new`, `builder`, `delegate`, `ids`.
 pub(crate) fn emit_stub(model: &Model) -> TokenStream {
     let body = quote!(let _ = registry; ::core::result::Result::Ok(Self { delegate, __r4c_scope: scope }));
-    declaration(model, TokenStream::new(), body, ids_body(model, false))
+    declaration(model, TokenStream::new(), body, ids_body(&ids_of(model), false))
 }
 
-/// `<Wrapper>Ids`: one `MethodIds` field per protected method.
-fn ids_name(model: &Model) -> syn::Ident {
-    format_ident!("{}Ids", model.wrapper)
+/// What the ids struct of a generated type is made of.
+pub(crate) struct Ids<'a> {
+    pub(crate) vis: &'a syn::Visibility,
+    /// The type `ids()` is a method of (`ResilientApi`, `ClientPolicies`), for the docs.
+    pub(crate) of: &'a syn::Ident,
+    /// The trait or type the ids derive from (`Api`, `Client`, `Client::Api`).
+    pub(crate) owner: String,
+    pub(crate) members: &'a [Member],
 }
 
-/// The ids struct and the body of `ids()`; the stub's ids are empty.
-fn ids_body(model: &Model, real: bool) -> (TokenStream, TokenStream) {
+impl Ids<'_> {
+    /// `<Generated>Ids`: one `MethodIds` field per protected method.
+    pub(crate) fn name(&self) -> syn::Ident {
+        format_ident!("{}Ids", self.of)
+    }
+}
+
+fn ids_of(model: &Model) -> Ids<'_> {
+    Ids { vis: &model.item.vis, of: &model.wrapper, owner: model.item.ident.to_string(), members: &model.members }
+}
+
+/// The ids struct and the body of `ids()` (which reads `self.__r4c_scope`); the stub's ids are
+/// empty.
+pub(crate) fn ids_body(ids: &Ids<'_>, real: bool) -> (TokenStream, TokenStream) {
     let p = private();
-    let methods: Vec<&Method> = protected(model).collect();
+    let methods: Vec<&Method> = protected(ids.members).collect();
     let fields = methods.iter().map(|m| {
         let (cfg, ident) = (cfgs(&m.item.attrs), &m.item.sig.ident);
-        let doc = format!(" The instance ids of `{}::{ident}`.", model.item.ident);
+        let doc = format!(" The instance ids of `{}::{ident}`.", ids.owner);
         quote!(#(#cfg)* #[doc = #doc] pub #ident: #p::MethodIds,)
     });
     let values = methods.iter().map(|m| {
@@ -57,7 +83,7 @@ fn ids_body(model: &Model, real: bool) -> (TokenStream, TokenStream) {
         let ids = m.policies.iter().map(|policy| {
             let spec = policy.spec.name;
             let name = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Name));
-            let id = derived_id(model, m);
+            let id = derived_id(&ids.owner, m);
             quote!(#p::method_id(#spec, __r4c_scope, #id, #name))
         });
         let value = if real {
@@ -67,11 +93,11 @@ fn ids_body(model: &Model, real: bool) -> (TokenStream, TokenStream) {
         };
         quote!(#(#cfg)* #ident: #value,)
     });
-    let (vis, name, trait_name) = (&model.item.vis, ids_name(model), &model.item.ident);
+    let (vis, name) = (ids.vis, ids.name());
     let doc = format!(
-        " The instance ids of each protected method of [`{trait_name}`], scope included, as events, snapshots \
+        " The instance ids of each protected method of `{}`, scope included, as events, snapshots \
          and handles know them: returned by `{}::ids`.",
-        model.wrapper
+        ids.owner, ids.of
     );
     let declaration = quote! {
         #[doc = #doc]
@@ -87,23 +113,22 @@ fn ids_body(model: &Model, real: bool) -> (TokenStream, TokenStream) {
     (declaration, body)
 }
 
-fn protected(model: &Model) -> impl Iterator<Item = &Method> {
-    model.members.iter().filter_map(|m| match m {
+fn protected(members: &[Member]) -> impl Iterator<Item = &Method> {
+    members.iter().filter_map(|m| match m {
         Member::Method(method) if !method.policies.is_empty() => Some(&**method),
         _ => None,
     })
 }
 
-/// `concat!(module_path!(), "::Trait::method")`.
-fn derived_id(model: &Model, method: &Method) -> TokenStream {
-    let suffix = format!("::{}::{}", model.item.ident, syn::ext::IdentExt::unraw(&method.item.sig.ident));
+/// `concat!(module_path!(), "::<owner>::method")`.
+fn derived_id(owner: &str, method: &Method) -> TokenStream {
+    let suffix = format!("::{owner}::{}", syn::ext::IdentExt::unraw(&method.item.sig.ident));
     quote!(::core::concat!(::core::module_path!(), #suffix))
 }
 
 /// Every (cfg attributes, field name, method, policy) of the protected methods.
-fn policy_fields(model: &Model) -> impl Iterator<Item = (Vec<syn::Attribute>, syn::Ident, &Method, &Policy)> {
-    model
-        .members
+fn fields_of(members: &[Member]) -> impl Iterator<Item = (Vec<syn::Attribute>, syn::Ident, &Method, &Policy)> {
+    members
         .iter()
         .filter_map(|m| match m {
             Member::Method(method) => Some(method),
@@ -134,7 +159,7 @@ fn declaration(
 ) -> TokenStream {
     let (vis, name, d, trait_name) = (&model.item.vis, &model.wrapper, &model.delegate, &model.item.ident);
     let p = private();
-    let ids_name = ids_name(model);
+    let ids_name = ids_of(model).name();
     let struct_doc = format!(
         " [`{trait_name}`] with the resilience policies declared on it, around a delegate `{d}: {trait_name}`.\n\n \
          Generated by `#[resilient]`. Build it once with [`new`]({name}::new) (or [`builder`]({name}::builder), \
@@ -215,11 +240,11 @@ fn debug(model: &Model) -> TokenStream {
 }
 
 /// `__private::<policy>(registry, Site { … }, <Builder>::new().<key>(<value>)…)?`
-fn instance(model: &Model, method: &Method, policy: &Policy) -> TokenStream {
+fn instance(owner: &str, method: &Method, policy: &Policy) -> TokenStream {
     let p = private();
     let spec = policy.spec;
     let runtime_fn = format_ident!("{}", spec.runtime_fn);
-    let id = derived_id(model, method);
+    let id = derived_id(owner, method);
     let name = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Name));
     let config = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Config));
     let is_async = method.is_async();

@@ -4,9 +4,10 @@
 //! can tell (a parameter of another type, another `E` or return type) is reported by the runtime's
 //! `#[diagnostic::on_unimplemented]` traits, with the same code, on the fallback's own tokens.
 
+use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::visit_mut::VisitMut;
-use syn::{Ident, ItemTrait, Lifetime, Type};
+use syn::{Ident, Lifetime, Type};
 
 use super::value::closest;
 use super::{Form, Member, Method, Origin, Receiver, Value};
@@ -15,8 +16,9 @@ use crate::policy::fallback::FALLBACK;
 
 /// The fallback method a protected method calls, as the expansion needs it.
 pub(crate) struct Target {
-    /// The trait, for `<Self as Trait>::method(self, …)`.
-    pub(crate) trait_ident: Ident,
+    /// What the method is called on: `<Self as Trait>` in the wrapper and a trait impl, `Self` in
+    /// an inherent impl (`<owner>::method(self, …)`).
+    pub(crate) owner: TokenStream,
     pub(crate) ident: Ident,
     /// The fallback's parameter types before the context, lifetimes erased to `'_`.
     pub(crate) params: Vec<Type>,
@@ -45,7 +47,9 @@ pub(super) fn refuse_on_trait(trait_level: &mut Vec<super::Judged>, errors: &mut
 }
 
 /// Resolves every method's fallback target, reporting what is wrong with it.
-pub(super) fn resolve(item: &ItemTrait, members: &mut [Member], errors: &mut Errors) {
+/// `owner` is the trait (or type) the methods belong to, as messages name it; `qualified` what a
+/// call is made on (see [`Target::owner`]).
+pub(super) fn resolve(owner: &Ident, qualified: &TokenStream, members: &mut [Member], errors: &mut Errors) {
     let methods: Vec<&Method> = members
         .iter()
         .filter_map(|m| match m {
@@ -53,7 +57,8 @@ pub(super) fn resolve(item: &ItemTrait, members: &mut [Member], errors: &mut Err
             _ => None,
         })
         .collect();
-    let targets: Vec<Option<Target>> = methods.iter().map(|m| target_of(item, &methods, m, errors)).collect();
+    let targets: Vec<Option<Target>> =
+        methods.iter().map(|m| target_of((owner, qualified), &methods, m, errors)).collect();
     let mut targets = targets.into_iter();
     for member in members.iter_mut() {
         if let Member::Method(m) = member {
@@ -72,7 +77,12 @@ fn named(method: &Method) -> Option<(&syn::ExprPath, &super::Setting)> {
     }
 }
 
-fn target_of(item: &ItemTrait, methods: &[&Method], method: &Method, errors: &mut Errors) -> Option<Target> {
+fn target_of(
+    (owner, qualified): (&Ident, &TokenStream),
+    methods: &[&Method],
+    method: &Method,
+    errors: &mut Errors,
+) -> Option<Target> {
     let (path, setting) = named(method)?;
     debug_assert_eq!(setting.origin, Origin::Method, "trait-level fallbacks are refused");
     let own = &method.item.sig.ident;
@@ -80,16 +90,16 @@ fn target_of(item: &ItemTrait, methods: &[&Method], method: &Method, errors: &mu
         errors.add(
             path,
             SIG_FALLBACK_NOT_FOUND,
-            format!("`method` names a method of `{}` by its name alone, not a path", item.ident),
+            format!("`method` names a method of `{}` by its name alone, not a path", owner),
         );
         return None;
     };
     let Some(target) = methods.iter().copied().find(|m| same_name(&m.item.sig.ident, name)) else {
-        errors.push(not_found(item, methods, own, name));
+        errors.push(not_found(owner, methods, own, name));
         return None;
     };
     if std::ptr::eq(target, method) {
-        errors.add(name, SIG_FALLBACK_ITSELF, format!("`{own}` cannot be its own fallback: calling it again on failure would repeat the call it replaces; name another method of `{}`", item.ident));
+        errors.add(name, SIG_FALLBACK_ITSELF, format!("`{own}` cannot be its own fallback: calling it again on failure would repeat the call it replaces; name another method of `{}`", owner));
         return None;
     }
     if let Some((cycle, first)) = cycle_from(methods, method) {
@@ -102,7 +112,7 @@ fn target_of(item: &ItemTrait, methods: &[&Method], method: &Method, errors: &mu
     let before = errors.len();
     check_signature(method, target, errors);
     (errors.len() == before).then(|| Target {
-        trait_ident: item.ident.clone(),
+        owner: qualified.clone(),
         ident: target.item.sig.ident.clone(),
         params: target.args[..method.args.len()].iter().map(|a| erased(&a.ty)).collect(),
         context: erased(&target.args[method.args.len()].ty),
@@ -115,7 +125,7 @@ fn same_name(a: &Ident, b: &Ident) -> bool {
 }
 
 /// `[R4C-SIG-030]` listing the trait's other methods and the closest name.
-fn not_found(item: &ItemTrait, methods: &[&Method], own: &Ident, name: &Ident) -> syn::Error {
+fn not_found(owner: &Ident, methods: &[&Method], own: &Ident, name: &Ident) -> syn::Error {
     let names: Vec<String> =
         methods.iter().map(|m| m.item.sig.ident.to_string()).filter(|n| n != &own.to_string()).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -128,7 +138,7 @@ fn not_found(item: &ItemTrait, methods: &[&Method], own: &Ident, name: &Ident) -
     error(
         name,
         SIG_FALLBACK_NOT_FOUND,
-        format!("`{name}` is not a method of `{}`{hint} its other methods: {listed}", item.ident),
+        format!("`{name}` is not a method of `{}`{hint} its other methods: {listed}", owner),
     )
 }
 

@@ -2,9 +2,12 @@
 //! method-level attributes key by key, checks combinations and signatures, and produces the
 //! [`Model`] the expansion reads. Every mistake is reported once, on its own token.
 
+pub(crate) mod class;
 mod fallback;
 mod signature;
 mod value;
+
+pub(crate) use value::closest;
 
 use std::collections::HashSet;
 
@@ -205,13 +208,14 @@ struct Judged {
 pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
     let TraitInput { item, policies, members, send, orders } = input;
     let implementable = signature::check_trait(&item, errors);
-    let mut v = Validator { errors, next_id: 0, reported: HashSet::new() };
+    let mut v = Validator { errors, next_id: 0, reported: HashSet::new(), class: false };
     let mut trait_level = v.judge_all(&policies, Origin::Trait);
     fallback::refuse_on_trait(&mut trait_level, v.errors);
     let members = item.items.iter().zip(&members).enumerate();
     let mut members: Vec<Member> =
         members.map(|(i, (m, raw))| v.member(m, raw, &trait_level, orders.of_member(i))).collect();
-    fallback::resolve(&item, &mut members, errors);
+    let trait_ident = &item.ident;
+    fallback::resolve(trait_ident, &quote::quote!(<Self as #trait_ident>), &mut members, errors);
     Model {
         wrapper: format_ident!("Resilient{}", item.ident),
         delegate: fresh_delegate(&item),
@@ -226,6 +230,8 @@ struct Validator<'e> {
     errors: &'e mut Errors,
     next_id: usize,
     reported: HashSet<usize>,
+    /// Methods of a class-style impl block (see `class`), which keep their bodies.
+    class: bool,
 }
 
 impl Validator<'_> {
@@ -241,8 +247,8 @@ impl Validator<'_> {
     fn method(&mut self, f: &TraitItemFn, raw: &[RawPolicy], trait_level: &[Judged], order: &Order) -> Method {
         let own = self.judge_all(raw, Origin::Method);
         let policies = crate::order::apply(order, merge(trait_level, &own));
-        let signature::Shape { form, receiver, args, ret, forwardable } =
-            signature::method(f, !policies.is_empty(), self.errors);
+        let read = if self.class { signature::class_method } else { signature::method };
+        let signature::Shape { form, receiver, args, ret, forwardable } = read(f, !policies.is_empty(), self.errors);
         let method = Method { item: f.clone(), form, receiver, args, ret, policies, forwardable, fallback: None };
         for p in &method.policies {
             for problem in (p.spec.check)(&p.settings, &method) {

@@ -97,19 +97,37 @@ pub(crate) struct Shape {
 
 /// Reads a method's signature; `protected` methods are held to the rules of SIG-001…006.
 pub(crate) fn method(f: &TraitItemFn, protected: bool, errors: &mut Errors) -> Shape {
+    let mut shape = read(f);
+    shape.forwardable = check_forwardable(f, shape.receiver, protected, errors);
+    if protected {
+        check_protected(f, shape.receiver, &shape.args, &shape.form, shape.ret.as_ref(), errors);
+    }
+    shape
+}
+
+/// Reads a method of a class-style impl block: nothing is forwarded there (the method keeps its
+/// body), so only a protected method is held to rules: those of the trait style, and no
+/// `unsafe fn` (its body would move into an `unsafe` call the macro cannot vouch for).
+pub(crate) fn class_method(f: &TraitItemFn, protected: bool, errors: &mut Errors) -> Shape {
+    let shape = read(f);
+    if protected {
+        if let Some(token) = &f.sig.unsafety {
+            errors.add(token, SIG_NOT_FORWARDABLE, "a method with a resilience policy cannot be an `unsafe fn`: keep the `unsafe` call inside a safe method");
+        }
+        check_protected(f, shape.receiver, &shape.args, &shape.form, shape.ret.as_ref(), errors);
+    }
+    shape
+}
+
+/// The signature as the expansion needs it, judged by nobody yet.
+fn read(f: &TraitItemFn) -> Shape {
     let sig = &f.sig;
-    let receiver = receiver(f);
-    let args = arguments(f);
     let (form, ret) = match (&sig.asyncness, &sig.output) {
         (Some(_), ReturnType::Type(_, ty)) => (Form::AsyncFn, Some((**ty).clone())),
         (Some(_), ReturnType::Default) => (Form::AsyncFn, None),
         (None, output) => form(output),
     };
-    let forwardable = check_forwardable(f, receiver, protected, errors);
-    if protected {
-        check_protected(f, receiver, &args, &form, ret.as_ref(), errors);
-    }
-    Shape { form, receiver, args, ret, forwardable }
+    Shape { form, receiver: receiver(f), args: arguments(f), ret, forwardable: true }
 }
 
 fn receiver(f: &TraitItemFn) -> Receiver {

@@ -6,6 +6,7 @@
 #![doc(hidden)]
 #![allow(missing_docs)]
 
+mod class;
 mod fallback;
 mod probe;
 mod retry_wait;
@@ -34,6 +35,7 @@ pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
 pub use crate::timeout::TimeoutConfigBuilder;
 pub use crate::timeout::policy::TimeoutPolicy;
+pub use class::{PoliciesField, policies_field};
 pub use fallback::{FallbackArg, FallbackContextArg, FallbackReturn, fallback_arg, fallback_context, fallback_returns};
 pub use probe::{
     AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, Reject, RejectFallback, RejectInto, ResultLike,

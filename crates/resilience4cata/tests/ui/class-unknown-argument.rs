@@ -1,0 +1,8 @@
+use resilience4cata::resilient;
+
+pub struct Client;
+
+#[resilient(polices = policies)]
+impl Client {}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use resilience4cata::resilient;
+
+pub struct Client;
+
+#[resilient(policies = policies, vis = crate)]
+impl Client {}
+
+fn main() {}
