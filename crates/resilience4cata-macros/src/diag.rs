@@ -31,6 +31,12 @@ pub(crate) const ATR_CB_SLOW_ZERO: &str = "R4C-ATR-022";
 /// Hedge (`R4C-ATR-04x`).
 pub(crate) const ATR_RETRY_WITH_HEDGE: &str = "R4C-ATR-040";
 pub(crate) const ATR_HEDGED_ATTEMPTS: &str = "R4C-ATR-041";
+/// Bundles (`crate::bundle`): `#[policy_order]` in a bundle, an attribute that is not a policy, a
+/// malformed `#[bundle(…)]`, a malformed `bundle!` entry.
+pub(crate) const ATR_BUNDLE_ORDER: &str = "R4C-ATR-062";
+pub(crate) const ATR_BUNDLE_NOT_POLICY: &str = "R4C-ATR-080";
+pub(crate) const ATR_BUNDLE_USE: &str = "R4C-ATR-081";
+pub(crate) const ATR_BUNDLE_SYNTAX: &str = "R4C-ATR-082";
 /// Classifier combinations.
 pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
 pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";
