@@ -73,3 +73,8 @@ pub mod testing {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of `docs/bundles.md`, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/bundles.md")]
+pub struct BundlesDoctests;

@@ -279,3 +279,33 @@ fn a_bundle_and_an_attribute_of_one_policy_at_one_level_are_no_duplicate() {
     let expected = pairs(&[("delay", "10ms"), ("max_attempts", "9"), ("max_delay", "10000ms")]);
     assert_eq!(retry_of(item, "a"), expected, "the attribute wins wherever it is written");
 }
+
+/// The expansion of a trait, as text.
+fn expanded(input: TokenStream) -> String {
+    let mut errors = Errors::default();
+    let parsed =
+        crate::parse::parse_trait(TokenStream::new(), input, &mut errors).unwrap_or_else(|_| panic!("a trait"));
+    let model = validate::validate(parsed, &mut errors);
+    assert!(errors.is_empty(), "{:?}", errors.messages());
+    crate::expand::expand(&model).to_string()
+}
+
+#[test]
+fn a_bundle_expands_to_exactly_the_code_of_its_attributes_written_in_place() {
+    let bundled = expanded(quote! {
+        #[__r4c_bundle([critical] #[retry(max_attempts = 5, delay = "100ms")] #[circuit_breaker(window_size = 50)])]
+        trait Payments {
+            #[bundle(critical)]
+            #[retry(max_attempts = 2)]
+            fn charge(&self, cents: u64) -> Result<u64, E>;
+        }
+    });
+    let written = expanded(quote! {
+        trait Payments {
+            #[retry(delay = "100ms", max_attempts = 2)]
+            #[circuit_breaker(window_size = 50)]
+            fn charge(&self, cents: u64) -> Result<u64, E>;
+        }
+    });
+    assert_eq!(bundled, written);
+}
