@@ -185,6 +185,9 @@ fn fnv(text: &str) -> u64 {
 /// callback that asks the bundle for it (the first such path, in source order); `None` when every
 /// bundle is resolved (or the input is not an item we can read: `parse` reports that).
 pub(crate) fn pending(args: &TokenStream, input: &TokenStream) -> Option<TokenStream> {
+    if !mentions_use(input.clone()) {
+        return None; // most items: no second parse
+    }
     let item = syn::parse2::<Item>(input.clone()).ok()?;
     let resolved: Vec<String> = own_attrs(&item)?.iter().filter_map(resolved_key).collect();
     let path =
@@ -200,29 +203,40 @@ pub(crate) fn pending(args: &TokenStream, input: &TokenStream) -> Option<TokenSt
 /// (`[R4C-ATR-081]`) or one on an associated const or type (`[R4C-ATR-010]`) is reported and
 /// removed.
 pub(crate) fn inline_trait(item: &mut ItemTrait, errors: &mut Errors) {
-    let contents = take_resolved(&mut item.attrs);
-    inline_list(&mut item.attrs, &contents, errors);
-    for member in &mut item.items {
-        match member {
-            TraitItem::Fn(f) => inline_list(&mut f.attrs, &contents, errors),
-            TraitItem::Const(c) => refuse_placement(&mut c.attrs, errors),
-            TraitItem::Type(t) => refuse_placement(&mut t.attrs, errors),
-            _ => {}
-        }
-    }
+    let members = item.items.iter_mut().filter_map(|member| match member {
+        TraitItem::Fn(f) => Some((&mut f.attrs, true)),
+        TraitItem::Const(c) => Some((&mut c.attrs, false)),
+        TraitItem::Type(t) => Some((&mut t.attrs, false)),
+        _ => None,
+    });
+    inline_item(&mut item.attrs, members, errors);
 }
 
 /// [`inline_trait`] for an `impl` block and its methods.
 #[allow(dead_code, reason = "for `#[resilient(policies = …)]` on impl blocks (the class style)")]
 pub(crate) fn inline_impl(item: &mut ItemImpl, errors: &mut Errors) {
-    let contents = take_resolved(&mut item.attrs);
-    inline_list(&mut item.attrs, &contents, errors);
-    for member in &mut item.items {
-        match member {
-            ImplItem::Fn(f) => inline_list(&mut f.attrs, &contents, errors),
-            ImplItem::Const(c) => refuse_placement(&mut c.attrs, errors),
-            ImplItem::Type(t) => refuse_placement(&mut t.attrs, errors),
-            _ => {}
+    let members = item.items.iter_mut().filter_map(|member| match member {
+        ImplItem::Fn(f) => Some((&mut f.attrs, true)),
+        ImplItem::Const(c) => Some((&mut c.attrs, false)),
+        ImplItem::Type(t) => Some((&mut t.attrs, false)),
+        _ => None,
+    });
+    inline_item(&mut item.attrs, members, errors);
+}
+
+/// The item's own attributes, then each member's (`true` for a method, which may carry bundles).
+fn inline_item<'a>(
+    own: &mut Vec<Attribute>,
+    members: impl Iterator<Item = (&'a mut Vec<Attribute>, bool)>,
+    errors: &mut Errors,
+) {
+    let contents = take_resolved(own);
+    inline_list(own, &contents, errors);
+    for (attrs, is_method) in members {
+        if is_method {
+            inline_list(attrs, &contents, errors);
+        } else {
+            refuse_placement(attrs, errors);
         }
     }
 }
@@ -246,6 +260,15 @@ pub(crate) fn policies(attr: &Attribute, index: usize, errors: &mut Errors) -> V
         }
     }
     taken
+}
+
+/// Whether the identifier `bundle` appears anywhere in `tokens`.
+fn mentions_use(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => i == USE,
+        proc_macro2::TokenTree::Group(g) => mentions_use(g.stream()),
+        _ => false,
+    })
 }
 
 fn own_attrs(item: &Item) -> Option<&Vec<Attribute>> {

@@ -54,8 +54,11 @@ impl Failing {
     }
 }
 
-fn registry(clock: &ManualClock) -> Registry {
-    testkit::no_jitter(clock).build().expect("a registry")
+/// A manual clock and a registry on it, without jitter.
+fn on_manual_clock() -> (ManualClock, Registry) {
+    let clock = ManualClock::new();
+    let registry = testkit::no_jitter(&clock).build().expect("a registry");
+    (clock, registry)
 }
 
 /// `(max_attempts, delay)` of the retry instance whose id ends with `suffix`.
@@ -74,6 +77,8 @@ fn breaker_window(registry: &Registry, suffix: &str) -> u32 {
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
+// The precedence steps read the resolved configuration only: their wrappers need no delegate.
+
 // Step 1: a bundle on the trait applies to every method.
 #[resilient]
 #[bundle(policies::critical)]
@@ -82,19 +87,10 @@ pub trait TypeBundle {
     fn put(&self) -> Result<u32, ApiError>;
 }
 
-impl TypeBundle for Failing {
-    fn get(&self) -> Result<u32, ApiError> {
-        self.fail()
-    }
-    fn put(&self) -> Result<u32, ApiError> {
-        self.fail()
-    }
-}
-
 #[test]
 fn a_bundle_on_the_trait_applies_to_every_method() {
-    let registry = registry(&ManualClock::new());
-    let _wrapper = ResilientTypeBundle::new(failing(|| ApiError::Busy), &registry).unwrap();
+    let (_, registry) = on_manual_clock();
+    let _wrapper = ResilientTypeBundle::new((), &registry).unwrap();
     for method in ["TypeBundle::get", "TypeBundle::put"] {
         assert_eq!(retry_of(&registry, method), (5, MS(100)));
         assert_eq!(breaker_window(&registry, method), 50);
@@ -109,16 +105,10 @@ pub trait TypeAttribute {
     fn get(&self) -> Result<u32, ApiError>;
 }
 
-impl TypeAttribute for Failing {
-    fn get(&self) -> Result<u32, ApiError> {
-        self.fail()
-    }
-}
-
 #[test]
 fn the_trait_attributes_win_over_the_trait_bundles_key_by_key() {
-    let registry = registry(&ManualClock::new());
-    let _wrapper = ResilientTypeAttribute::new(failing(|| ApiError::Busy), &registry).unwrap();
+    let (_, registry) = on_manual_clock();
+    let _wrapper = ResilientTypeAttribute::new((), &registry).unwrap();
     assert_eq!(retry_of(&registry, "TypeAttribute::get"), (2, MS(100)));
     assert_eq!(breaker_window(&registry, "TypeAttribute::get"), 50);
 }
@@ -133,19 +123,10 @@ pub trait MethodBundle {
     fn put(&self) -> Result<u32, ApiError>;
 }
 
-impl MethodBundle for Failing {
-    fn get(&self) -> Result<u32, ApiError> {
-        self.fail()
-    }
-    fn put(&self) -> Result<u32, ApiError> {
-        self.fail()
-    }
-}
-
 #[test]
 fn a_method_bundle_wins_over_the_trait_attributes() {
-    let registry = registry(&ManualClock::new());
-    let _wrapper = ResilientMethodBundle::new(failing(|| ApiError::Busy), &registry).unwrap();
+    let (_, registry) = on_manual_clock();
+    let _wrapper = ResilientMethodBundle::new((), &registry).unwrap();
     assert_eq!(retry_of(&registry, "MethodBundle::get"), (4, MS(1000)));
     assert_eq!(breaker_window(&registry, "MethodBundle::get"), 50, "a key the method bundle does not write");
     assert_eq!(retry_of(&registry, "MethodBundle::put"), (2, MS(10)), "a method without the bundle");
@@ -157,18 +138,31 @@ pub trait Payments {
     #[bundle(policies::critical)]
     #[retry(max_attempts = 2)]
     fn charge(&self, cents: u64) -> Result<u64, ApiError>;
+
+    // A bundle from another crate of the workspace.
+    #[bundle(testkit::bundles::quick_retry)]
+    fn other_crate(&self) -> Result<u32, ApiError>;
+
+    // A path written in a bundle, resolved where the bundle is used.
+    #[bundle(policies::stop_on_missing)]
+    fn use_site_path(&self) -> Result<u32, ApiError>;
 }
 
 impl Payments for Failing {
     fn charge(&self, _cents: u64) -> Result<u64, ApiError> {
         self.fail()
     }
+    fn other_crate(&self) -> Result<u32, ApiError> {
+        self.fail()
+    }
+    fn use_site_path(&self) -> Result<u32, ApiError> {
+        self.fail()
+    }
 }
 
 #[test]
 fn a_method_attribute_wins_over_the_method_bundles_key_by_key() {
-    let clock = ManualClock::new();
-    let registry = registry(&clock);
+    let (clock, registry) = on_manual_clock();
     let payments = ResilientPayments::new(failing(|| ApiError::Busy), &registry).unwrap();
     assert_eq!(payments.charge(100), Err(ApiError::Busy));
     assert_eq!(payments.delegate().calls.load(Ordering::SeqCst), 2, "2 attempts, the attribute's");
@@ -188,19 +182,10 @@ pub trait TwoBundles {
     fn critical_last(&self) -> Result<u32, ApiError>;
 }
 
-impl TwoBundles for Failing {
-    fn patient_last(&self) -> Result<u32, ApiError> {
-        self.fail()
-    }
-    fn critical_last(&self) -> Result<u32, ApiError> {
-        self.fail()
-    }
-}
-
 #[test]
 fn of_two_bundles_on_one_method_the_later_wins() {
-    let registry = registry(&ManualClock::new());
-    let _wrapper = ResilientTwoBundles::new(failing(|| ApiError::Busy), &registry).unwrap();
+    let (_, registry) = on_manual_clock();
+    let _wrapper = ResilientTwoBundles::new((), &registry).unwrap();
     assert_eq!(retry_of(&registry, "TwoBundles::patient_last"), (4, MS(1000)));
     assert_eq!(breaker_window(&registry, "TwoBundles::patient_last"), 50);
     assert_eq!(retry_of(&registry, "TwoBundles::critical_last"), (5, MS(100)));
@@ -223,8 +208,7 @@ impl TraitBundleMethodAttribute for Failing {
 
 #[test]
 fn a_bundle_on_the_trait_plus_a_method_attribute() {
-    let clock = ManualClock::new();
-    let registry = registry(&clock);
+    let (clock, registry) = on_manual_clock();
     let wrapper = ResilientTraitBundleMethodAttribute::new(failing(|| ApiError::Busy), &registry).unwrap();
     assert_eq!(wrapper.get(), Err(ApiError::Busy));
     assert_eq!(wrapper.delegate().calls.load(Ordering::SeqCst), 5);
@@ -235,31 +219,10 @@ fn a_bundle_on_the_trait_plus_a_method_attribute() {
     assert_eq!(bulkhead.expect("the private bundle's bulkhead").config.max_concurrent_calls, 3);
 }
 
-// A bundle from another crate of the workspace, and a path written in a bundle resolved where the
-// bundle is used.
-#[resilient]
-pub trait Elsewhere {
-    #[bundle(testkit::bundles::quick_retry)]
-    fn other_crate(&self) -> Result<u32, ApiError>;
-
-    #[bundle(policies::stop_on_missing)]
-    fn use_site_path(&self) -> Result<u32, ApiError>;
-}
-
-impl Elsewhere for Failing {
-    fn other_crate(&self) -> Result<u32, ApiError> {
-        self.fail()
-    }
-    fn use_site_path(&self) -> Result<u32, ApiError> {
-        self.fail()
-    }
-}
-
 #[test]
 fn a_bundle_from_another_crate() {
-    let clock = ManualClock::new();
-    let registry = registry(&clock);
-    let wrapper = ResilientElsewhere::new(failing(|| ApiError::Busy), &registry).unwrap();
+    let (clock, registry) = on_manual_clock();
+    let wrapper = ResilientPayments::new(failing(|| ApiError::Busy), &registry).unwrap();
     assert_eq!(wrapper.other_crate(), Err(ApiError::Busy));
     assert_eq!(wrapper.delegate().calls.load(Ordering::SeqCst), 3);
     assert_eq!(clock.elapsed(), MS(20), "two fixed waits of 10 ms");
@@ -267,11 +230,11 @@ fn a_bundle_from_another_crate() {
 
 #[test]
 fn a_pattern_written_in_a_bundle_resolves_where_the_bundle_is_used() {
-    let registry = registry(&ManualClock::new());
-    let missing = ResilientElsewhere::new(failing(|| ApiError::NotFound), &registry).unwrap();
+    let (_, registry) = on_manual_clock();
+    let missing = ResilientPayments::new(failing(|| ApiError::NotFound), &registry).unwrap();
     assert_eq!(missing.use_site_path(), Err(ApiError::NotFound));
     assert_eq!(missing.delegate().calls.load(Ordering::SeqCst), 1, "abort_on matched: no retry");
-    let busy = ResilientElsewhere::new(failing(|| ApiError::Busy), &registry).unwrap();
+    let busy = ResilientPayments::new(failing(|| ApiError::Busy), &registry).unwrap();
     assert_eq!(busy.use_site_path(), Err(ApiError::Busy));
     assert_eq!(busy.delegate().calls.load(Ordering::SeqCst), 3);
 }
@@ -307,8 +270,7 @@ impl AsyncApi for Failing {
 
 #[test]
 fn bundles_on_async_methods() {
-    let clock = ManualClock::new();
-    let registry = registry(&clock);
+    let (clock, registry) = on_manual_clock();
     let api = ResilientAsyncApi::new(failing(|| ApiError::Busy), &registry).unwrap();
     assert_eq!(testkit::block_on(api.fetch()), Err(ApiError::Busy));
     assert_eq!(api.delegate().calls.load(Ordering::SeqCst), 4);

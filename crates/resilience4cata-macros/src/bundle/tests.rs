@@ -217,8 +217,12 @@ fn shown(value: &Value) -> String {
     }
 }
 
-fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
-    expected.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+/// Method `name` of `item` retries with `delay` and `attempts` (and the `low` bundle's `max_delay`,
+/// which no other place writes).
+fn expect_retry(item: &TokenStream, name: &str, delay: &str, attempts: &str) {
+    let expected = [("delay", delay), ("max_attempts", attempts), ("max_delay", "10000ms")];
+    let expected: Vec<_> = expected.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    assert_eq!(retry_of(item.clone(), name), expected, "{name}");
 }
 
 /// Bundles `low` (2 attempts, 10 ms, 10 s total) and `high` (3 attempts, 20 ms), resolved.
@@ -244,12 +248,9 @@ fn precedence_type_bundles_below_type_attributes_below_method_bundles_below_meth
             fn method_attribute(&self) -> Result<u32, E>;
         }
     });
-    let type_level = pairs(&[("delay", "10ms"), ("max_attempts", "4"), ("max_delay", "10000ms")]);
-    assert_eq!(retry_of(item.clone(), "type_level"), type_level);
-    let method_bundle = pairs(&[("delay", "20ms"), ("max_attempts", "3"), ("max_delay", "10000ms")]);
-    assert_eq!(retry_of(item.clone(), "method_bundle"), method_bundle);
-    let method_attribute = pairs(&[("delay", "50ms"), ("max_attempts", "3"), ("max_delay", "10000ms")]);
-    assert_eq!(retry_of(item, "method_attribute"), method_attribute);
+    expect_retry(&item, "type_level", "10ms", "4");
+    expect_retry(&item, "method_bundle", "20ms", "3");
+    expect_retry(&item, "method_attribute", "50ms", "3");
 }
 
 #[test]
@@ -262,10 +263,8 @@ fn of_two_bundles_in_one_place_the_later_wins_key_by_key() {
             fn low_last(&self) -> Result<u32, E>;
         }
     });
-    let high_last = pairs(&[("delay", "20ms"), ("max_attempts", "3"), ("max_delay", "10000ms")]);
-    assert_eq!(retry_of(item.clone(), "high_last"), high_last);
-    let low_last = pairs(&[("delay", "10ms"), ("max_attempts", "2"), ("max_delay", "10000ms")]);
-    assert_eq!(retry_of(item, "low_last"), low_last);
+    expect_retry(&item, "high_last", "20ms", "3");
+    expect_retry(&item, "low_last", "10ms", "2");
 }
 
 #[test]
@@ -276,8 +275,7 @@ fn a_bundle_and_an_attribute_of_one_policy_at_one_level_are_no_duplicate() {
             fn a(&self) -> Result<u32, E>;
         }
     });
-    let expected = pairs(&[("delay", "10ms"), ("max_attempts", "9"), ("max_delay", "10000ms")]);
-    assert_eq!(retry_of(item, "a"), expected, "the attribute wins wherever it is written");
+    expect_retry(&item, "a", "10ms", "9");
 }
 
 /// The expansion of a trait, as text.
