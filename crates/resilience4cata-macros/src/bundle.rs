@@ -171,7 +171,7 @@ fn refuse(path: &syn::Path, errors: &mut Errors) {
 /// An attribute on one line, for the bundle's generated docs.
 fn one_line(attr: &Attribute) -> String {
     let text = attr.to_token_stream().to_string();
-    text.replace("# [", "#[").replace(" (", "(").replace(" ,", ",")
+    text.replace("# [", "#[").replace(" (", "(").replace(" ,", ",").replace(" :: ", "::")
 }
 
 /// FNV-1a: a stable hash for the hidden macro's name.

@@ -32,11 +32,6 @@ pub mod policies {
 
 use policies::patient;
 
-// A private bundle, used in this module only.
-resilience4cata::bundle! {
-    narrow = #[bulkhead(max_concurrent_calls = 3)];
-}
-
 /// A backend failing with `error` on every call, counting the calls.
 struct Failing {
     calls: AtomicU32,
@@ -278,4 +273,9 @@ fn bundles_on_async_methods() {
     assert_eq!(testkit::block_on(api.send(5)), Err(ApiError::Busy));
     assert_eq!(api.delegate().calls.load(Ordering::SeqCst), 4 + 5);
     assert_eq!(api.twice(), 42);
+}
+
+// A private bundle, used in this module only, above its definition.
+resilience4cata::bundle! {
+    narrow = #[bulkhead(max_concurrent_calls = 3)];
 }
