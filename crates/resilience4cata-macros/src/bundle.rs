@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote};
 use syn::ext::IdentExt;
+use syn::parse::discouraged::Speculative;
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, ImplItem, Item, ItemImpl, ItemTrait, Meta, Token, TraitItem, Visibility};
 
@@ -49,11 +50,22 @@ pub(crate) fn define(input: TokenStream, site: &str) -> TokenStream {
         Err(e) => return e.to_compile_error(),
     };
     let mut errors = Errors::default();
-    let items: TokenStream = entries.iter().map(|entry| entry.emit(site, &mut errors)).collect();
+    let items: TokenStream = entries
+        .into_iter()
+        .filter_map(|entry| match entry {
+            Ok(entry) => Some(entry.emit(site, &mut errors)),
+            Err((error, named)) => {
+                errors.push(coded(error));
+                named.map(|entry| entry.emit(site, &mut errors))
+            }
+        })
+        .collect();
     [errors.to_compile_errors(), items].into_iter().collect()
 }
 
-struct Entries(Vec<Entry>);
+/// Every entry; a malformed one is its error, with the bundle it names when the mistake comes after
+/// the name, defined empty so that its uses do not add "cannot find macro" to the one error.
+struct Entries(Vec<Result<Entry, (syn::Error, Option<Entry>)>>);
 
 /// `/// docs \n pub name = #[retry(…)] #[circuit_breaker(…)];`
 struct Entry {
@@ -67,9 +79,42 @@ impl Parse for Entries {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let mut entries = Vec::new();
         while !input.is_empty() {
-            entries.push(input.parse().map_err(coded)?);
+            let fork = input.fork();
+            match fork.parse::<Entry>() {
+                Ok(entry) => {
+                    input.advance_to(&fork);
+                    entries.push(Ok(entry));
+                }
+                Err(error) => {
+                    let named = input.fork().call(Entry::head).ok();
+                    skip_past_semicolon(input)?;
+                    entries.push(Err((error, named)));
+                }
+            }
         }
         Ok(Entries(entries))
+    }
+}
+
+/// Moves `input` past the next `;` (or to its end), for the entry after a malformed one.
+fn skip_past_semicolon(input: ParseStream) -> syn::Result<()> {
+    input.step(|cursor| {
+        let mut rest = *cursor;
+        while let Some((tree, next)) = rest.token_tree() {
+            rest = next;
+            if matches!(&tree, proc_macro2::TokenTree::Punct(p) if p.as_char() == ';') {
+                break;
+            }
+        }
+        Ok(((), rest))
+    })
+}
+
+impl Entry {
+    /// `/// docs pub name`: an entry without content, standing in for a malformed one.
+    fn head(input: ParseStream) -> syn::Result<Entry> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        Ok(Entry { attrs, vis: input.parse()?, name: input.parse()?, content: Vec::new() })
     }
 }
 

@@ -112,6 +112,19 @@ fn a_malformed_entry_is_refused() {
 }
 
 #[test]
+fn a_malformed_entry_still_defines_its_bundle_and_the_next_entries() {
+    let text = define_text(quote! {
+        pub broken #[retry];
+        pub fine = #[timeout(duration = "1s")];
+    });
+    assert_eq!(text.matches("R4C-ATR-082").count(), 1, "{text}");
+    assert!(text.contains("as broken ;"), "defined empty, so its uses add no error: {text}");
+    assert!(text.contains("as fine ;"), "{text}");
+    let unnamed = define_text(quote!(= #[retry]; pub fine = #[retry];));
+    assert!(unnamed.contains("R4C-ATR-082") && unnamed.contains("as fine ;"), "{unnamed}");
+}
+
+#[test]
 fn an_unresolved_bundle_calls_back_through_its_macro() {
     let input = quote! {
         #[bundle(crate::policies::critical)]
