@@ -13,12 +13,13 @@
 //! hygiene); only the bundle's own tokens carry the bundle's spans, so a diagnostic about a value
 //! written in a bundle points into the bundle.
 //!
-//! Then [`inline`] replaces every `#[bundle(path)]` by its content, still marked as a bundle's
-//! ([`INLINED`]), and `parse` takes each marked attribute's policies with the index of the bundle
-//! among its attribute list ([`policies`]), which `validate` uses for the precedence of SPEC §3.
+//! Then [`inline_trait`] (or [`inline_impl`]) replaces every `#[bundle(path)]` by its content,
+//! still marked as a bundle's ([`INLINED`]), and `parse` takes each marked attribute's policies
+//! with the index of the bundle among its attribute list ([`policies`]), which `validate` uses for
+//! the precedence of SPEC §3.
 //!
-//! [`pending`], [`inline`] and [`policies`] are generic over the item's attribute lists: a trait
-//! and its methods, or an `impl` block and its methods.
+//! [`pending`], [`inline_trait`] / [`inline_impl`] and [`policies`] are generic over the item's
+//! attribute lists: a trait and its methods, or an `impl` block and its methods.
 
 use std::collections::HashMap;
 
@@ -286,7 +287,7 @@ fn inline_item<'a>(
     }
 }
 
-/// Whether `attr` is a bundle's content put in place of a `#[bundle(path)]` by [`inline`].
+/// Whether `attr` is a bundle's content put in place of a `#[bundle(path)]` by [`inline_trait`].
 pub(crate) fn is_inlined(attr: &Attribute) -> bool {
     attr.path().is_ident(INLINED)
 }
