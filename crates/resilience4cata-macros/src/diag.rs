@@ -39,6 +39,12 @@ pub(crate) const CLS_POLICIES_MISSING: &str = "R4C-CLS-001";
 pub(crate) const CLS_ARGUMENT: &str = "R4C-CLS-002";
 pub(crate) const CLS_VALUE: &str = "R4C-CLS-003";
 pub(crate) const CLS_IMPL_SHAPE: &str = "R4C-CLS-004";
+/// Bundles (`crate::bundle`): `#[policy_order]` in a bundle, an attribute that is not a policy, a
+/// malformed `#[bundle(…)]`, a malformed `bundle!` entry.
+pub(crate) const ATR_BUNDLE_ORDER: &str = "R4C-ATR-062";
+pub(crate) const ATR_BUNDLE_NOT_POLICY: &str = "R4C-ATR-080";
+pub(crate) const ATR_BUNDLE_USE: &str = "R4C-ATR-081";
+pub(crate) const ATR_BUNDLE_SYNTAX: &str = "R4C-ATR-082";
 /// Classifier combinations.
 pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
 pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";

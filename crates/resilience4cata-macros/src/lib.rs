@@ -11,6 +11,7 @@
 
 extern crate proc_macro;
 
+mod bundle;
 mod class;
 mod derive;
 mod diag;
@@ -205,8 +206,68 @@ pub fn derive_resilience_error(input: TokenStream) -> TokenStream {
     derive::derive(input.into()).into()
 }
 
+/// Defines named sets of policy attributes, applied with `#[bundle(path)]` on a `#[resilient]`
+/// trait or on one of its methods. Re-exported as `resilience4cata::bundle!`.
+///
+/// ```
+/// use resilience4cata::{resilient, testing::{self, ManualClock}};
+///
+/// pub mod policies {
+///     resilience4cata::bundle! {
+///         /// Calls that must not be lost.
+///         pub critical = #[retry(max_attempts = 5, delay = "100ms", jitter = None)] #[circuit_breaker(window_size = 50)];
+///     }
+/// }
+///
+/// #[resilient]
+/// pub trait Payments {
+///     #[bundle(policies::critical)] // both policies, with the bundle's values
+///     #[retry(max_attempts = 2)]           // a direct attribute wins key by key: 2 attempts, delay 100 ms
+///     fn charge(&self, cents: u64) -> std::io::Result<u64>;
+/// }
+///
+/// struct Down;
+/// impl Payments for Down {
+///     fn charge(&self, _cents: u64) -> std::io::Result<u64> {
+///         Err(std::io::Error::other("down"))
+///     }
+/// }
+///
+/// let clock = ManualClock::new();
+/// let registry = testing::registry(&clock).build()?;
+/// let payments = ResilientPayments::new(Down, &registry)?;
+/// assert!(payments.charge(100).is_err());
+/// assert_eq!(clock.elapsed(), std::time::Duration::from_millis(100)); // 2 attempts, one wait of 100 ms
+/// let snapshot = registry.snapshot();
+/// assert_eq!(snapshot.circuit_breakers()[0].config.window_size, 50);
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+///
+/// # Rules
+/// - One bundle per entry, `/// docs` then `vis name = #[policy(…)] …;`; several entries per
+///   invocation. Each entry becomes an item `name` in the macro namespace, with `vis`, importable
+///   with `use` and usable by path from other modules and, when `pub`, from other crates.
+/// - A bundle holds any policy attribute, at most once each, but `#[policy_order]`
+///   (`[R4C-ATR-062]`). Its values are checked here, with the codes a method's attributes get; a
+///   faulty attribute is reported once, at the bundle, and left out of it.
+/// - Precedence, lowest to highest, key by key: the trait's bundles < the trait's attributes < the
+///   method's bundles < the method's attributes; of two bundles in one place, the later wins.
+/// - Paths written in a bundle (patterns, `classifier`, `delay_from`, …) resolve where the bundle
+///   is used: a bundle shared across modules writes them as `crate::…`.
+/// - `#[bundle(…)]` goes below `#[resilient]`. See `docs/bundles.md` for how it works (a
+///   `macro_rules!` callback) and the visibility rules.
+#[proc_macro]
+pub fn bundle(input: TokenStream) -> TokenStream {
+    let site = proc_macro::Span::call_site();
+    let site = format!("{}:{}:{}", site.file(), site.line(), site.column());
+    bundle::define(input.into(), &site).into()
+}
+
 /// parse → validate → expand; on any mistake, the errors beside a stub so nothing cascades.
 fn resilient2(args: proc_macro2::TokenStream, input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    if let Some(callback) = bundle::pending(&args, &input) {
+        return callback;
+    }
     if let Some(expanded) = class::expand(args.clone(), input.clone()) {
         return expanded;
     }

@@ -31,6 +31,8 @@ pub(crate) struct RawPolicy {
     /// The attribute's path (`retry`), for diagnostics about the attribute as a whole.
     pub(crate) path: syn::Path,
     pub(crate) entries: Vec<RawEntry>,
+    /// `Some(n)` when it comes from the n-th `#[bundle(…)]` of its attribute list (`crate::bundle`).
+    pub(crate) bundle: Option<usize>,
 }
 
 /// `key = value`, unjudged.
@@ -84,6 +86,7 @@ pub(crate) fn parse_trait(
         }
     };
     let orders = crate::order::Orders::take(&mut item, errors);
+    crate::bundle::inline_trait(&mut item, errors);
     let policies = take_policies(&mut item.attrs, errors);
     let members = item.items.iter_mut().map(|member| take_member_policies(member, errors)).collect();
     Ok(TraitInput { item, policies, members, send, orders })
@@ -131,7 +134,13 @@ pub(crate) fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -
 /// Removes our attributes from `attrs` and parses them; others stay in place.
 pub(crate) fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
     let mut taken = Vec::new();
+    let mut bundles = 0;
     attrs.retain(|attr| match policy::lookup(attr.path()) {
+        None if crate::bundle::is_inlined(attr) => {
+            bundles += 1;
+            taken.extend(crate::bundle::policies(attr, bundles, errors));
+            false
+        }
         Some(spec) => {
             match parse_policy(spec, attr) {
                 Ok(p) => taken.push(p),
@@ -144,7 +153,7 @@ pub(crate) fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> 
     taken
 }
 
-fn parse_policy(spec: &'static PolicySpec, attr: &Attribute) -> syn::Result<RawPolicy> {
+pub(crate) fn parse_policy(spec: &'static PolicySpec, attr: &Attribute) -> syn::Result<RawPolicy> {
     let path = attr.path().clone();
     let entries = match &attr.meta {
         Meta::Path(_) => Vec::new(),
@@ -158,7 +167,7 @@ fn parse_policy(spec: &'static PolicySpec, attr: &Attribute) -> syn::Result<RawP
             ));
         }
     };
-    Ok(RawPolicy { spec, path, entries })
+    Ok(RawPolicy { spec, path, entries, bundle: None })
 }
 
 /// `key = value, …`; the value is a pattern for pattern keys, an expression otherwise (also for

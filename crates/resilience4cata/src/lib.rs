@@ -37,7 +37,7 @@ pub use registry::{Registry, RegistryBuilder, RegistrySnapshot, UnusedConfig};
 pub use rejection::{Rejection, ResilienceError};
 /// `#[resilient]` on a trait, and `#[derive(ResilienceError)]` (same name as the trait, like serde's
 /// `Serialize`).
-pub use resilience4cata_macros::{ResilienceError, resilient};
+pub use resilience4cata_macros::{ResilienceError, bundle, resilient};
 pub use retry::{Backoff, Budget, GiveUpReason, Jitter, RetryEvent, RetrySnapshot, Verdict};
 pub use scope::{MethodIds, WrapperBuilder};
 
@@ -73,3 +73,8 @@ pub mod testing {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of `docs/bundles.md`, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/bundles.md")]
+pub struct BundlesDoctests;

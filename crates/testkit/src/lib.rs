@@ -18,6 +18,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod alloc;
+pub mod bundles;
 
 use std::fmt;
 use std::future::Future;

@@ -96,6 +96,8 @@ impl Names {
 fn expand_impl(args: TokenStream, mut item: ItemImpl) -> TokenStream {
     let mut errors = Errors::default();
     let args = args::parse(args, &mut errors);
+    // Bundles already resolved by their callbacks (`crate::bundle`) become policy attributes.
+    crate::bundle::inline_impl(&mut item, &mut errors);
     // `#[policy_order]` first, so the policy collection below never sees it: the block's list
     // serves every method without its own, a method's list replaces it (as on a trait).
     let block_order = crate::order::take(&mut item.attrs, &mut errors).unwrap_or_default();

@@ -260,10 +260,22 @@ impl Validator<'_> {
         method
     }
 
-    /// Judges each attribute of one level; a policy written twice at one level is `[R4C-ATR-008]`.
+    /// Judges the attributes of one level (the trait, or one method): its bundles in the order
+    /// written, each overlaid by the next, then its own attributes over them (SPEC §3, `crate::bundle`).
     fn judge_all(&mut self, raw: &[RawPolicy], origin: Origin) -> Vec<Judged> {
+        let bundles = raw.iter().filter_map(|p| p.bundle).max().unwrap_or(0);
+        let mut level = Vec::new();
+        for n in (1..=bundles).map(Some).chain([None]) {
+            let written: Vec<&RawPolicy> = raw.iter().filter(|p| p.bundle == n).collect();
+            level = overlay_level(level, self.judge_written(&written, origin));
+        }
+        level
+    }
+
+    /// Judges each attribute of one list; a policy written twice in it is `[R4C-ATR-008]`.
+    fn judge_written(&mut self, raw: &[&RawPolicy], origin: Origin) -> Vec<Judged> {
         let mut judged: Vec<Judged> = Vec::new();
-        for p in raw {
+        for p in raw.iter().copied() {
             if judged.iter().any(|j| std::ptr::eq(j.spec, p.spec)) {
                 let name = p.spec.name;
                 self.errors.add(
@@ -305,6 +317,23 @@ impl Validator<'_> {
         }
         settings
     }
+}
+
+/// `lower` with each policy of `upper` overlaid on it, key by key.
+fn overlay_level(lower: Vec<Judged>, upper: Vec<Judged>) -> Vec<Judged> {
+    let mut level = lower;
+    for Judged { spec, settings } in upper {
+        match level.iter_mut().find(|j| std::ptr::eq(j.spec, spec)) {
+            Some(j) => j.settings = j.settings.overlay(&settings),
+            None => level.push(Judged { spec, settings }),
+        }
+    }
+    level
+}
+
+/// Judges one attribute on its own, as `bundle!` does at a bundle's definition.
+pub(crate) fn judge_alone(raw: &RawPolicy, errors: &mut Errors) {
+    Validator { errors, next_id: 0, reported: HashSet::new(), class: false }.judge(raw, Origin::Method);
 }
 
 /// The method's policies in table order: each trait-level attribute overlaid by the method's own.

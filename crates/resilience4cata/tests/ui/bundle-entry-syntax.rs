@@ -1,0 +1,5 @@
+resilience4cata::bundle! {
+    pub critical #[retry];
+}
+
+fn main() {}

@@ -1,0 +1,5 @@
+resilience4cata::bundle! {
+    pub critical = #[retry] #[policy_order(Timeout, Retry)];
+}
+
+fn main() {}
