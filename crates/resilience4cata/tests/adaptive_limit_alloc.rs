@@ -1,21 +1,14 @@
 //! Allocation counts of the adaptive limit's paths (each algorithm, sync and async, limit moving or
 //! not), with the counting global allocator that counts only the calling thread.
-#![allow(async_fn_in_trait)] // the trait under test is this crate's own
 
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Rejection, ResilienceError, resilient};
+use resilience4cata::{Rejection, resilient};
+use testkit::Down;
 use testkit::alloc::allocations_during;
 use testkit::now;
 
 #[global_allocator]
 static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
-}
 
 #[resilient]
 pub trait Api {
@@ -39,7 +32,7 @@ struct Backend;
 
 impl Api for Backend {
     fn aimd(&self, fail: bool) -> Result<u32, Down> {
-        if fail { Err(Down::Down) } else { Ok(1) }
+        if fail { Err(Down::Failed) } else { Ok(1) }
     }
     fn gradient2(&self, fail: bool) -> Result<u32, Down> {
         self.aimd(fail)

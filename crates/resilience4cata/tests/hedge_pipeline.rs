@@ -7,7 +7,8 @@ use std::time::Duration;
 use resilience4cata::hedge::HedgeEvent;
 use resilience4cata::pipeline::AsyncOnly;
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
+use resilience4cata::{Pipeline, Registry, Rejection};
+use testkit::Down;
 
 use testkit::block_on;
 
@@ -56,13 +57,6 @@ fn retry_and_hedge_in_one_pipeline_is_reg_001() {
     let err = Pipeline::builder(&registry, "search").hedge().retry().build::<u32, String>().unwrap_err();
     assert_eq!((err.code(), err.instance()), ("R4C-REG-001", Some("search")));
     assert!(registry.snapshot().hedges().is_empty(), "nothing was built");
-}
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
 }
 
 #[test]

@@ -10,14 +10,8 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use resilience4cata::circuit_breaker::{State, WindowType};
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Backoff, Jitter, Rejection, ResilienceError, RetryEvent, resilient};
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Failed,
-    #[rejection]
-    Rejected(Rejection),
-}
+use resilience4cata::{Backoff, Jitter, Rejection, RetryEvent, resilient};
+use testkit::Down;
 
 #[resilient]
 pub trait Api {

@@ -1,18 +1,11 @@
 //! Inputs at the edges: configuration out of range, durations at `Duration::MAX`, and configuration
-//! nothing uses.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own Each is a coded error or a defined behaviour, never a panic.
+//! nothing uses. Each is a coded error or a defined behaviour, never a panic.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use resilience4cata::{GiveUpReason, Registry, Rejection, ResilienceError, RetryEvent, UnusedConfig, resilient};
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Failed,
-    #[rejection]
-    Rejected(Rejection),
-}
+use resilience4cata::{GiveUpReason, Registry, RetryEvent, UnusedConfig, resilient};
+use testkit::Down;
 
 #[resilient]
 pub trait Api {

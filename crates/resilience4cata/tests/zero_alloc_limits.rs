@@ -1,23 +1,16 @@
 //! Allocation counts of the pass paths of retry + rate limiter + bulkhead (sync and async) and of a
 //! timeout whose attempt finishes in time, with a counting global allocator that counts only the
 //! calling thread.
-#![allow(async_fn_in_trait)] // the trait under test is this crate's own
 
+use resilience4cata::resilient;
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Rejection, ResilienceError, resilient};
 
+use testkit::Down;
 use testkit::alloc::allocations_during;
 use testkit::now;
 
 #[global_allocator]
 static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
-}
 
 #[resilient]
 pub trait Api {

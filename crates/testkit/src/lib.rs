@@ -9,7 +9,8 @@
 //! - [`Recorder`], a listener that keeps every event of one type, with the projections the tests
 //!   compare ([`Recorder::gave_up`], [`Recorder::delays`], [`Recorder::transitions`]), and
 //!   [`RetryAndBreaker`], the pair the seeds' breaker examples watch;
-//! - [`no_jitter`], the seeds' examples' registry: the manual clock and exact waits.
+//! - [`no_jitter`], the seeds' examples' registry: the manual clock and exact waits;
+//! - [`Down`], the error of a backend that simply fails, with the variant a policy's rejection needs.
 //!
 //! `publish = false`: a dev-dependency of the workspace only. The runtime's own unit tests may use
 //! only the helpers that name no `resilience4cata` type ([`block_on`], [`now`], [`poll_once`],
@@ -28,7 +29,7 @@ use std::time::Duration;
 
 use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Event, GiveUpReason, Jitter, RegistryBuilder, RetryEvent};
+use resilience4cata::{Event, GiveUpReason, Jitter, RegistryBuilder, Rejection, ResilienceError, RetryEvent};
 
 /// Runs `future` to completion on a fresh tokio current-thread runtime with its timers enabled.
 ///
@@ -217,4 +218,39 @@ impl RetryAndBreaker {
     pub fn gave_up(&self) -> Vec<(u32, GiveUpReason)> {
         self.retry.gave_up()
     }
+}
+
+/// The error of a backend that fails for no particular reason, for tests whose subject is the
+/// policy rather than the error: [`Down::Failed`] is the backend's own failure and
+/// [`Down::Rejected`] carries a policy's [`Rejection`].
+///
+/// ```
+/// use resilience4cata::{Registry, resilient};
+/// use testkit::Down;
+///
+/// #[resilient]
+/// trait Api {
+///     #[retry(max_attempts = 2, delay = "0")]
+///     fn get(&self) -> Result<u32, Down>;
+/// }
+///
+/// struct Backend;
+///
+/// impl Api for Backend {
+///     fn get(&self) -> Result<u32, Down> {
+///         Err(Down::Failed)
+///     }
+/// }
+///
+/// let api = ResilientApi::new(Backend, &Registry::builder().build()?)?;
+/// assert_eq!(api.get(), Err(Down::Failed));
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, ResilienceError)]
+pub enum Down {
+    /// The backend's own failure.
+    Failed,
+    /// A policy refused or abandoned the call.
+    #[rejection]
+    Rejected(Rejection),
 }
