@@ -412,7 +412,6 @@ pub mod remote {
     use resilience4cata::resilient;
 
     #[resilient]
-    #[allow(async_fn_in_trait)]
     pub trait Remote {
         #[retry(max_attempts = 2, delay = "1s")]
         #[circuit_breaker(

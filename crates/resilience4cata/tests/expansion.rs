@@ -331,7 +331,6 @@ fn a_plain_error_type_is_retried_and_io_results_find_nested_rejections() {
 }
 
 #[resilient]
-#[allow(async_fn_in_trait)]
 pub trait AsyncInventory {
     #[retry(max_attempts = 3, delay = "50ms", backoff = Fixed)]
     async fn stock(&self, sku: &str) -> Result<u32, StockError>;

@@ -1,7 +1,6 @@
 //! `#[fallback]` through the public API, on the manual clock: once on the final failure, with the
 //! attempt count (a refused attempt included), filtered by `apply_on` / `skip_on`, called through
 //! the wrapper (so its own policies apply), sync and async, with events.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 #![deny(warnings)] // the generated code must not warn
 #![allow(clippy::needless_lifetimes)] // named lifetimes are the point of one test
 

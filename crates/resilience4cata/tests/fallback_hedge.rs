@@ -1,9 +1,7 @@
 //! `#[fallback]` outside `#[hedge]` (SPEC §7.7, §7.8; issue 11): the fallback's
 //! `FallbackContext::attempts` is every attempt the hedge started, a refused one included, in
 //! generated code, in a pipeline and through the pipeline's tower layer, on the manual clock.
-#![allow(async_fn_in_trait)]
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -146,6 +144,8 @@ fn an_open_breaker_inside_a_hedged_pipeline_falls_back_with_its_one_refused_atte
 
 #[cfg(feature = "tower")]
 mod tower_layer {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
     use super::*;
     use tower::{Layer, ServiceExt, service_fn};
 

@@ -2,7 +2,6 @@
 //! the policy does next. Each scenario runs twice on the manual clock, once with a listener that
 //! only records and once with one that records and then panics; results, snapshots and the events
 //! seen must be the same, and every panic is counted by `resilience4cata::listener_panics()`.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

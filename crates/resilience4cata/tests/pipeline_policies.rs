@@ -1,7 +1,6 @@
 //! A pipeline's inner policies (rate limiter, timeout, bulkhead) on the manual clock: the generated
 //! code's order whatever the builder order, the annotated examples mirrored, sharing by name with
 //! annotated methods, refusals carried in `E`, and the tower layer through them.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};

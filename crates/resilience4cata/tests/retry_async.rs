@@ -1,5 +1,4 @@
 //! The async forms of retry: `async fn`, `fn -> impl Future + Send`, cancellation by drop, shutdown.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
 use std::future::Future;
 use std::pin::pin;
