@@ -59,22 +59,8 @@ impl Quotes for Backend {
     fn quote(&self, _sku: &str) -> Result<u32, QuoteError> {
         self.call()
     }
-    fn patient(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
+    testkit::same_body! { fn(&self) -> Result<u32, QuoteError> { self.call() } for patient shared_a shared_b unlimited retried }
     async fn patient_async(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
-    fn shared_a(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
-    fn shared_b(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
-    fn unlimited(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
-    fn retried(&self) -> Result<u32, QuoteError> {
         self.call()
     }
 }

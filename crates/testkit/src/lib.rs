@@ -254,3 +254,35 @@ pub enum Down {
     #[rejection]
     Rejected(Rejection),
 }
+
+/// Trait methods that share one body, written once: inside an `impl`, `same_body! { fn(params) ->
+/// Ret { body } for a b c }` is `fn a(params) -> Ret { body }` and the same for `b` and `c`
+/// (`async fn(…)` likewise). For the test backends whose methods differ only by the attribute on
+/// the trait.
+///
+/// ```
+/// trait Api {
+///     fn get(&self) -> u32;
+///     fn head(&self) -> u32;
+///     async fn fetch(&self) -> u32;
+/// }
+///
+/// struct Backend(u32);
+///
+/// impl Api for Backend {
+///     testkit::same_body! { fn(&self) -> u32 { self.0 } for get head }
+///     testkit::same_body! { async fn(&self) -> u32 { self.0 + 1 } for fetch }
+/// }
+///
+/// assert_eq!((Backend(7).get(), Backend(7).head()), (7, 7));
+/// assert_eq!(testkit::now(Backend(7).fetch()), 8);
+/// ```
+#[macro_export]
+macro_rules! same_body {
+    (fn $params:tt -> $ret:ty $body:block for $($name:ident)+) => {
+        $(fn $name $params -> $ret $body)+
+    };
+    (async fn $params:tt -> $ret:ty $body:block for $($name:ident)+) => {
+        $(async fn $name $params -> $ret $body)+
+    };
+}
