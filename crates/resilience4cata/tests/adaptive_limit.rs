@@ -499,8 +499,7 @@ mod pipeline {
 
     #[test]
     fn over_the_limit_refused_and_timeouts_are_drops() {
-        let clock = ManualClock::new();
-        let registry = testing::registry(&clock).build().unwrap();
+        let (_, registry) = testkit::manual();
         let p = Pipeline::builder(&registry, "slow")
             .adaptive_limit_with(|a| a.initial_limit(1))
             .timeout_with(|t| t.duration(10 * MS))
@@ -521,8 +520,7 @@ mod pipeline {
     fn the_tower_layer_samples_and_refuses() {
         use tower::{Layer, ServiceExt, service_fn};
 
-        let clock = ManualClock::new();
-        let registry = testing::registry(&clock).build().unwrap();
+        let (_, registry) = testkit::manual();
         let p = Pipeline::builder(&registry, "svc")
             .adaptive_limit_with(|a| a.initial_limit(5))
             .build::<u32, ApiError>()

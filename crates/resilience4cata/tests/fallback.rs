@@ -358,8 +358,7 @@ impl Classified for Backend {
 
 #[test]
 fn an_err_the_classifier_accepts_reaches_it_with_that_attempt_counted() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let prices = ResilientClassified::new(Backend::failing(None), &registry).unwrap();
     assert_eq!(prices.price("sku-1"), Ok(99));
     let seen = prices.delegate().seen.lock().unwrap().clone();
@@ -435,8 +434,7 @@ impl Buffers for Backend {
 
 #[test]
 fn mutable_borrows_reach_the_fallback() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let buffers = ResilientBuffers::new(Backend::failing(Some(PriceError::Unavailable)), &registry).unwrap();
     let mut buf = Vec::new();
     assert_eq!(buffers.fill("ab", &mut buf), Ok(204));
@@ -474,8 +472,7 @@ fn an_alias_and_its_expansion_are_the_same_signature() {
 
 #[test]
 fn a_scoped_wrapper_hands_the_scoped_instance_id() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let eu = ResilientPrices::builder(Backend::failing(Some(PriceError::Unavailable)), &registry)
         .scope("eu")
         .build()

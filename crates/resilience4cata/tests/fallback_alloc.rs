@@ -5,7 +5,6 @@
 
 use std::cell::Cell;
 
-use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{FallbackContext, Pipeline, resilient};
 
 use testkit::alloc::allocations_during;
@@ -38,8 +37,7 @@ impl Api for Backend {
 
 #[test]
 fn success_and_fallback_paths_of_a_wrapped_method_allocate_nothing() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let api = ResilientApi::new(Backend, &registry).unwrap();
     let (ok, failing) = (Cell::new(false), Cell::new(true));
     assert_eq!(api.get(&failing), Ok(103)); // warm up thread-locals
@@ -59,8 +57,7 @@ fn success_and_fallback_paths_of_a_wrapped_method_allocate_nothing() {
 
 #[test]
 fn success_and_sync_fallback_paths_of_a_pipeline_allocate_nothing() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let pipeline = Pipeline::builder(&registry, "quotes")
         .retry_with(|r| r.max_attempts(2))
         .build::<u32, Down>()

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use resilience4cata::circuit_breaker::State;
-use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::testing::ManualClock;
 use resilience4cata::{GiveUpReason, Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError, resilient};
 use testkit::{RetryAndBreaker as Events, block_on};
 
@@ -93,8 +93,7 @@ fn seed_report_async_has_the_same_timeline() {
 /// the retry succeeds, and the breaker saw both attempts.
 #[test]
 fn seed_stock_client_the_breaker_records_every_attempt() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let stock = Pipeline::builder(&registry, "warehouse::StockClient::stock")
         .retry_with(|r| r.max_attempts(3))
         .circuit_breaker()
@@ -207,8 +206,7 @@ fn breaker_refusals_take_no_permit_and_local_refusals_are_not_recorded() {
 /// `record_on` and `ignore_on` classify errors as the breaker's patterns do.
 #[test]
 fn record_on_and_ignore_on_classify_errors() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let pipeline = Pipeline::builder(&registry, "classified")
         .circuit_breaker_with(|c| c.window_size(10).minimum_calls(10))
         .build::<u32, ReportError>()
@@ -272,8 +270,7 @@ fn through_the_tower_layer_a_dropped_attempt_records_nothing() {
     use std::task::{Context, Waker};
     use tower::{Layer, Service};
 
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let pipeline = Pipeline::builder(&registry, "hanging")
         .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2))
         .build::<u32, ReportError>()

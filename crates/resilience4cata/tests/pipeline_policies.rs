@@ -2,8 +2,8 @@
 //! code's order whatever the builder order, the annotated examples mirrored, sharing by name with
 //! annotated methods, refusals carried in `E`, and the tower layer through them.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use resilience4cata::pipeline::AsyncOnly;
@@ -113,19 +113,7 @@ fn an_async_call_waits_for_a_permit_without_blocking() {
 #[test]
 fn a_retry_waits_its_backoff_outside_the_bulkhead() {
     let clock = ManualClock::new();
-    let cell: Arc<OnceLock<Registry>> = Arc::default();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let (registry_of, sink) = (Arc::clone(&cell), Arc::clone(&seen));
-    let registry = testkit::no_jitter(&clock)
-        .listen(move |e: &RetryEvent| {
-            if let RetryEvent::Retrying { .. } = e {
-                let snapshot = registry_of.get().unwrap().bulkhead("jobs").unwrap().snapshot();
-                sink.lock().unwrap().push(snapshot.in_flight);
-            }
-        })
-        .build()
-        .unwrap();
-    cell.set(registry.clone()).unwrap();
+    let (registry, seen) = testkit::probe_before_backoff(&clock, |r| r.bulkhead("jobs").unwrap().snapshot().in_flight);
     let jobs = Pipeline::builder(&registry, "jobs")
         .bulkhead_with(|b| b.max_concurrent_calls(1))
         .retry_with(|r| r.max_attempts(2).delay(100 * MS))

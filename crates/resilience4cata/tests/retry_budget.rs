@@ -185,8 +185,7 @@ impl Hot for Catalog {
 
 #[test]
 fn under_two_threads_the_budget_is_never_exceeded() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let hot = Arc::new(ResilientHot::new(Catalog::down(), &registry).unwrap());
     let calls_per_thread = 5_000u64;
     let threads: Vec<_> = (0..2)

@@ -23,13 +23,13 @@ pub mod alloc;
 use std::fmt;
 use std::future::Future;
 use std::pin::{Pin, pin};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Event, GiveUpReason, Jitter, RegistryBuilder, Rejection, ResilienceError, RetryEvent};
+use resilience4cata::{Event, GiveUpReason, Jitter, Registry, RegistryBuilder, Rejection, ResilienceError, RetryEvent};
 
 /// Runs `future` to completion on a fresh tokio current-thread runtime with its timers enabled.
 ///
@@ -191,6 +191,76 @@ impl Recorder<CircuitBreakerEvent> {
 /// ```
 pub fn no_jitter(clock: &ManualClock) -> RegistryBuilder {
     testing::registry(clock).retry_defaults(|r| r.jitter(Jitter::None))
+}
+
+/// A manual clock and a registry built on it with the testing defaults (`testing::registry`): the
+/// start of most tests that need nothing else from the registry.
+///
+/// ```
+/// use resilience4cata::Pipeline;
+///
+/// let (clock, registry) = testkit::manual();
+/// let pipeline = Pipeline::builder(&registry, "api").retry_with(|r| r.max_attempts(1)).build::<u32, String>()?;
+/// assert_eq!(pipeline.execute(|| Ok(1)), Ok(1));
+/// assert_eq!(clock.elapsed(), std::time::Duration::ZERO);
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+pub fn manual() -> (ManualClock, Registry) {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().expect("the testing registry builds");
+    (clock, registry)
+}
+
+/// The seed's retry timeline for `instance` (3 attempts, 100 ms apart, doubling): the two
+/// `Retrying` events of a call that fails twice, waiting 100 ms then 200 ms.
+///
+/// ```
+/// use resilience4cata::RetryEvent;
+///
+/// let [first, second] = testkit::seed_retrying("inventory");
+/// assert!(matches!(first, RetryEvent::Retrying { attempt: 1, .. }));
+/// assert!(matches!(second, RetryEvent::Retrying { attempt: 2, .. }));
+/// ```
+pub fn seed_retrying(instance: &str) -> [RetryEvent; 2] {
+    [
+        RetryEvent::Retrying { instance: instance.into(), attempt: 1, delay: ms(100) },
+        RetryEvent::Retrying { instance: instance.into(), attempt: 2, delay: ms(200) },
+    ]
+}
+
+/// A registry on `clock` with jitter off that runs `probe` on itself each time a retry is about
+/// to wait (at its `Retrying` event), and what `probe` returned each time: the view from inside a
+/// backoff, e.g. whether a bulkhead slot is free while the retry waits.
+///
+/// ```
+/// use resilience4cata::Pipeline;
+/// use resilience4cata::testing::ManualClock;
+///
+/// let clock = ManualClock::new();
+/// let (registry, seen) = testkit::probe_before_backoff(&clock, |r| r.snapshot().retries().len());
+/// let pipeline = Pipeline::builder(&registry, "api").retry_with(|r| r.max_attempts(2)).build::<u32, String>()?;
+/// let mut failed = false;
+/// let _ = pipeline.execute(|| if std::mem::replace(&mut failed, true) { Ok(1) } else { Err("down".into()) });
+/// assert_eq!(*seen.lock().unwrap(), [1]);
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+pub fn probe_before_backoff<T: Send + 'static>(
+    clock: &ManualClock,
+    probe: impl Fn(&Registry) -> T + Send + Sync + 'static,
+) -> (Registry, Arc<Mutex<Vec<T>>>) {
+    let cell: Arc<OnceLock<Registry>> = Arc::default();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (registry_of, sink) = (Arc::clone(&cell), Arc::clone(&seen));
+    let registry = no_jitter(clock)
+        .listen(move |e: &RetryEvent| {
+            if let (RetryEvent::Retrying { .. }, Some(registry)) = (e, registry_of.get()) {
+                sink.lock().unwrap_or_else(PoisonError::into_inner).push(probe(registry));
+            }
+        })
+        .build()
+        .expect("the testing registry builds");
+    cell.set(registry.clone()).unwrap_or_else(|_| unreachable!("set once"));
+    (registry, seen)
 }
 
 /// The events of a retry around a circuit breaker (the seeds' `report` and `StockClient`
