@@ -1,7 +1,6 @@
 //! Allocation counts of the adaptive limit's paths (each algorithm, sync and async, limit moving or
 //! not), with the counting global allocator that counts only the calling thread.
 
-use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Rejection, resilient};
 use testkit::Down;
 use testkit::alloc::allocations_during;
@@ -31,17 +30,9 @@ pub trait Api {
 struct Backend;
 
 impl Api for Backend {
-    fn aimd(&self, fail: bool) -> Result<u32, Down> {
-        if fail { Err(Down::Failed) } else { Ok(1) }
-    }
-    fn gradient2(&self, fail: bool) -> Result<u32, Down> {
-        self.aimd(fail)
-    }
-    fn vegas(&self, fail: bool) -> Result<u32, Down> {
-        self.aimd(fail)
-    }
+    testkit::same_body! { fn(&self, fail: bool) -> Result<u32, Down> { Down::when(fail) } for aimd gradient2 vegas }
     async fn aimd_async(&self, fail: bool) -> Result<u32, Down> {
-        self.aimd(fail)
+        Down::when(fail)
     }
     fn refusing(&self, next: &dyn Fn() -> Result<u32, Down>) -> Result<u32, Down> {
         next()
@@ -49,8 +40,7 @@ impl Api for Backend {
 }
 
 fn api() -> ResilientApi<Backend> {
-    let registry = testing::registry(&ManualClock::new()).build().unwrap();
-    ResilientApi::new(Backend, &registry).unwrap()
+    ResilientApi::new(Backend, &testkit::manual().1).unwrap()
 }
 
 #[test]

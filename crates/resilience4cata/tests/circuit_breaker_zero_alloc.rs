@@ -29,14 +29,9 @@ pub trait Stock {
 struct Backend;
 
 impl Stock for Backend {
-    fn count(&self, fail: bool) -> Result<u32, Down> {
-        if fail { Err(Down::Failed) } else { Ok(1) }
-    }
-    fn timed(&self, fail: bool) -> Result<u32, Down> {
-        self.count(fail)
-    }
+    testkit::same_body! { fn(&self, fail: bool) -> Result<u32, Down> { Down::when(fail) } for count timed }
     fn retried(&self, fail: &Cell<bool>) -> Result<u32, Down> {
-        self.count(fail.replace(false))
+        Down::when(fail.replace(false))
     }
 }
 

@@ -127,6 +127,14 @@ impl World {
         ResilientApi::new(Script::new(outcomes), &self.registry).unwrap()
     }
 
+    /// The waits of the retries (`(attempt, delay)`), how the retry gave up and the time that passed.
+    #[track_caller]
+    fn assert_timeline(&self, delays: &[(u32, Duration)], gave_up: &[(u32, GiveUpReason)], elapsed: Duration) {
+        assert_eq!(self.delays(), delays);
+        assert_eq!(self.events.gave_up(), gave_up);
+        assert_eq!(self.clock.elapsed(), elapsed);
+    }
+
     /// `(attempt, delay)` of every retry.
     fn delays(&self) -> Vec<(u32, Duration)> {
         self.events.filter_map(|e| match e {
@@ -174,9 +182,7 @@ fn none_gives_up_not_retryable() {
     let w = World::new();
     let api = w.api(vec![busy(50), Err(HttpError::Server)]);
     assert_eq!(api.picky(), Err(HttpError::Server));
-    assert_eq!(w.delays(), [(1, 50 * MS)]);
-    assert_eq!(w.events.gave_up(), [(2, GiveUpReason::NotRetryable)]);
-    assert_eq!(w.clock.elapsed(), 50 * MS);
+    w.assert_timeline(&[(1, 50 * MS)], &[(2, GiveUpReason::NotRetryable)], 50 * MS);
 }
 
 #[test]
@@ -186,9 +192,7 @@ fn max_duration_is_checked_against_the_returned_wait() {
     let api = w.api(vec![busy(4_000), busy(1_500)]);
     // 4 s fits in 5 s; then 4 s elapsed + 1.5 s > 5 s: gives up instead of waiting.
     assert_eq!(api.bounded(), busy(1_500));
-    assert_eq!(w.delays(), [(1, 4_000 * MS)]);
-    assert_eq!(w.events.gave_up(), [(2, GiveUpReason::MaxDuration)]);
-    assert_eq!(w.clock.elapsed(), 4_000 * MS);
+    w.assert_timeline(&[(1, 4_000 * MS)], &[(2, GiveUpReason::MaxDuration)], 4_000 * MS);
 }
 
 #[test]

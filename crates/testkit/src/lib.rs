@@ -23,6 +23,7 @@ pub mod alloc;
 use std::fmt;
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -76,6 +77,23 @@ pub fn now<F: Future>(future: F) -> F::Output {
 /// ```
 pub const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
+}
+
+/// The answer of a backend that fails its first calls: `Err(failure)` while `failures` is above
+/// zero (counting it down), then `Ok(ok)`.
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+///
+/// let failures = AtomicU32::new(1);
+/// assert_eq!(testkit::fail_first(&failures, "down", 7), Err("down"));
+/// assert_eq!(testkit::fail_first(&failures, "down", 7), Ok(7));
+/// ```
+pub fn fail_first<T, E>(failures: &AtomicU32, failure: E, ok: T) -> Result<T, E> {
+    match failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(1)) {
+        Ok(_) => Err(failure),
+        Err(_) => Ok(ok),
+    }
 }
 
 /// Every event of type `E` a registry publishes, in publication order. Clones share one list.
@@ -148,6 +166,11 @@ impl<E: Event> Recorder<E> {
     /// A copy of every event recorded so far.
     pub fn all(&self) -> Vec<E> {
         self.lock().clone()
+    }
+
+    /// A copy of the last event recorded, if any.
+    pub fn last(&self) -> Option<E> {
+        self.lock().last().cloned()
     }
 }
 
@@ -323,6 +346,19 @@ pub enum Down {
     /// A policy refused or abandoned the call.
     #[rejection]
     Rejected(Rejection),
+}
+
+impl Down {
+    /// `Err(Down::Failed)` when `fail`, `Ok(1)` otherwise: the answer of a backend whose caller
+    /// decides whether it fails.
+    ///
+    /// ```
+    /// assert_eq!(testkit::Down::when(false), Ok(1));
+    /// assert_eq!(testkit::Down::when(true), Err(testkit::Down::Failed));
+    /// ```
+    pub fn when(fail: bool) -> Result<u32, Down> {
+        if fail { Err(Down::Failed) } else { Ok(1) }
+    }
 }
 
 /// Trait methods that share one body, written once: inside an `impl`, `same_body! { fn(params) ->
