@@ -99,24 +99,8 @@ impl Backend {
 }
 
 impl Prices for Backend {
-    fn retried(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn guarded(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn filtered(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn skip_wins_over_predicate(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn skipped_by_predicate(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn protected_fallback(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
+    testkit::same_body! { fn(&self, _sku: &str) -> Result<u32, PriceError> { self.answer() }
+    for retried guarded filtered skip_wins_over_predicate skipped_by_predicate protected_fallback }
     fn owned(&self, _sku: String, _units: u32) -> Result<String, PriceError> {
         self.answer().map(|n| n.to_string())
     }
@@ -236,13 +220,8 @@ fn owned_arguments_reach_the_fallback() {
 
 #[test]
 fn applied_events_name_the_method_and_the_attempts_and_only_when_it_runs() {
-    let clock = ManualClock::new();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    let registry = testing::registry(&clock)
-        .listen(move |e: &FallbackEvent| sink.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap();
+    let events = testkit::Recorder::<FallbackEvent>::default();
+    let registry = events.on(testing::registry(&ManualClock::new())).build().unwrap();
     let prices = ResilientPrices::new(Backend::failing(Some(PriceError::Unavailable)), &registry).unwrap();
     assert_eq!(prices.retried("sku-1"), Ok(99));
     assert_eq!(prices.filtered("sku-1"), Ok(99));
@@ -251,7 +230,7 @@ fn applied_events_name_the_method_and_the_attempts_and_only_when_it_runs() {
     *prices.delegate().error.lock().unwrap() = None;
     assert!(prices.retried("sku-1").is_ok()); // success: no event
     assert_eq!(
-        *events.lock().unwrap(),
+        events.all(),
         [
             FallbackEvent::Applied { instance: "fallback::Prices::retried".into(), attempts: 3 },
             FallbackEvent::Applied { instance: "fallback::Prices::filtered".into(), attempts: 1 },

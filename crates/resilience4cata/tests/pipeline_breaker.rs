@@ -31,6 +31,13 @@ fn registry(clock: &ManualClock, events: &Events, tune: impl FnOnce(RegistryBuil
 
 /// The seed's `report`: retry(5 attempts, 1 s, abort_on BadId) around
 /// circuit_breaker(window 2, minimum 2, wait_in_open 1 m), built in the opposite order.
+/// A manual clock, the retry's and the breaker's events, and a registry on that clock recording them.
+fn world() -> (ManualClock, Events, Registry) {
+    let (clock, events) = (ManualClock::new(), Events::default());
+    let registry = registry(&clock, &events, |b| b);
+    (clock, events, registry)
+}
+
 fn report_pipeline(registry: &Registry) -> Pipeline<String, ReportError> {
     Pipeline::builder(registry, "reports::report")
         .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2).wait_in_open(Duration::from_secs(60)))
@@ -45,8 +52,7 @@ fn report_pipeline(registry: &Registry) -> Pipeline<String, ReportError> {
 /// each call makes one attempt and waits nothing.
 #[test]
 fn seed_report_an_open_breaker_stops_the_retries_at_once() {
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (clock, events, registry) = world();
     let report = report_pipeline(&registry);
     let calls = AtomicU32::new(0);
     let down = || {
@@ -75,8 +81,7 @@ fn seed_report_an_open_breaker_stops_the_retries_at_once() {
 
 #[test]
 fn seed_report_async_has_the_same_timeline() {
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (clock, events, registry) = world();
     let report = report_pipeline(&registry);
     let calls = AtomicU32::new(0);
     let err = block_on(report.execute_async(|| async {
@@ -131,8 +136,7 @@ impl Prices for PriceBackend {
 /// for both.
 #[test]
 fn a_pipeline_and_an_annotated_method_share_one_breaker_by_name() {
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (_, events, registry) = world();
     let prices = ResilientPrices::new(PriceBackend(AtomicU32::new(0)), &registry).unwrap();
     let pipeline = Pipeline::builder(&registry, "prices")
         .circuit_breaker_with(|c| c.window_size(4).minimum_calls(4).wait_in_open(Duration::from_secs(10)))
@@ -169,8 +173,7 @@ fn a_pipeline_and_an_annotated_method_share_one_breaker_by_name() {
 #[test]
 fn breaker_refusals_take_no_permit_and_local_refusals_are_not_recorded() {
     for breaker_first in [true, false] {
-        let (clock, events) = (ManualClock::new(), Events::default());
-        let registry = registry(&clock, &events, |b| b);
+        let (clock, _, registry) = world();
         let builder = Pipeline::builder(&registry, "quotes");
         let builder = if breaker_first {
             builder
@@ -225,8 +228,7 @@ fn record_on_and_ignore_on_classify_errors() {
 /// A timed-out attempt is a breaker failure; each attempt is acquired and recorded separately.
 #[test]
 fn timeouts_are_breaker_failures_per_attempt() {
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (clock, _, registry) = world();
     let fetch = Pipeline::builder(&registry, "fetch")
         .retry_with(|r| r.max_attempts(2).delay(Duration::ZERO))
         .circuit_breaker_with(|c| c.window_size(4).minimum_calls(4))
@@ -245,8 +247,7 @@ fn timeouts_are_breaker_failures_per_attempt() {
 fn through_the_tower_layer_the_report_example_holds() {
     use tower::{Layer, ServiceExt};
 
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (clock, events, registry) = world();
     let calls = Arc::new(AtomicU32::new(0));
     let seen = Arc::clone(&calls);
     let service = tower::service_fn(move |_id: String| {

@@ -1,7 +1,7 @@
 //! The rate limiter through `#[resilient]` and the registry, on the manual clock.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilience4cata::rate_limiter::RateLimiterEvent;
@@ -225,18 +225,13 @@ fn named_configs_unknown_configs_and_conflicting_shares() {
 
 #[test]
 fn events_when_listened() {
-    let clock = ManualClock::new();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&seen);
-    let registry = testing::registry(&clock)
-        .listen(move |e: &RateLimiterEvent| sink.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap();
+    let seen = testkit::Recorder::<RateLimiterEvent>::default();
+    let registry = seen.on(testing::registry(&ManualClock::new())).build().unwrap();
     let quotes = ResilientQuotes::new(Backend::default(), &registry).unwrap();
     let _ = (quotes.quote("a"), quotes.quote("b"), quotes.quote("c"));
     let instance: Arc<str> = id("quote").into();
     assert_eq!(
-        *seen.lock().unwrap(),
+        seen.all(),
         [
             RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },
             RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },
