@@ -9,8 +9,7 @@ use resilience4cata::{Registry, Rejection, resilient};
 use testkit::Down;
 use testkit::alloc::allocations_during;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
+testkit::count_allocations!();
 
 #[resilient]
 pub trait Stock {

@@ -9,8 +9,7 @@ use resilience4cata::{FallbackContext, Pipeline, resilient};
 
 use testkit::alloc::allocations_during;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
+testkit::count_allocations!();
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Down;

@@ -7,8 +7,7 @@ use resilience4cata::{Registry, RetryEvent, resilient};
 
 use testkit::alloc::allocations_during;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
+testkit::count_allocations!();
 
 #[derive(Debug, PartialEq)]
 pub struct Down;

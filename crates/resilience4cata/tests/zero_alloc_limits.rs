@@ -8,8 +8,7 @@ use testkit::Down;
 use testkit::alloc::allocations_during;
 use testkit::now;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
+testkit::count_allocations!();
 
 #[resilient]
 pub trait Api {

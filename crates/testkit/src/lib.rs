@@ -1,9 +1,8 @@
 //! Test fixtures shared by the workspace's tests and by `crates/bench`, kept in one place:
 //!
 //! - [`alloc::Counting`], the one counting allocator. Linking this crate does **not** install it: a
-//!   test binary that counts allocations opts in with
-//!   `#[global_allocator] static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;`,
-//!   and every other test binary keeps the system allocator;
+//!   test binary that counts allocations opts in with [`count_allocations!`] (a
+//!   `#[global_allocator]` static), and every other test binary keeps the system allocator;
 //! - [`block_on`] (a tokio current-thread runtime) and [`now`] / [`poll_once`] (one poll with a
 //!   no-op waker, for futures that must not wait);
 //! - [`Recorder`], a listener that keeps every event of one type, with the projections the tests
