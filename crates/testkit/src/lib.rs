@@ -95,6 +95,37 @@ pub fn fail_first<T, E>(failures: &AtomicU32, failure: E, ok: T) -> Result<T, E>
     }
 }
 
+/// A backend that fails its first `failures` attempts and succeeds after, counting every attempt.
+///
+/// ```
+/// let flaky = testkit::Flaky::new(1);
+/// assert_eq!(flaky.attempt("down"), Err("down"));
+/// assert_eq!(flaky.attempt("down"), Ok(()));
+/// assert_eq!(flaky.attempts(), 2);
+/// ```
+#[derive(Debug, Default)]
+pub struct Flaky {
+    attempts: AtomicU32,
+    failures: u32,
+}
+
+impl Flaky {
+    /// Fails the first `failures` attempts (`u32::MAX`: every one).
+    pub fn new(failures: u32) -> Flaky {
+        Flaky { attempts: AtomicU32::new(0), failures }
+    }
+
+    /// One attempt: `Err(failure)` while it is among the first `failures`, `Ok(())` after.
+    pub fn attempt<E>(&self, failure: E) -> Result<(), E> {
+        if self.attempts.fetch_add(1, Ordering::SeqCst) < self.failures { Err(failure) } else { Ok(()) }
+    }
+
+    /// The attempts made so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::SeqCst)
+    }
+}
+
 /// Every event of type `E` a registry publishes, in publication order. Clones share one list.
 ///
 /// ```
