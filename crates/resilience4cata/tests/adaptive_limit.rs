@@ -1,13 +1,13 @@
 //! The adaptive limit through `#[resilient]` and the registry, on the manual clock.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilience4cata::adaptive_limit::{AdaptiveLimitEvent, Algorithm};
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Registry, RegistryBuilder, Rejection, ResilienceError, resilient};
+
+use testkit::Recorder;
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -72,47 +72,16 @@ pub trait Api {
 
 struct Backend;
 
+/// Each method runs the work it is handed; the `Notify` ones wait for it, `stuck` never answers.
 impl Api for Backend {
-    fn call(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
-    }
-    fn small(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
-    }
-    fn clamped(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
-    }
-    fn ignoring(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
-    }
-    fn selective(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
-    }
-    fn timed(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
-    }
-    fn nested(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
-    }
-    async fn wait(&self, hold: &tokio::sync::Notify) -> Result<u32, ApiError> {
+    testkit::same_body! { fn(&self, work: Work<'_>) -> Result<u32, ApiError> { work() }
+    for call small clamped ignoring selective timed nested held stress off }
+    testkit::same_body! { async fn(&self, hold: &tokio::sync::Notify) -> Result<u32, ApiError> {
         hold.notified().await;
         Ok(1)
-    }
-    async fn queued(&self, hold: &tokio::sync::Notify) -> Result<u32, ApiError> {
-        hold.notified().await;
-        Ok(1)
-    }
+    } for wait queued }
     async fn stuck(&self) -> Result<u32, ApiError> {
         std::future::pending().await
-    }
-    fn held(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
-    }
-    fn stress(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
-    }
-    fn off(&self, work: Work<'_>) -> Result<u32, ApiError> {
-        work()
     }
 }
 
@@ -124,15 +93,13 @@ struct Fixture {
     clock: ManualClock,
     registry: Registry,
     api: ResilientApi<Backend>,
-    events: Arc<Mutex<Vec<AdaptiveLimitEvent>>>,
+    events: Recorder<AdaptiveLimitEvent>,
 }
 
 fn fixture_with(f: impl FnOnce(RegistryBuilder) -> RegistryBuilder) -> Fixture {
     let clock = ManualClock::new();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    let builder = testing::registry(&clock).listen(move |e: &AdaptiveLimitEvent| sink.lock().unwrap().push(e.clone()));
-    let registry = f(builder).build().unwrap();
+    let events = Recorder::default();
+    let registry = f(events.on(testing::registry(&clock))).build().unwrap();
     let api = ResilientApi::new(Backend, &registry).unwrap();
     Fixture { clock, registry, api, events }
 }
@@ -147,14 +114,10 @@ impl Fixture {
     }
 
     fn changes(&self) -> Vec<(u32, u32)> {
-        let events = self.events.lock().unwrap();
-        events
-            .iter()
-            .filter_map(|e| match e {
-                AdaptiveLimitEvent::LimitChanged { from, to, .. } => Some((*from, *to)),
-                _ => None,
-            })
-            .collect()
+        self.events.filter_map(|e| match e {
+            AdaptiveLimitEvent::LimitChanged { from, to, .. } => Some((*from, *to)),
+            _ => None,
+        })
     }
 }
 
@@ -179,7 +142,7 @@ fn aimd_drops_from_20_give_the_spec_sequence_with_events() {
     assert_eq!(changes.len(), 14, "no LimitChanged for 1 → 1");
     assert_eq!(changes[0], (20, 18));
     assert_eq!(changes[13], (2, 1));
-    let AdaptiveLimitEvent::LimitChanged { instance, .. } = &f.events.lock().unwrap()[0] else { panic!() };
+    let AdaptiveLimitEvent::LimitChanged { instance, .. } = &f.events.all()[0] else { panic!() };
     assert_eq!(&**instance, id("call"));
 }
 
@@ -300,7 +263,7 @@ fn concurrent_async_calls_past_the_limit_are_refused() {
         );
     });
     assert_eq!((snapshot().limit, snapshot().in_flight), (2, 0), "max_limit 2");
-    assert!(f.events.lock().unwrap().contains(&AdaptiveLimitEvent::Rejected { instance: id("wait").into() }));
+    assert!(f.events.all().contains(&AdaptiveLimitEvent::Rejected { instance: id("wait").into() }));
 }
 
 /// On the manual clock a wait for something other than the clock ends at once (the waiter's timer
@@ -536,8 +499,7 @@ mod pipeline {
 
     #[test]
     fn over_the_limit_refused_and_timeouts_are_drops() {
-        let clock = ManualClock::new();
-        let registry = testing::registry(&clock).build().unwrap();
+        let (_, registry) = testkit::manual();
         let p = Pipeline::builder(&registry, "slow")
             .adaptive_limit_with(|a| a.initial_limit(1))
             .timeout_with(|t| t.duration(10 * MS))
@@ -558,8 +520,7 @@ mod pipeline {
     fn the_tower_layer_samples_and_refuses() {
         use tower::{Layer, ServiceExt, service_fn};
 
-        let clock = ManualClock::new();
-        let registry = testing::registry(&clock).build().unwrap();
+        let (_, registry) = testkit::manual();
         let p = Pipeline::builder(&registry, "svc")
             .adaptive_limit_with(|a| a.initial_limit(5))
             .build::<u32, ApiError>()

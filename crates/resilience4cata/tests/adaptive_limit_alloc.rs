@@ -1,21 +1,12 @@
 //! Allocation counts of the adaptive limit's paths (each algorithm, sync and async, limit moving or
 //! not), with the counting global allocator that counts only the calling thread.
-#![allow(async_fn_in_trait)] // the trait under test is this crate's own
 
-use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Rejection, ResilienceError, resilient};
+use resilience4cata::{Rejection, resilient};
+use testkit::Down;
 use testkit::alloc::allocations_during;
 use testkit::now;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
-}
+testkit::count_allocations!();
 
 #[resilient]
 pub trait Api {
@@ -45,17 +36,9 @@ pub trait Api {
 struct Backend;
 
 impl Api for Backend {
-    fn aimd(&self, fail: bool) -> Result<u32, Down> {
-        if fail { Err(Down::Down) } else { Ok(1) }
-    }
-    fn gradient2(&self, fail: bool) -> Result<u32, Down> {
-        self.aimd(fail)
-    }
-    fn vegas(&self, fail: bool) -> Result<u32, Down> {
-        self.aimd(fail)
-    }
+    testkit::same_body! { fn(&self, fail: bool) -> Result<u32, Down> { Down::when(fail) } for aimd gradient2 vegas }
     async fn aimd_async(&self, fail: bool) -> Result<u32, Down> {
-        self.aimd(fail)
+        Down::when(fail)
     }
     fn refusing(&self, next: &dyn Fn() -> Result<u32, Down>) -> Result<u32, Down> {
         next()
@@ -70,8 +53,7 @@ impl Api for Backend {
 }
 
 fn api() -> ResilientApi<Backend> {
-    let registry = testing::registry(&ManualClock::new()).build().unwrap();
-    ResilientApi::new(Backend, &registry).unwrap()
+    ResilientApi::new(Backend, &testkit::manual().1).unwrap()
 }
 
 /// On a clock that does not move, Aimd's drops move its limit; Gradient2's and Vegas's calls are

@@ -1,16 +1,15 @@
 //! The bulkhead through `#[resilient]` and the registry, on the manual clock.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
 use resilience4cata::bulkhead::BulkheadEvent;
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Registry, Rejection, ResilienceError, RetryEvent, resilient};
+use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -138,8 +137,7 @@ async fn async_waiters_enter_in_arrival_order() {
 
 #[tokio::test]
 async fn a_waiter_is_refused_at_its_max_wait() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let jobs = jobs(&registry);
     let hold = tokio::sync::Notify::new();
     let (first, second) = tokio::join!(jobs.queued("a", &hold), async {
@@ -168,19 +166,8 @@ fn dropping_a_call_inside_the_bulkhead_gives_the_slot_back() {
 #[test]
 fn a_retry_waits_its_backoff_outside_the_bulkhead() {
     let clock = ManualClock::new();
-    let cell: Arc<OnceLock<Registry>> = Arc::default();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let (registry_of, sink) = (Arc::clone(&cell), Arc::clone(&seen));
-    let registry = testkit::no_jitter(&clock)
-        .listen(move |e: &RetryEvent| {
-            if let RetryEvent::Retrying { .. } = e {
-                // Published just before the backoff: the slot must be free already.
-                sink.lock().unwrap().push(in_flight(registry_of.get().unwrap(), "retried"));
-            }
-        })
-        .build()
-        .unwrap();
-    cell.set(registry.clone()).unwrap();
+    // Published just before the backoff: the slot must be free already.
+    let (registry, seen) = testkit::probe_before_backoff(&clock, |r| in_flight(r, "retried"));
     let jobs = jobs(&registry);
     assert_eq!(jobs.retried(&AtomicU32::new(0)), Ok(2));
     assert_eq!(*seen.lock().unwrap(), [(0, 1, 0)]);
@@ -189,8 +176,7 @@ fn a_retry_waits_its_backoff_outside_the_bulkhead() {
 
 #[tokio::test]
 async fn a_timed_out_attempt_gives_its_slot_back() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let jobs = jobs(&registry);
     let outcome = jobs.stuck().await;
     assert!(matches!(outcome, Err(JobError::Rejected(Rejection::CallTimeout { .. }))), "{outcome:?}");

@@ -143,8 +143,7 @@ impl StockClient for BusyOnce {
 
 #[test]
 fn seed_stock_client_the_breaker_records_every_attempt() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let stock = ResilientStockClient::new(BusyOnce(AtomicU32::new(0)), &registry).unwrap();
     assert_eq!(stock.stock("sku-1", 3).unwrap(), 7);
 
@@ -412,7 +411,6 @@ pub mod remote {
     use resilience4cata::resilient;
 
     #[resilient]
-    #[allow(async_fn_in_trait)]
     pub trait Remote {
         #[retry(max_attempts = 2, delay = "1s")]
         #[circuit_breaker(
@@ -437,8 +435,7 @@ impl remote::Remote for Slow {
 #[tokio::test]
 async fn async_methods_record_each_attempt_and_slow_calls_open_the_breaker() {
     use remote::Remote;
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let remote = remote::ResilientRemote::new(Slow, &registry).unwrap();
     assert_eq!(remote.fetch(&clock).await.unwrap(), 9);
     assert_eq!(remote.fetch(&clock).await.unwrap(), 9); // 2 slow of 2: opens

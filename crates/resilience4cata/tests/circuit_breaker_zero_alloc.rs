@@ -4,45 +4,33 @@
 use std::cell::Cell;
 
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
+use resilience4cata::{Registry, Rejection, resilient};
 
+use testkit::Down;
 use testkit::alloc::allocations_during;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
-
-#[derive(Debug, ResilienceError)]
-pub enum StockError {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
-}
+testkit::count_allocations!();
 
 #[resilient]
 pub trait Stock {
     #[circuit_breaker]
-    fn count(&self, fail: bool) -> Result<u32, StockError>;
+    fn count(&self, fail: bool) -> Result<u32, Down>;
 
     #[circuit_breaker(window_type = Time, window_size = 10, slow_call_duration = "1s")]
-    fn timed(&self, fail: bool) -> Result<u32, StockError>;
+    fn timed(&self, fail: bool) -> Result<u32, Down>;
 
     #[retry(max_attempts = 3, delay = "0")]
     #[circuit_breaker(window_size = 1000, minimum_calls = 1000)]
-    fn retried(&self, fail: &Cell<bool>) -> Result<u32, StockError>;
+    fn retried(&self, fail: &Cell<bool>) -> Result<u32, Down>;
 }
 
 #[derive(Debug)]
 struct Backend;
 
 impl Stock for Backend {
-    fn count(&self, fail: bool) -> Result<u32, StockError> {
-        if fail { Err(StockError::Down) } else { Ok(1) }
-    }
-    fn timed(&self, fail: bool) -> Result<u32, StockError> {
-        self.count(fail)
-    }
-    fn retried(&self, fail: &Cell<bool>) -> Result<u32, StockError> {
-        self.count(fail.replace(false))
+    testkit::same_body! { fn(&self, fail: bool) -> Result<u32, Down> { Down::when(fail) } for count timed }
+    fn retried(&self, fail: &Cell<bool>) -> Result<u32, Down> {
+        Down::when(fail.replace(false))
     }
 }
 
@@ -73,7 +61,7 @@ fn recording_failures_opening_and_refusing_allocate_nothing() {
             let _ = stock.count(i % 2 == 0); // 50 % failures over 100 calls: opens at the 100th
         }
         for _ in 0..100 {
-            assert!(matches!(stock.count(false), Err(StockError::Rejected(Rejection::CallNotPermitted { .. }))));
+            assert!(matches!(stock.count(false), Err(Down::Rejected(Rejection::CallNotPermitted { .. }))));
         }
     });
     assert_eq!(n, 0);

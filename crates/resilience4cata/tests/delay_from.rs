@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{
-    GiveUpReason, Jitter, Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError, RetryEvent, resilient,
-};
+use resilience4cata::testing::ManualClock;
+use resilience4cata::{GiveUpReason, Pipeline, Registry, Rejection, ResilienceError, RetryEvent, resilient};
+
+use testkit::Recorder;
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -96,70 +96,52 @@ impl Script {
     }
 }
 
+/// Every method answers with the script's next outcome.
 impl Api for Script {
-    fn get(&self) -> Result<u32, HttpError> {
-        self.next()
-    }
-    fn bounded(&self) -> Result<u32, HttpError> {
-        self.next()
-    }
-    fn picky(&self) -> Result<u32, HttpError> {
-        self.next()
-    }
-    async fn fetch(&self) -> Result<u32, HttpError> {
-        self.next()
-    }
-    fn limited(&self) -> Result<u32, HttpError> {
-        self.next()
-    }
-    async fn limited_async(&self) -> Result<u32, HttpError> {
-        self.next()
-    }
-    fn limited_slow_backoff(&self) -> Result<u32, HttpError> {
-        self.next()
-    }
-    fn limited_hooked(&self) -> Result<u32, HttpError> {
-        self.next()
-    }
+    testkit::same_body! { fn(&self) -> Result<u32, HttpError> { self.next() }
+    for get bounded picky limited limited_slow_backoff limited_hooked }
+    testkit::same_body! { async fn(&self) -> Result<u32, HttpError> { self.next() } for fetch limited_async }
 }
 
 fn busy(ms: u32) -> Result<u32, HttpError> {
     Err(HttpError::TooBusy { retry_after: Some(ms * MS) })
 }
 
-/// The retry events, in order, and the registry on the clock.
-fn setup(
-    clock: &ManualClock,
-    edit: impl FnOnce(RegistryBuilder) -> RegistryBuilder,
-) -> (Registry, Arc<Mutex<Vec<RetryEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    let builder = testing::registry(clock)
-        .retry_defaults(|r| r.jitter(Jitter::None))
-        .listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone()));
-    (edit(builder).build().unwrap(), events)
+/// One test's world: the manual clock, a registry on it with exact waits, its retry events.
+struct World {
+    clock: ManualClock,
+    registry: Registry,
+    events: Recorder<RetryEvent>,
 }
 
-fn delays(events: &Mutex<Vec<RetryEvent>>) -> Vec<(u32, Duration)> {
-    let events = events.lock().unwrap();
-    events
-        .iter()
-        .filter_map(|e| match e {
+impl World {
+    fn new() -> World {
+        let clock = ManualClock::new();
+        let events = Recorder::default();
+        let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
+        World { clock, registry, events }
+    }
+
+    /// The wrapper over a backend answering `outcomes` in order (then `Ok`).
+    fn api(&self, outcomes: Vec<Result<u32, HttpError>>) -> ResilientApi<Script> {
+        ResilientApi::new(Script::new(outcomes), &self.registry).unwrap()
+    }
+
+    /// The waits of the retries (`(attempt, delay)`), how the retry gave up and the time that passed.
+    #[track_caller]
+    fn assert_timeline(&self, delays: &[(u32, Duration)], gave_up: &[(u32, GiveUpReason)], elapsed: Duration) {
+        assert_eq!(self.delays(), delays);
+        assert_eq!(self.events.gave_up(), gave_up);
+        assert_eq!(self.clock.elapsed(), elapsed);
+    }
+
+    /// `(attempt, delay)` of every retry.
+    fn delays(&self) -> Vec<(u32, Duration)> {
+        self.events.filter_map(|e| match e {
             RetryEvent::Retrying { attempt, delay, .. } => Some((*attempt, *delay)),
             _ => None,
         })
-        .collect()
-}
-
-fn gave_up(events: &Mutex<Vec<RetryEvent>>) -> Vec<(u32, GiveUpReason)> {
-    let events = events.lock().unwrap();
-    events
-        .iter()
-        .filter_map(|e| match e {
-            RetryEvent::GaveUp { attempts, reason, .. } => Some((*attempts, *reason)),
-            _ => None,
-        })
-        .collect()
+    }
 }
 
 /// Tests share `ASKED`; they take this lock so they do not interleave.
@@ -173,17 +155,12 @@ fn asked() -> Vec<(u32, Duration)> {
 fn retry_after_sets_each_wait_exactly_and_is_not_capped_by_max_delay() {
     let _serial = SERIAL.lock().unwrap();
     asked();
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let api = ResilientApi::new(
-        Script::new(vec![busy(3_000), Err(HttpError::Server), Err(HttpError::TooBusy { retry_after: None })]),
-        &registry,
-    )
-    .unwrap();
+    let w = World::new();
+    let api = w.api(vec![busy(3_000), Err(HttpError::Server), Err(HttpError::TooBusy { retry_after: None })]);
     assert_eq!(api.get(), Ok(4));
     // attempt 1: the server's 3 s (above max_delay = 1 s); 2: the backoff's 200 ms; 3: no hint, 400 ms.
-    assert_eq!(delays(&events), [(1, 3_000 * MS), (2, 200 * MS), (3, 400 * MS)]);
-    assert_eq!(clock.elapsed(), 3_600 * MS);
+    assert_eq!(w.delays(), [(1, 3_000 * MS), (2, 200 * MS), (3, 400 * MS)]);
+    assert_eq!(w.clock.elapsed(), 3_600 * MS);
     assert_eq!(asked(), [(1, 100 * MS), (2, 200 * MS), (3, 400 * MS)], "attempt numbers from 1, computed after jitter");
 }
 
@@ -191,110 +168,97 @@ fn retry_after_sets_each_wait_exactly_and_is_not_capped_by_max_delay() {
 fn the_hook_runs_only_when_another_attempt_is_allowed() {
     let _serial = SERIAL.lock().unwrap();
     asked();
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let api = ResilientApi::new(Script::new(vec![busy(10), busy(10), busy(10), busy(10)]), &registry).unwrap();
+    let w = World::new();
+    let api = w.api(vec![busy(10), busy(10), busy(10), busy(10)]);
     assert_eq!(api.get(), busy(10));
     assert_eq!(asked().len(), 3, "not after the 4th and last attempt");
-    assert_eq!(gave_up(&events), [(4, GiveUpReason::MaxAttempts)]);
-    assert_eq!(clock.elapsed(), 30 * MS);
+    assert_eq!(w.events.gave_up(), [(4, GiveUpReason::MaxAttempts)]);
+    assert_eq!(w.clock.elapsed(), 30 * MS);
 }
 
 #[test]
 fn none_gives_up_not_retryable() {
     let _serial = SERIAL.lock().unwrap();
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let api = ResilientApi::new(Script::new(vec![busy(50), Err(HttpError::Server)]), &registry).unwrap();
+    let w = World::new();
+    let api = w.api(vec![busy(50), Err(HttpError::Server)]);
     assert_eq!(api.picky(), Err(HttpError::Server));
-    assert_eq!(delays(&events), [(1, 50 * MS)]);
-    assert_eq!(gave_up(&events), [(2, GiveUpReason::NotRetryable)]);
-    assert_eq!(clock.elapsed(), 50 * MS);
+    w.assert_timeline(&[(1, 50 * MS)], &[(2, GiveUpReason::NotRetryable)], 50 * MS);
 }
 
 #[test]
 fn max_duration_is_checked_against_the_returned_wait() {
     let _serial = SERIAL.lock().unwrap();
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let api = ResilientApi::new(Script::new(vec![busy(4_000), busy(1_500)]), &registry).unwrap();
+    let w = World::new();
+    let api = w.api(vec![busy(4_000), busy(1_500)]);
     // 4 s fits in 5 s; then 4 s elapsed + 1.5 s > 5 s: gives up instead of waiting.
     assert_eq!(api.bounded(), busy(1_500));
-    assert_eq!(delays(&events), [(1, 4_000 * MS)]);
-    assert_eq!(gave_up(&events), [(2, GiveUpReason::MaxDuration)]);
-    assert_eq!(clock.elapsed(), 4_000 * MS);
+    w.assert_timeline(&[(1, 4_000 * MS)], &[(2, GiveUpReason::MaxDuration)], 4_000 * MS);
 }
 
 #[test]
 fn shutdown_interrupts_a_wait_the_hook_set() {
     let _serial = SERIAL.lock().unwrap();
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    registry.shutdown();
-    let api = ResilientApi::new(Script::new(vec![busy(3_000)]), &registry).unwrap();
+    let w = World::new();
+    w.registry.shutdown();
+    let api = w.api(vec![busy(3_000)]);
     assert_eq!(api.get(), busy(3_000));
-    assert_eq!(gave_up(&events), [(1, GiveUpReason::Interrupted)]);
+    assert_eq!(w.events.gave_up(), [(1, GiveUpReason::Interrupted)]);
 }
 
 #[test]
 fn the_async_form_waits_what_the_hook_says() {
     let _serial = SERIAL.lock().unwrap();
     asked();
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let api = ResilientApi::new(Script::new(vec![busy(2_500), Err(HttpError::Server)]), &registry).unwrap();
+    let w = World::new();
+    let api = w.api(vec![busy(2_500), Err(HttpError::Server)]);
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     assert_eq!(runtime.block_on(api.fetch()), Ok(3));
-    assert_eq!(delays(&events), [(1, 2_500 * MS), (2, 200 * MS)]);
-    assert_eq!(clock.elapsed(), 2_700 * MS);
+    assert_eq!(w.delays(), [(1, 2_500 * MS), (2, 200 * MS)]);
+    assert_eq!(w.clock.elapsed(), 2_700 * MS);
     assert_eq!(asked(), [(1, 100 * MS), (2, 200 * MS)]);
 }
 
 #[test]
 fn a_local_rate_limit_refusal_waits_its_retry_after() {
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let api = ResilientApi::new(Script::new(vec![]), &registry).unwrap();
+    let w = World::new();
+    let api = w.api(vec![]);
     assert_eq!(api.limited(), Ok(1)); // the burst of 1
     assert_eq!(api.limited(), Ok(2)); // refused, then retried once the limiter said: 470 ms, not 10 ms
-    assert_eq!(delays(&events), [(1, 470 * MS)]);
-    assert_eq!(clock.elapsed(), 470 * MS);
+    assert_eq!(w.delays(), [(1, 470 * MS)]);
+    assert_eq!(w.clock.elapsed(), 470 * MS);
 }
 
 #[test]
 fn the_longer_of_backoff_and_retry_after_wins() {
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let api = ResilientApi::new(Script::new(vec![]), &registry).unwrap();
+    let w = World::new();
+    let api = w.api(vec![]);
     assert_eq!(api.limited_slow_backoff(), Ok(1));
     assert_eq!(api.limited_slow_backoff(), Ok(2));
-    assert_eq!(delays(&events), [(1, 1_000 * MS)]); // max(1 s computed, 470 ms)
+    assert_eq!(w.delays(), [(1, 1_000 * MS)]); // max(1 s computed, 470 ms)
 }
 
 #[tokio::test]
 async fn the_async_form_waits_the_limiters_retry_after() {
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let api = ResilientApi::new(Script::new(vec![]), &registry).unwrap();
+    let w = World::new();
+    let api = w.api(vec![]);
     assert_eq!(api.limited_async().await, Ok(1));
     assert_eq!(api.limited_async().await, Ok(2));
-    assert_eq!(delays(&events), [(1, 470 * MS)]);
-    assert_eq!(clock.elapsed(), 470 * MS);
+    assert_eq!(w.delays(), [(1, 470 * MS)]);
+    assert_eq!(w.clock.elapsed(), 470 * MS);
 }
 
 #[test]
 fn with_a_hook_the_hook_alone_decides() {
     let _serial = SERIAL.lock().unwrap();
     asked();
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let api = ResilientApi::new(Script::new(vec![]), &registry).unwrap();
+    let w = World::new();
+    let api = w.api(vec![]);
     assert_eq!(api.limited_hooked(), Ok(1));
     // The hook returns `computed` for a rejection: 10 ms, then 20 ms; the limiter frees a permit
     // only after 470 ms, so all three attempts are refused.
     let refused = api.limited_hooked().unwrap_err();
     assert!(matches!(refused.rejection(), Some(Rejection::RateLimitExceeded { .. })));
-    assert_eq!(delays(&events), [(1, 10 * MS), (2, 20 * MS)]);
+    assert_eq!(w.delays(), [(1, 10 * MS), (2, 20 * MS)]);
     assert_eq!(asked(), [(1, 10 * MS), (2, 20 * MS)]);
 }
 
@@ -328,22 +292,20 @@ impl Outer for Nested {
 
 #[test]
 fn a_nested_rate_limit_refusal_waits_its_retry_after() {
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let outer = ResilientOuter::new(Nested(ResilientInner::new(Leaf, &registry).unwrap()), &registry).unwrap();
+    let w = World::new();
+    let outer = ResilientOuter::new(Nested(ResilientInner::new(Leaf, &w.registry).unwrap()), &w.registry).unwrap();
     assert_eq!(outer.call(), Ok(9));
     assert_eq!(outer.call(), Ok(9));
-    assert_eq!(delays(&events), [(1, 300 * MS)]);
-    assert_eq!(clock.elapsed(), 300 * MS);
+    assert_eq!(w.delays(), [(1, 300 * MS)]);
+    assert_eq!(w.clock.elapsed(), 300 * MS);
 }
 
 #[test]
 fn the_pipeline_takes_a_delay_from_closure() {
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
+    let w = World::new();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = Arc::clone(&seen);
-    let pipeline = Pipeline::builder(&registry, "http")
+    let pipeline = Pipeline::builder(&w.registry, "http")
         .retry_with(|r| r.max_attempts(3).delay(100 * MS).max_delay(MS * 150))
         .build::<u32, HttpError>()
         .unwrap()
@@ -356,26 +318,25 @@ fn the_pipeline_takes_a_delay_from_closure() {
         });
     let script = Script::new(vec![busy(2_000), busy(30)]);
     assert_eq!(pipeline.execute(|| script.next()), Ok(3));
-    assert_eq!(delays(&events), [(1, 2_000 * MS), (2, 30 * MS)]);
+    assert_eq!(w.delays(), [(1, 2_000 * MS), (2, 30 * MS)]);
     assert_eq!(*seen.lock().unwrap(), [(1, 100 * MS), (2, 150 * MS)]);
-    assert_eq!(clock.elapsed(), 2_030 * MS);
+    assert_eq!(w.clock.elapsed(), 2_030 * MS);
 
     let script = Script::new(vec![Err(HttpError::Server)]);
     assert_eq!(pipeline.execute(|| script.next()), Err(HttpError::Server));
-    assert_eq!(gave_up(&events), [(1, GiveUpReason::NotRetryable)]);
+    assert_eq!(w.events.gave_up(), [(1, GiveUpReason::NotRetryable)]);
 }
 
 #[tokio::test]
 async fn the_pipeline_waits_a_limiters_retry_after_async() {
-    let clock = ManualClock::new();
-    let (registry, events) = setup(&clock, |b| b);
-    let pipeline = Pipeline::builder(&registry, "limited")
+    let w = World::new();
+    let pipeline = Pipeline::builder(&w.registry, "limited")
         .retry_with(|r| r.max_attempts(3).delay(10 * MS))
         .rate_limiter_with(|l| l.permits(1).period(470 * MS))
         .build::<u32, HttpError>()
         .unwrap();
     assert_eq!(pipeline.execute_async(|| async { Ok(1) }).await, Ok(1));
     assert_eq!(pipeline.execute_async(|| async { Ok(2) }).await, Ok(2));
-    assert_eq!(delays(&events), [(1, 470 * MS)]);
-    assert_eq!(clock.elapsed(), 470 * MS);
+    assert_eq!(w.delays(), [(1, 470 * MS)]);
+    assert_eq!(w.clock.elapsed(), 470 * MS);
 }

@@ -102,21 +102,8 @@ impl Inventory for Scripted {
     fn reserve(&self, _sku: &str, _units: u32) -> Result<(), StockError> {
         self.next().map(drop)
     }
-    fn patterns(&self) -> Result<u32, StockError> {
-        self.next()
-    }
-    fn predicates(&self) -> Result<u32, StockError> {
-        self.next()
-    }
-    fn classified(&self) -> Result<u32, StockError> {
-        self.next()
-    }
-    fn classified_mapped(&self) -> Result<u32, StockError> {
-        self.next()
-    }
-    fn disabled(&self) -> Result<u32, StockError> {
-        self.next()
-    }
+    testkit::same_body! { fn(&self) -> Result<u32, StockError> { self.next() }
+    for patterns predicates classified classified_mapped disabled }
     fn named(&self, order: String) -> Result<String, StockError> {
         self.orders.lock().unwrap().push(order.clone());
         self.next().map(|_| order)
@@ -331,7 +318,6 @@ fn a_plain_error_type_is_retried_and_io_results_find_nested_rejections() {
 }
 
 #[resilient]
-#[allow(async_fn_in_trait)]
 pub trait AsyncInventory {
     #[retry(max_attempts = 3, delay = "50ms", backoff = Fixed)]
     async fn stock(&self, sku: &str) -> Result<u32, StockError>;

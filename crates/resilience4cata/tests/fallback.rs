@@ -1,7 +1,6 @@
 //! `#[fallback]` through the public API, on the manual clock: once on the final failure, with the
 //! attempt count (a refused attempt included), filtered by `apply_on` / `skip_on`, called through
 //! the wrapper (so its own policies apply), sync and async, with events.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 #![deny(warnings)] // the generated code must not warn
 #![allow(clippy::needless_lifetimes)] // named lifetimes are the point of one test
 
@@ -100,24 +99,8 @@ impl Backend {
 }
 
 impl Prices for Backend {
-    fn retried(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn guarded(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn filtered(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn skip_wins_over_predicate(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn skipped_by_predicate(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
-    fn protected_fallback(&self, _sku: &str) -> Result<u32, PriceError> {
-        self.answer()
-    }
+    testkit::same_body! { fn(&self, _sku: &str) -> Result<u32, PriceError> { self.answer() }
+    for retried guarded filtered skip_wins_over_predicate skipped_by_predicate protected_fallback }
     fn owned(&self, _sku: String, _units: u32) -> Result<String, PriceError> {
         self.answer().map(|n| n.to_string())
     }
@@ -237,13 +220,8 @@ fn owned_arguments_reach_the_fallback() {
 
 #[test]
 fn applied_events_name_the_method_and_the_attempts_and_only_when_it_runs() {
-    let clock = ManualClock::new();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    let registry = testing::registry(&clock)
-        .listen(move |e: &FallbackEvent| sink.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap();
+    let events = testkit::Recorder::<FallbackEvent>::default();
+    let registry = events.on(testing::registry(&ManualClock::new())).build().unwrap();
     let prices = ResilientPrices::new(Backend::failing(Some(PriceError::Unavailable)), &registry).unwrap();
     assert_eq!(prices.retried("sku-1"), Ok(99));
     assert_eq!(prices.filtered("sku-1"), Ok(99));
@@ -252,7 +230,7 @@ fn applied_events_name_the_method_and_the_attempts_and_only_when_it_runs() {
     *prices.delegate().error.lock().unwrap() = None;
     assert!(prices.retried("sku-1").is_ok()); // success: no event
     assert_eq!(
-        *events.lock().unwrap(),
+        events.all(),
         [
             FallbackEvent::Applied { instance: "fallback::Prices::retried".into(), attempts: 3 },
             FallbackEvent::Applied { instance: "fallback::Prices::filtered".into(), attempts: 1 },
@@ -359,8 +337,7 @@ impl Classified for Backend {
 
 #[test]
 fn an_err_the_classifier_accepts_reaches_it_with_that_attempt_counted() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let prices = ResilientClassified::new(Backend::failing(None), &registry).unwrap();
     assert_eq!(prices.price("sku-1"), Ok(99));
     let seen = prices.delegate().seen.lock().unwrap().clone();
@@ -436,8 +413,7 @@ impl Buffers for Backend {
 
 #[test]
 fn mutable_borrows_reach_the_fallback() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let buffers = ResilientBuffers::new(Backend::failing(Some(PriceError::Unavailable)), &registry).unwrap();
     let mut buf = Vec::new();
     assert_eq!(buffers.fill("ab", &mut buf), Ok(204));
@@ -475,8 +451,7 @@ fn an_alias_and_its_expansion_are_the_same_signature() {
 
 #[test]
 fn a_scoped_wrapper_hands_the_scoped_instance_id() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let eu = ResilientPrices::builder(Backend::failing(Some(PriceError::Unavailable)), &registry)
         .scope("eu")
         .build()

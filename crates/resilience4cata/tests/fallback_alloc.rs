@@ -5,13 +5,11 @@
 
 use std::cell::Cell;
 
-use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{FallbackContext, Pipeline, resilient};
 
 use testkit::alloc::allocations_during;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
+testkit::count_allocations!();
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Down;
@@ -38,8 +36,7 @@ impl Api for Backend {
 
 #[test]
 fn success_and_fallback_paths_of_a_wrapped_method_allocate_nothing() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let api = ResilientApi::new(Backend, &registry).unwrap();
     let (ok, failing) = (Cell::new(false), Cell::new(true));
     assert_eq!(api.get(&failing), Ok(103)); // warm up thread-locals
@@ -59,8 +56,7 @@ fn success_and_fallback_paths_of_a_wrapped_method_allocate_nothing() {
 
 #[test]
 fn success_and_sync_fallback_paths_of_a_pipeline_allocate_nothing() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let pipeline = Pipeline::builder(&registry, "quotes")
         .retry_with(|r| r.max_attempts(2))
         .build::<u32, Down>()

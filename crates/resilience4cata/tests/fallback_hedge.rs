@@ -1,13 +1,11 @@
 //! `#[fallback]` outside `#[hedge]` (SPEC §7.7, §7.8; issue 11): the fallback's
 //! `FallbackContext::attempts` is every attempt the hedge started, a refused one included, in
 //! generated code, in a pipeline and through the pipeline's tower layer, on the manual clock.
-#![allow(async_fn_in_trait)]
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::testing::ManualClock;
 use resilience4cata::{FallbackContext, Pipeline, Rejection, ResilienceError, resilient};
 
 use testkit::block_on;
@@ -61,8 +59,7 @@ impl Search for Slow {
 
 #[test]
 fn a_hedged_method_falls_back_with_every_attempt_started() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let search = ResilientSearch::new(Slow::new(&clock), &registry).unwrap();
     assert_eq!(block_on(search.find("abc".to_owned())), Ok(3));
     let slow = search.delegate();
@@ -74,8 +71,7 @@ fn a_hedged_method_falls_back_with_every_attempt_started() {
 
 #[test]
 fn each_hedged_call_counts_its_own_attempts() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let search = ResilientSearch::new(Slow::new(&clock), &registry).unwrap();
     // Two calls in a row: the counter starts again from 0 for each, not from the last call's 3.
     assert_eq!(block_on(search.find("ab".to_owned())), Ok(2));
@@ -102,8 +98,7 @@ fn slow_attempts(
 
 #[test]
 fn a_hedged_pipeline_falls_back_with_every_attempt_started() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (sink, when) = (Arc::clone(&seen), clock.clone());
     let search = Pipeline::builder(&registry, "search")
@@ -122,8 +117,7 @@ fn a_hedged_pipeline_falls_back_with_every_attempt_started() {
 
 #[test]
 fn an_open_breaker_inside_a_hedged_pipeline_falls_back_with_its_one_refused_attempt() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
     let search = Pipeline::builder(&registry, "search")
@@ -146,6 +140,8 @@ fn an_open_breaker_inside_a_hedged_pipeline_falls_back_with_its_one_refused_atte
 
 #[cfg(feature = "tower")]
 mod tower_layer {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
     use super::*;
     use tower::{Layer, ServiceExt, service_fn};
 
@@ -154,8 +150,7 @@ mod tower_layer {
     /// ran once (a second application would have been handed that `CacheMiss` as well).
     #[test]
     fn the_tower_layer_falls_back_once_with_every_attempt_started() {
-        let clock = ManualClock::new();
-        let registry = testing::registry(&clock).build().unwrap();
+        let (clock, registry) = testkit::manual();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&seen);
         let pipeline = Pipeline::builder(&registry, "search")

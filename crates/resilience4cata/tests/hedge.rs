@@ -1,6 +1,5 @@
 //! `#[hedge]` through `#[resilient]` and the registry, on the manual clock with exact times: the
 //! scenarios of Polly's hedging tests, with each attempt passing the inner policies on its own.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
 use std::collections::VecDeque;
 use std::future::Future;

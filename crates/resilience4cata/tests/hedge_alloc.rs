@@ -2,23 +2,15 @@
 //! whether the attempt is ready on its first poll (no timer at all) or pending once first (the
 //! delay's timer is created inline on the system clock and dropped unfired). Counted on the
 //! calling thread only.
-#![allow(async_fn_in_trait)] // the trait under test is this crate's own
 
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
+use resilience4cata::{Registry, resilient};
 
+use testkit::Down;
 use testkit::alloc::allocations_during;
 use testkit::now;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
-}
+testkit::count_allocations!();
 
 #[resilient]
 pub trait Api {

@@ -7,7 +7,8 @@ use std::time::Duration;
 use resilience4cata::hedge::HedgeEvent;
 use resilience4cata::pipeline::AsyncOnly;
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
+use resilience4cata::{Pipeline, Registry, Rejection};
+use testkit::Down;
 
 use testkit::block_on;
 
@@ -58,17 +59,9 @@ fn retry_and_hedge_in_one_pipeline_is_reg_001() {
     assert!(registry.snapshot().hedges().is_empty(), "nothing was built");
 }
 
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
-}
-
 #[test]
 fn an_open_breaker_inside_a_hedged_pipeline_refuses_once_and_stops_the_hedging() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let prices = Pipeline::builder(&registry, "prices").hedge().circuit_breaker().build::<u32, Down>().unwrap();
     registry.circuit_breaker("prices").unwrap().force_open();
     let mut calls = 0;
@@ -84,8 +77,7 @@ fn an_open_breaker_inside_a_hedged_pipeline_refuses_once_and_stops_the_hedging()
 
 #[test]
 fn a_failed_attempt_starts_the_next_at_once_and_all_failed_returns_the_last() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let search = Pipeline::builder(&registry, "search")
         .hedge_with(|h| h.delay(100 * MS).max_hedged_attempts(2))
         .build::<u32, String>()
@@ -110,8 +102,7 @@ mod tower_layer {
     /// Through the layer, each attempt gets its own ready clone of the service and of the request.
     #[test]
     fn the_tower_layer_hedges_with_a_clone_per_attempt() {
-        let clock = ManualClock::new();
-        let registry = testing::registry(&clock).build().unwrap();
+        let (clock, registry) = testkit::manual();
         let pipeline = Pipeline::builder(&registry, "echo")
             .hedge_with(|h| h.delay(100 * MS))
             .circuit_breaker()

@@ -2,9 +2,8 @@
 //! the policy does next. Each scenario runs twice on the manual clock, once with a listener that
 //! only records and once with one that records and then panics; results, snapshots and the events
 //! seen must be the same, and every panic is counted by `resilience4cata::listener_panics()`.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -52,12 +51,7 @@ struct Service;
 
 impl Backend for Service {
     fn retried(&self, failures: &AtomicU32) -> Result<u32, Down> {
-        let left = failures.load(Ordering::SeqCst);
-        if left == 0 {
-            return Ok(7);
-        }
-        failures.store(left - 1, Ordering::SeqCst);
-        Err(Down::Failed)
+        testkit::fail_first(failures, Down::Failed, 7)
     }
     fn guarded(&self, outcome: Result<(), Down>) -> Result<(), Down> {
         outcome

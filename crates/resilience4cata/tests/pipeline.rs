@@ -30,15 +30,19 @@ enum InventoryError {
     Down,
 }
 
-/// The seed's pipeline: 3 attempts 100 ms apart; two failures wait 100 ms, then 200 ms.
+/// The seed's pipeline: 3 attempts 100 ms apart, on `clock`, and its retry events.
+fn seed_pipeline(clock: &ManualClock) -> (Pipeline<u32, InventoryError>, Events) {
+    let (registry, events) = registry(clock, |b| b);
+    let stock =
+        Pipeline::builder(&registry, "inventory").retry_with(|r| r.max_attempts(3).delay(ms(100))).build().unwrap();
+    (stock, events)
+}
+
+/// The seed's pipeline: two failures wait 100 ms, then 200 ms.
 #[test]
 fn seed_pipeline_example_retries_after_100_then_200_ms() {
     let clock = ManualClock::new();
-    let (registry, events) = registry(&clock, |b| b);
-    let stock = Pipeline::builder(&registry, "inventory")
-        .retry_with(|r| r.max_attempts(3).delay(ms(100)))
-        .build::<u32, InventoryError>()
-        .unwrap();
+    let (stock, events) = seed_pipeline(&clock);
     let mut calls = 0;
     let units = stock.execute(|| {
         calls += 1;
@@ -47,23 +51,13 @@ fn seed_pipeline_example_retries_after_100_then_200_ms() {
     assert_eq!(units, Ok(7));
     assert_eq!(calls, 3);
     assert_eq!(clock.elapsed(), ms(300));
-    assert_eq!(
-        events.all(),
-        [
-            RetryEvent::Retrying { instance: "inventory".into(), attempt: 1, delay: ms(100) },
-            RetryEvent::Retrying { instance: "inventory".into(), attempt: 2, delay: ms(200) },
-        ]
-    );
+    assert_eq!(events.all(), testkit::seed_retrying("inventory"));
 }
 
 #[test]
 fn seed_pipeline_example_async_has_the_same_timeline() {
     let clock = ManualClock::new();
-    let (registry, events) = registry(&clock, |b| b);
-    let stock = Pipeline::builder(&registry, "inventory")
-        .retry_with(|r| r.max_attempts(3).delay(ms(100)))
-        .build::<u32, InventoryError>()
-        .unwrap();
+    let (stock, events) = seed_pipeline(&clock);
     let calls = AtomicU32::new(0);
     let units = block_on(stock.execute_async(|| async {
         if calls.fetch_add(1, Ordering::SeqCst) < 2 { Err(InventoryError::Down) } else { Ok(7) }

@@ -13,8 +13,7 @@ use resilience4cata::{Pipeline, Policy, Registry};
 use testkit::alloc::allocations_during as allocations;
 use testkit::now;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
+testkit::count_allocations!();
 
 fn registry(clock: &ManualClock) -> Registry {
     testing::registry(clock).retry_defaults(|r| r.delay(Duration::ZERO)).build().unwrap()

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use resilience4cata::circuit_breaker::State;
-use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::testing::ManualClock;
 use resilience4cata::{GiveUpReason, Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError, resilient};
 use testkit::{RetryAndBreaker as Events, block_on};
 
@@ -31,6 +31,13 @@ fn registry(clock: &ManualClock, events: &Events, tune: impl FnOnce(RegistryBuil
 
 /// The seed's `report`: retry(5 attempts, 1 s, abort_on BadId) around
 /// circuit_breaker(window 2, minimum 2, wait_in_open 1 m), built in the opposite order.
+/// A manual clock, the retry's and the breaker's events, and a registry on that clock recording them.
+fn world() -> (ManualClock, Events, Registry) {
+    let (clock, events) = (ManualClock::new(), Events::default());
+    let registry = registry(&clock, &events, |b| b);
+    (clock, events, registry)
+}
+
 fn report_pipeline(registry: &Registry) -> Pipeline<String, ReportError> {
     Pipeline::builder(registry, "reports::report")
         .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2).wait_in_open(Duration::from_secs(60)))
@@ -45,8 +52,7 @@ fn report_pipeline(registry: &Registry) -> Pipeline<String, ReportError> {
 /// each call makes one attempt and waits nothing.
 #[test]
 fn seed_report_an_open_breaker_stops_the_retries_at_once() {
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (clock, events, registry) = world();
     let report = report_pipeline(&registry);
     let calls = AtomicU32::new(0);
     let down = || {
@@ -75,8 +81,7 @@ fn seed_report_an_open_breaker_stops_the_retries_at_once() {
 
 #[test]
 fn seed_report_async_has_the_same_timeline() {
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (clock, events, registry) = world();
     let report = report_pipeline(&registry);
     let calls = AtomicU32::new(0);
     let err = block_on(report.execute_async(|| async {
@@ -93,8 +98,7 @@ fn seed_report_async_has_the_same_timeline() {
 /// the retry succeeds, and the breaker saw both attempts.
 #[test]
 fn seed_stock_client_the_breaker_records_every_attempt() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let stock = Pipeline::builder(&registry, "warehouse::StockClient::stock")
         .retry_with(|r| r.max_attempts(3))
         .circuit_breaker()
@@ -132,8 +136,7 @@ impl Prices for PriceBackend {
 /// for both.
 #[test]
 fn a_pipeline_and_an_annotated_method_share_one_breaker_by_name() {
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (_, events, registry) = world();
     let prices = ResilientPrices::new(PriceBackend(AtomicU32::new(0)), &registry).unwrap();
     let pipeline = Pipeline::builder(&registry, "prices")
         .circuit_breaker_with(|c| c.window_size(4).minimum_calls(4).wait_in_open(Duration::from_secs(10)))
@@ -170,8 +173,7 @@ fn a_pipeline_and_an_annotated_method_share_one_breaker_by_name() {
 #[test]
 fn breaker_refusals_take_no_permit_and_local_refusals_are_not_recorded() {
     for breaker_first in [true, false] {
-        let (clock, events) = (ManualClock::new(), Events::default());
-        let registry = registry(&clock, &events, |b| b);
+        let (clock, _, registry) = world();
         let builder = Pipeline::builder(&registry, "quotes");
         let builder = if breaker_first {
             builder
@@ -207,8 +209,7 @@ fn breaker_refusals_take_no_permit_and_local_refusals_are_not_recorded() {
 /// `record_on` and `ignore_on` classify errors as the breaker's patterns do.
 #[test]
 fn record_on_and_ignore_on_classify_errors() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let pipeline = Pipeline::builder(&registry, "classified")
         .circuit_breaker_with(|c| c.window_size(10).minimum_calls(10))
         .build::<u32, ReportError>()
@@ -227,8 +228,7 @@ fn record_on_and_ignore_on_classify_errors() {
 /// A timed-out attempt is a breaker failure; each attempt is acquired and recorded separately.
 #[test]
 fn timeouts_are_breaker_failures_per_attempt() {
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (clock, _, registry) = world();
     let fetch = Pipeline::builder(&registry, "fetch")
         .retry_with(|r| r.max_attempts(2).delay(Duration::ZERO))
         .circuit_breaker_with(|c| c.window_size(4).minimum_calls(4))
@@ -247,8 +247,7 @@ fn timeouts_are_breaker_failures_per_attempt() {
 fn through_the_tower_layer_the_report_example_holds() {
     use tower::{Layer, ServiceExt};
 
-    let (clock, events) = (ManualClock::new(), Events::default());
-    let registry = registry(&clock, &events, |b| b);
+    let (clock, events, registry) = world();
     let calls = Arc::new(AtomicU32::new(0));
     let seen = Arc::clone(&calls);
     let service = tower::service_fn(move |_id: String| {
@@ -272,8 +271,7 @@ fn through_the_tower_layer_a_dropped_attempt_records_nothing() {
     use std::task::{Context, Waker};
     use tower::{Layer, Service};
 
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let pipeline = Pipeline::builder(&registry, "hanging")
         .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2))
         .build::<u32, ReportError>()

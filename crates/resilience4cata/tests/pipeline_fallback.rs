@@ -21,14 +21,17 @@ pub enum QuoteError {
 
 use testkit::{Recorder, block_on};
 
-/// A registry on the manual clock (exact waits) whose fallback events land in the returned recorder.
-fn registry(clock: &ManualClock) -> (Registry, Recorder<FallbackEvent>) {
-    let events = Recorder::default();
-    (events.on(testkit::no_jitter(clock)).build().unwrap(), events)
-}
-
 /// What the fallback saw: (attempts, instance, error).
 type Seen = Arc<Mutex<Vec<(u32, String, QuoteError)>>>;
+
+/// A manual clock, a registry on it (exact waits) whose fallback events land in the recorder, and
+/// an empty list of what [`cache`] saw.
+fn world() -> (ManualClock, Registry, Recorder<FallbackEvent>, Seen) {
+    let clock = ManualClock::new();
+    let events = Recorder::default();
+    let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
+    (clock, registry, events, Seen::default())
+}
 
 fn cache(seen: &Seen) -> impl Fn(FallbackContext<QuoteError>) -> Result<u32, QuoteError> + Send + Sync + 'static {
     let seen = Arc::clone(seen);
@@ -57,9 +60,7 @@ fn retried(
 
 #[test]
 fn after_the_retries_run_out_it_runs_once_with_max_attempts() {
-    let clock = ManualClock::new();
-    let (registry, events) = registry(&clock);
-    let seen = Seen::default();
+    let (clock, registry, events, seen) = world();
     let quotes = retried(&registry, "quotes", 3, Duration::from_millis(100), &seen);
     assert_clone_send_sync(&quotes);
     let calls = AtomicU32::new(0);
@@ -88,9 +89,7 @@ fn three_attempts_then_the_fallback(
 
 #[test]
 fn an_ok_never_reaches_it_and_publishes_nothing() {
-    let clock = ManualClock::new();
-    let (registry, events) = registry(&clock);
-    let seen = Seen::default();
+    let (_, registry, events, seen) = world();
     let quotes =
         Pipeline::builder(&registry, "quotes").retry().build::<u32, QuoteError>().unwrap().fallback(cache(&seen));
     assert_eq!(quotes.execute(|| Ok(7)), Ok(7));
@@ -101,8 +100,7 @@ fn an_ok_never_reaches_it_and_publishes_nothing() {
 
 #[test]
 fn an_open_breaker_hands_it_the_refusal_with_the_refused_attempt_counted() {
-    let clock = ManualClock::new();
-    let (registry, _events) = registry(&clock);
+    let (_, registry, _, _) = world();
     let seen = Seen::default();
     let quotes = Pipeline::builder(&registry, "quotes")
         .retry_with(|r| r.max_attempts(4).delay(Duration::ZERO))
@@ -126,8 +124,7 @@ fn an_open_breaker_hands_it_the_refusal_with_the_refused_attempt_counted() {
 
 #[test]
 fn a_failing_fallback_returns_its_own_error() {
-    let clock = ManualClock::new();
-    let (registry, _events) = registry(&clock);
+    let (_, registry, _, _) = world();
     let quotes = Pipeline::builder(&registry, "quotes")
         .build::<u32, QuoteError>()
         .unwrap()
@@ -137,8 +134,7 @@ fn a_failing_fallback_returns_its_own_error() {
 
 #[test]
 fn an_err_a_classifier_accepts_reaches_it_with_that_attempt_counted() {
-    let clock = ManualClock::new();
-    let (registry, _events) = registry(&clock);
+    let (_, registry, _, _) = world();
     let seen = Seen::default();
     let quotes = retried(&registry, "quotes", 5, Duration::ZERO, &seen).classifier(|r| match r {
         Err(QuoteError::Final) => Verdict::Success,
@@ -156,9 +152,7 @@ fn an_err_a_classifier_accepts_reaches_it_with_that_attempt_counted() {
 
 #[test]
 fn async_calls_take_a_sync_or_an_async_fallback() {
-    let clock = ManualClock::new();
-    let (registry, events) = registry(&clock);
-    let seen = Seen::default();
+    let (clock, registry, events, seen) = world();
     let sync = retried(&registry, "sync", 2, Duration::from_secs(1), &seen);
     assert_eq!(block_on(sync.execute_async(|| async { Err(QuoteError::Unavailable) })), Ok(99));
     assert_eq!(clock.elapsed(), Duration::from_secs(1));
@@ -206,9 +200,7 @@ mod tower_layer {
 
     #[test]
     fn the_layer_falls_back_after_the_retries_with_their_count() {
-        let clock = ManualClock::new();
-        let (registry, events) = registry(&clock);
-        let seen = Seen::default();
+        let (clock, registry, events, seen) = world();
         let pipeline = retried(&registry, "tower-quotes", 3, Duration::from_millis(100), &seen);
         let calls = Arc::new(AtomicU32::new(0));
         let counted = Arc::clone(&calls);
@@ -222,8 +214,7 @@ mod tower_layer {
 
     #[test]
     fn the_layer_awaits_an_async_fallback_and_passes_an_ok_through() {
-        let clock = ManualClock::new();
-        let (registry, _events) = registry(&clock);
+        let (_, registry, _, _) = world();
         let pipeline = Pipeline::builder(&registry, "tower-async").build::<u32, QuoteError>().unwrap().fallback_async(
             |ctx: FallbackContext<QuoteError>| async move {
                 tokio::task::yield_now().await;

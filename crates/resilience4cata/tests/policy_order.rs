@@ -1,6 +1,5 @@
 //! The consequences of the fixed policy order (Retry → CircuitBreaker → RateLimiter → Timeout →
 //! Bulkhead → method), whatever order the attributes are written in, on the manual clock.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
 use std::future::Future;
 use std::pin::pin;

@@ -10,14 +10,8 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use resilience4cata::circuit_breaker::{State, WindowType};
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Backoff, Jitter, Rejection, ResilienceError, RetryEvent, resilient};
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Failed,
-    #[rejection]
-    Rejected(Rejection),
-}
+use resilience4cata::{Backoff, Jitter, Rejection, RetryEvent, resilient};
+use testkit::Down;
 
 #[resilient]
 pub trait Api {
@@ -145,8 +139,9 @@ proptest! {
             let base = base_wait(&c, attempt);
             // Jitter draws nanoseconds: a jittered wait saturates at u64::MAX of them (584 years).
             let drawn = base.min(Duration::from_nanos(u64::MAX));
-            // The float growth may round a nanosecond either way of the exact value.
-            let slack = Duration::from_nanos(1).max(base.mul_f64(1e-12_f64.min(1.0)).min(Duration::from_micros(1)));
+            // The float growth may round either way of the exact value: by a nanosecond, or by a few
+            // units in the last place of an `f64` (microseconds once a wait reaches ~10^10 s).
+            let slack = Duration::from_nanos(1).max(base.mul_f64(4.0 * f64::EPSILON));
             let (low, high) = match c.jitter {
                 Jitter::Full => (Duration::ZERO, drawn),
                 Jitter::Equal => (drawn / 2, drawn),

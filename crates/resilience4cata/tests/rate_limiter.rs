@@ -1,8 +1,7 @@
 //! The rate limiter through `#[resilient]` and the registry, on the manual clock.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilience4cata::rate_limiter::RateLimiterEvent;
@@ -60,22 +59,8 @@ impl Quotes for Backend {
     fn quote(&self, _sku: &str) -> Result<u32, QuoteError> {
         self.call()
     }
-    fn patient(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
+    testkit::same_body! { fn(&self) -> Result<u32, QuoteError> { self.call() } for patient shared_a shared_b unlimited retried }
     async fn patient_async(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
-    fn shared_a(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
-    fn shared_b(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
-    fn unlimited(&self) -> Result<u32, QuoteError> {
-        self.call()
-    }
-    fn retried(&self) -> Result<u32, QuoteError> {
         self.call()
     }
 }
@@ -240,18 +225,13 @@ fn named_configs_unknown_configs_and_conflicting_shares() {
 
 #[test]
 fn events_when_listened() {
-    let clock = ManualClock::new();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&seen);
-    let registry = testing::registry(&clock)
-        .listen(move |e: &RateLimiterEvent| sink.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap();
+    let seen = testkit::Recorder::<RateLimiterEvent>::default();
+    let registry = seen.on(testing::registry(&ManualClock::new())).build().unwrap();
     let quotes = ResilientQuotes::new(Backend::default(), &registry).unwrap();
     let _ = (quotes.quote("a"), quotes.quote("b"), quotes.quote("c"));
     let instance: Arc<str> = id("quote").into();
     assert_eq!(
-        *seen.lock().unwrap(),
+        seen.all(),
         [
             RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },
             RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },

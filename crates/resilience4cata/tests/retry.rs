@@ -28,22 +28,12 @@ pub mod shop {
     }
 }
 use shop::inventory::{InventoryApi, ResilientInventoryApi};
+use testkit::Flaky;
 
-/// Fails `failures` times, then answers 7; counts calls.
-struct Flaky {
-    calls: AtomicU32,
-    failures: u32,
-}
-
-impl Flaky {
-    fn new(failures: u32) -> Self {
-        Flaky { calls: AtomicU32::new(0), failures }
-    }
-}
-
+/// Fails its first attempts, then answers 7.
 impl InventoryApi for Flaky {
     fn stock(&self, _sku: &str) -> Result<u32, Down> {
-        if self.calls.fetch_add(1, Ordering::SeqCst) < self.failures { Err(Down) } else { Ok(7) }
+        self.attempt(Down).map(|()| 7)
     }
 }
 
@@ -54,7 +44,7 @@ fn two_failures_then_success_waits_100_then_200_ms() {
     let inventory = ResilientInventoryApi::new(Flaky::new(2), &registry).unwrap();
 
     assert_eq!(inventory.stock("sku-1"), Ok(7));
-    assert_eq!(inventory.delegate().calls.load(Ordering::SeqCst), 3);
+    assert_eq!(inventory.delegate().attempts(), 3);
     assert_eq!(clock.elapsed(), Duration::from_millis(300));
 }
 
@@ -79,7 +69,7 @@ fn success_publishes_nothing_and_gives_up_after_max_attempts() {
 
     let inventory = ResilientInventoryApi::new(Flaky::new(u32::MAX), &registry).unwrap();
     assert_eq!(inventory.stock("a"), Err(Down));
-    assert_eq!(inventory.delegate().calls.load(Ordering::SeqCst), 3);
+    assert_eq!(inventory.delegate().attempts(), 3);
     assert_eq!(events.gave_up(), [(3, GiveUpReason::MaxAttempts)]);
     assert_eq!(events.delays().len(), 2);
 }

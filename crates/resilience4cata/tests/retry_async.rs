@@ -1,15 +1,14 @@
 //! The async forms of retry: `async fn`, `fn -> impl Future + Send`, cancellation by drop, shutdown.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
 use resilience4cata::testing::ManualClock;
 use resilience4cata::{GiveUpReason, Jitter, Registry, RetryEvent, resilient};
+use testkit::Flaky;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Down;
@@ -23,29 +22,15 @@ pub trait Stock {
     fn reserve(&self, sku: &str, units: u32) -> impl Future<Output = Result<(), Down>> + Send;
 }
 
-struct Backend {
-    calls: AtomicU32,
-    failures: u32,
-}
-
-impl Backend {
-    fn new(failures: u32) -> Self {
-        Backend { calls: AtomicU32::new(0), failures }
-    }
-
-    fn attempt(&self) -> Result<(), Down> {
-        if self.calls.fetch_add(1, Ordering::SeqCst) < self.failures { Err(Down) } else { Ok(()) }
-    }
-}
-
-impl Stock for Backend {
+/// Fails its first attempts, then answers.
+impl Stock for Flaky {
     async fn stock(&self, _sku: &str) -> Result<u32, Down> {
         tokio::task::yield_now().await;
-        self.attempt().map(|()| 7)
+        self.attempt(Down).map(|()| 7)
     }
 
     fn reserve(&self, _sku: &str, _units: u32) -> impl Future<Output = Result<(), Down>> + Send {
-        let outcome = self.attempt();
+        let outcome = self.attempt(Down);
         async move { outcome }
     }
 }
@@ -63,9 +48,9 @@ fn assert_send<T: Send>(t: T) -> T {
 async fn async_fn_retries_on_the_manual_clock() {
     let clock = ManualClock::new();
     let events = Arc::new(Mutex::new(Vec::new()));
-    let stock = ResilientStock::new(Backend::new(2), &registry(&clock, &events)).unwrap();
+    let stock = ResilientStock::new(Flaky::new(2), &registry(&clock, &events)).unwrap();
     assert_eq!(stock.stock("sku").await, Ok(7));
-    assert_eq!(stock.delegate().calls.load(Ordering::SeqCst), 3);
+    assert_eq!(stock.delegate().attempts(), 3);
     assert_eq!(clock.elapsed(), Duration::from_millis(300));
 }
 
@@ -73,10 +58,10 @@ async fn async_fn_retries_on_the_manual_clock() {
 async fn impl_future_send_form_keeps_send_and_retries() {
     let clock = ManualClock::new();
     let events = Arc::new(Mutex::new(Vec::new()));
-    let stock = ResilientStock::new(Backend::new(u32::MAX), &registry(&clock, &events)).unwrap();
+    let stock = ResilientStock::new(Flaky::new(u32::MAX), &registry(&clock, &events)).unwrap();
     let future = assert_send(stock.reserve("sku", 2));
     assert_eq!(future.await, Err(Down));
-    assert_eq!(stock.delegate().calls.load(Ordering::SeqCst), 4);
+    assert_eq!(stock.delegate().attempts(), 4);
     assert_eq!(clock.elapsed(), Duration::from_secs(3));
     let last = events.lock().unwrap().last().cloned();
     assert!(matches!(last, Some(RetryEvent::GaveUp { attempts: 4, reason: GiveUpReason::MaxAttempts, .. })));
@@ -86,7 +71,7 @@ async fn impl_future_send_form_keeps_send_and_retries() {
 async fn the_wrapper_is_shareable_across_tasks() {
     let clock = ManualClock::new();
     let events = Arc::new(Mutex::new(Vec::new()));
-    let stock = Arc::new(ResilientStock::new(Backend::new(0), &registry(&clock, &events)).unwrap());
+    let stock = Arc::new(ResilientStock::new(Flaky::new(0), &registry(&clock, &events)).unwrap());
     let handles: Vec<_> = (0..4)
         .map(|_| {
             let stock = Arc::clone(&stock);
@@ -102,16 +87,16 @@ async fn the_wrapper_is_shareable_across_tasks() {
 fn dropping_the_future_during_a_backoff_wait_starts_no_further_attempt() {
     let clock = ManualClock::new();
     let events = Arc::new(Mutex::new(Vec::new()));
-    let stock = ResilientStock::new(Backend::new(u32::MAX), &registry(&clock, &events)).unwrap();
+    let stock = ResilientStock::new(Flaky::new(u32::MAX), &registry(&clock, &events)).unwrap();
     {
         let mut future = pin!(stock.reserve("sku", 1));
         let mut cx = Context::from_waker(Waker::noop());
         // First poll: the first attempt fails and the retry starts waiting 1 s.
         assert!(future.as_mut().poll(&mut cx).is_pending());
-        assert_eq!(stock.delegate().calls.load(Ordering::SeqCst), 1);
+        assert_eq!(stock.delegate().attempts(), 1);
     } // dropped during the wait
     clock.advance(Duration::from_secs(10));
-    assert_eq!(stock.delegate().calls.load(Ordering::SeqCst), 1);
+    assert_eq!(stock.delegate().attempts(), 1);
     let published = events.lock().unwrap().clone();
     assert_eq!(published.len(), 1, "only the Retrying before the wait: {published:?}");
 }
@@ -125,7 +110,7 @@ async fn shutdown_interrupts_an_async_wait_on_the_system_clock() {
         .listen(move |e: &RetryEvent| sink.lock().unwrap().push(e.clone()))
         .build()
         .unwrap();
-    let stock = Arc::new(ResilientStock::new(Backend::new(u32::MAX), &registry).unwrap());
+    let stock = Arc::new(ResilientStock::new(Flaky::new(u32::MAX), &registry).unwrap());
     let call = {
         let stock = Arc::clone(&stock);
         tokio::spawn(async move { stock.reserve("sku", 1).await })

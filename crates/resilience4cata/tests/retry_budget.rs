@@ -10,27 +10,18 @@ use resilience4cata::{Budget, GiveUpReason, Jitter, Registry, RetryEvent, resili
 #[derive(Debug, PartialEq)]
 pub struct Down;
 
+/// The seed's budget on every method (a trait-level `#[retry]`); a method's attribute changes only
+/// the keys it writes.
 #[resilient]
+#[retry(max_attempts = 3, delay = "100ms", budget_percent = 20, budget_min_retries_per_second = 1)]
 pub trait CatalogApi {
-    #[retry(
-        name = "catalog",
-        max_attempts = 3,
-        delay = "100ms",
-        budget_percent = 20,
-        budget_min_retries_per_second = 1
-    )]
+    #[retry(name = "catalog")]
     fn product(&self, id: &str) -> Result<String, Down>;
 
-    #[retry(
-        name = "catalog",
-        max_attempts = 3,
-        delay = "100ms",
-        budget_percent = 20,
-        budget_min_retries_per_second = 1
-    )]
+    #[retry(name = "catalog")]
     fn price(&self, id: &str) -> Result<u32, Down>;
 
-    #[retry(max_attempts = 3, delay = "100ms", budget_percent = 20, budget_min_retries_per_second = 0)]
+    #[retry(budget_min_retries_per_second = 0)]
     fn rarely(&self) -> Result<(), Down>;
 }
 
@@ -194,8 +185,7 @@ impl Hot for Catalog {
 
 #[test]
 fn under_two_threads_the_budget_is_never_exceeded() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let hot = Arc::new(ResilientHot::new(Catalog::down(), &registry).unwrap());
     let calls_per_thread = 5_000u64;
     let threads: Vec<_> = (0..2)

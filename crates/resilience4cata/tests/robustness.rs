@@ -1,18 +1,11 @@
 //! Inputs at the edges: configuration out of range, durations at `Duration::MAX`, and configuration
-//! nothing uses.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own Each is a coded error or a defined behaviour, never a panic.
+//! nothing uses. Each is a coded error or a defined behaviour, never a panic.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
-use resilience4cata::{GiveUpReason, Registry, Rejection, ResilienceError, RetryEvent, UnusedConfig, resilient};
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Failed,
-    #[rejection]
-    Rejected(Rejection),
-}
+use resilience4cata::{GiveUpReason, Registry, RetryEvent, UnusedConfig, resilient};
+use testkit::Down;
 
 #[resilient]
 pub trait Api {
@@ -30,12 +23,7 @@ struct Backend;
 
 impl Api for Backend {
     fn fetch(&self, failures: &AtomicU32) -> Result<u32, Down> {
-        let left = failures.load(Ordering::SeqCst);
-        if left == 0 {
-            return Ok(1);
-        }
-        failures.store(left - 1, Ordering::SeqCst);
-        Err(Down::Failed)
+        testkit::fail_first(failures, Down::Failed, 1)
     }
     fn external(&self) -> Result<u32, Down> {
         Ok(2)

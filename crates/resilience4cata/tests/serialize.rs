@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
 use resilience4cata::rate_limiter::RateLimiterEvent;
-use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{GiveUpReason, Pipeline, RetryEvent};
 use serde_json::{Value, json};
 
@@ -49,8 +48,7 @@ fn events_are_tagged_with_their_kind() {
 
 #[test]
 fn the_registry_snapshot_lists_every_policy_with_its_config() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let _calls = Pipeline::builder(&registry, "shop::Api::get")
         .retry_with(|r| r.max_attempts(4).delay(Duration::from_millis(50)).budget_percent(20.0))
         .circuit_breaker_with(|c| c.slow_call_duration(Duration::from_millis(250)))

@@ -10,7 +10,6 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use resilience4cata::events::{AnyEvent, Subscription};
-use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{GiveUpReason, Pipeline, Registry, RetryEvent};
 use testkit::block_on;
 
@@ -30,8 +29,7 @@ fn failing_retry(registry: &Registry, id: &str, max_attempts: u32) -> impl Fn() 
 
 #[test]
 fn a_subscriber_attached_after_build_sees_every_policy() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let all = Pipeline::builder(&registry, "all")
         .retry_with(|r| r.max_attempts(2).delay(Duration::ZERO))
         .circuit_breaker()

@@ -1,5 +1,4 @@
 //! The timeout through `#[resilient]` and the registry, on the manual clock.
-#![allow(async_fn_in_trait)] // the traits under test are this crate's own
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

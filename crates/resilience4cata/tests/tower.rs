@@ -71,13 +71,7 @@ fn oneshot_retries_with_the_seed_timeline_and_clones_once_per_extra_attempt() {
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(clock.elapsed(), ms(300));
     assert_eq!(clones.load(Ordering::SeqCst), 2, "attempts 1 and 2 get clones, the last takes the original");
-    assert_eq!(
-        events.all(),
-        [
-            RetryEvent::Retrying { instance: "inventory".into(), attempt: 1, delay: ms(100) },
-            RetryEvent::Retrying { instance: "inventory".into(), attempt: 2, delay: ms(200) },
-        ]
-    );
+    assert_eq!(events.all(), testkit::seed_retrying("inventory"));
 }
 
 #[test]
@@ -91,10 +85,9 @@ fn gives_up_after_max_attempts_with_the_last_error() {
     assert_eq!(err.to_string(), "inventory down");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(clones.load(Ordering::SeqCst), 2);
-    let last = events.all().last().cloned().unwrap();
     assert_eq!(
-        last,
-        RetryEvent::GaveUp { instance: "inventory".into(), attempts: 3, reason: GiveUpReason::MaxAttempts }
+        events.last(),
+        Some(RetryEvent::GaveUp { instance: "inventory".into(), attempts: 3, reason: GiveUpReason::MaxAttempts })
     );
 }
 
@@ -294,10 +287,9 @@ fn inner_policies_run_around_each_attempt_of_the_service() {
     assert!(matches!(err.rejection(), Some(Rejection::RateLimitExceeded { .. })), "{err:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 2, "refused attempts never reached the service");
     assert_eq!(clock.elapsed(), ms(350), "the next permit is 4.65 s away, past max_duration: no wait");
-    let gave_up = events.all().last().cloned().unwrap();
     assert_eq!(
-        gave_up,
-        RetryEvent::GaveUp { instance: "quotes".into(), attempts: 1, reason: GiveUpReason::MaxDuration }
+        events.last(),
+        Some(RetryEvent::GaveUp { instance: "quotes".into(), attempts: 1, reason: GiveUpReason::MaxDuration })
     );
 }
 

@@ -169,8 +169,7 @@ async fn without_the_opt_in_readiness_is_the_inner_services_and_a_full_bulkhead_
 /// refused with that `retry_after`.
 #[tokio::test]
 async fn an_empty_rate_limiter_holds_readiness_until_the_next_permit_then_the_call_proceeds() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let patient = limited(&registry, "patient", 2, ms(100));
     assert_eq!(patient.clone().oneshot(1).await.unwrap(), 1);
     assert_eq!(patient.clone().oneshot(2).await.unwrap(), 2);
@@ -203,8 +202,7 @@ async fn an_empty_rate_limiter_holds_readiness_until_the_next_permit_then_the_ca
 
 #[tokio::test]
 async fn a_dropped_service_gives_back_its_slot_its_place_in_line_and_its_permit() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let service = bulkhead(&registry, "pool", 1).layer().backpressure().layer(echo());
     let mut holder = service.clone();
     holder.ready().await.unwrap();
@@ -247,8 +245,7 @@ async fn a_dropped_service_gives_back_its_slot_its_place_in_line_and_its_permit(
 
 #[tokio::test]
 async fn a_clone_of_a_ready_service_starts_unreserved() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let service = bulkhead(&registry, "pool", 1).layer().backpressure().layer(echo());
     let mut ready = service.clone();
     ready.ready().await.unwrap();
@@ -343,8 +340,7 @@ fn counts_add_up_under_concurrency() {
 #[test]
 fn a_service_under_backpressure_stays_send_and_sync() {
     fn send_sync<T: Send + Sync>(_: &T) {}
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let pipeline = Pipeline::builder(&registry, "both")
         .rate_limiter_with(|l| l.permits(1))
         .bulkhead_with(|b| b.max_concurrent_calls(1))
@@ -358,8 +354,7 @@ fn a_service_under_backpressure_stays_send_and_sync() {
 /// poll; nothing is left reserved.
 #[tokio::test]
 async fn shutdown_ends_the_waits_with_refusals_and_leaves_nothing_reserved() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let limited = limited(&registry, "api", 1, ms(100));
     let pooled = bulkhead(&registry, "pool", 1).layer().backpressure().layer(echo());
     let (mut holder, mut slot_waiter) = (pooled.clone(), pooled.clone());
@@ -386,8 +381,7 @@ async fn shutdown_ends_the_waits_with_refusals_and_leaves_nothing_reserved() {
 /// attempt asks the bulkhead itself, as without the opt-in (and is refused when it is full).
 #[tokio::test]
 async fn a_call_without_readiness_asks_the_policies_itself() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let service = bulkhead(&registry, "pool", 1).layer().backpressure().layer(echo());
     let mut unready = service.clone();
     assert_eq!(unready.call(1).await.unwrap(), 1);
@@ -429,8 +423,7 @@ fn rate_limited_calls_add_up_under_concurrency() {
 /// slots: the call answers and nothing stays reserved.
 #[tokio::test]
 async fn a_hedged_call_gives_its_reservation_back_and_leaks_nothing() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (_, registry) = testkit::manual();
     let service = Pipeline::builder(&registry, "search")
         .hedge_with(|h| h.delay(ms(100)))
         .bulkhead_with(|b| b.max_concurrent_calls(2))

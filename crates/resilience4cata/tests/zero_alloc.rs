@@ -3,13 +3,11 @@
 
 use std::time::Duration;
 
-use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Registry, RetryEvent, resilient};
 
 use testkit::alloc::allocations_during;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
+testkit::count_allocations!();
 
 #[derive(Debug, PartialEq)]
 pub struct Down;
@@ -77,8 +75,7 @@ fn fail_once_then_succeed_allocates_nothing_without_listeners() {
 
 #[test]
 fn retries_with_waits_and_budget_refusals_allocate_nothing_on_the_manual_clock() {
-    let clock = ManualClock::new();
-    let registry = testing::registry(&clock).build().unwrap();
+    let (clock, registry) = testkit::manual();
     let api = ResilientApi::new(Backend, &registry).unwrap();
     let flaky = std::cell::Cell::new(true);
     api.waits(&flaky).unwrap();

@@ -1,23 +1,14 @@
 //! Allocation counts of the pass paths of retry + rate limiter + bulkhead (sync and async) and of a
 //! timeout whose attempt finishes in time, with a counting global allocator that counts only the
 //! calling thread.
-#![allow(async_fn_in_trait)] // the trait under test is this crate's own
 
-use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Rejection, ResilienceError, resilient};
+use resilience4cata::resilient;
 
+use testkit::Down;
 use testkit::alloc::allocations_during;
 use testkit::now;
 
-#[global_allocator]
-static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;
-
-#[derive(Debug, PartialEq, ResilienceError)]
-pub enum Down {
-    Down,
-    #[rejection]
-    Rejected(Rejection),
-}
+testkit::count_allocations!();
 
 #[resilient]
 pub trait Api {
@@ -62,54 +53,41 @@ impl Api for Backend {
 }
 
 fn api() -> ResilientApi<Backend> {
-    let registry = testing::registry(&ManualClock::new()).build().unwrap();
-    ResilientApi::new(Backend, &registry).unwrap()
+    ResilientApi::new(Backend, &testkit::manual().1).unwrap()
+}
+
+/// One warm-up call (the breaker claims this thread's stripe), then 1000 calls that pass, none of
+/// which may allocate.
+fn assert_passes_without_allocating(call: impl Fn(u32) -> Result<u32, Down>) {
+    call(0).unwrap();
+    let n = allocations_during(|| {
+        for i in 1..=1000 {
+            assert_eq!(call(i), Ok(i + 1));
+        }
+    });
+    assert_eq!(n, 0);
 }
 
 #[test]
 fn sync_pass_path_allocates_nothing() {
     let api = api();
-    api.guarded(0).unwrap(); // warm up
-    let n = allocations_during(|| {
-        for i in 0..1000 {
-            assert_eq!(api.guarded(i), Ok(i + 1));
-        }
-    });
-    assert_eq!(n, 0);
+    assert_passes_without_allocating(|i| api.guarded(i));
 }
 
 #[test]
 fn full_stack_pass_path_allocates_nothing() {
     let api = api();
-    api.full_stack(0).unwrap(); // warm up (the breaker claims this thread's stripe)
-    let n = allocations_during(|| {
-        for i in 0..1000 {
-            assert_eq!(api.full_stack(i), Ok(i + 1));
-        }
-    });
-    assert_eq!(n, 0);
+    assert_passes_without_allocating(|i| api.full_stack(i));
 }
 
 #[test]
 fn async_pass_path_allocates_nothing() {
     let api = api();
-    now(api.guarded_async(0)).unwrap();
-    let n = allocations_during(|| {
-        for i in 0..1000 {
-            assert_eq!(now(api.guarded_async(i)), Ok(i + 1));
-        }
-    });
-    assert_eq!(n, 0);
+    assert_passes_without_allocating(|i| now(api.guarded_async(i)));
 }
 
 #[test]
 fn a_timeout_that_never_needs_its_timer_allocates_nothing() {
     let api = api();
-    now(api.timed(0)).unwrap();
-    let n = allocations_during(|| {
-        for i in 0..1000 {
-            assert_eq!(now(api.timed(i)), Ok(i + 1));
-        }
-    });
-    assert_eq!(n, 0);
+    assert_passes_without_allocating(|i| now(api.timed(i)));
 }

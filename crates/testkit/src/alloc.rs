@@ -2,8 +2,8 @@
 //! thread-local counter.
 //!
 //! It counts only once installed: `crates/bench` installs it for every bench binary, and each
-//! zero-allocation test binary of the runtime installs it with
-//! `#[global_allocator] static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;`.
+//! zero-allocation test binary of the runtime installs it with [`count_allocations!`](crate::count_allocations)
+//! (`#[global_allocator] static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;`).
 //! Counting only the calling thread keeps the number honest when a case spawns a contender thread,
 //! a runtime has background threads or the test harness runs other tests in parallel: a policy that
 //! moved work to another thread would still be caught by the time measurement, and the count says
@@ -93,4 +93,21 @@ pub fn allocations_during(f: impl FnOnce()) -> u64 {
     let before = allocations();
     f();
     allocations() - before
+}
+
+/// Installs [`Counting`] as the global allocator of the test binary that invokes it, at the top
+/// level of the test file: a binary that does not invoke it keeps the system allocator (linking
+/// `testkit` installs nothing).
+///
+/// ```
+/// testkit::count_allocations!();
+///
+/// assert_eq!(testkit::alloc::allocations_during(|| drop(std::hint::black_box(vec![1u8; 8]))), 1);
+/// ```
+#[macro_export]
+macro_rules! count_allocations {
+    () => {
+        #[global_allocator]
+        static GLOBAL: $crate::alloc::Counting = $crate::alloc::Counting;
+    };
 }

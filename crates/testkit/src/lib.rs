@@ -1,15 +1,15 @@
 //! Test fixtures shared by the workspace's tests and by `crates/bench`, kept in one place:
 //!
 //! - [`alloc::Counting`], the one counting allocator. Linking this crate does **not** install it: a
-//!   test binary that counts allocations opts in with
-//!   `#[global_allocator] static GLOBAL: testkit::alloc::Counting = testkit::alloc::Counting;`,
-//!   and every other test binary keeps the system allocator;
+//!   test binary that counts allocations opts in with [`count_allocations!`] (a
+//!   `#[global_allocator]` static), and every other test binary keeps the system allocator;
 //! - [`block_on`] (a tokio current-thread runtime) and [`now`] / [`poll_once`] (one poll with a
 //!   no-op waker, for futures that must not wait);
 //! - [`Recorder`], a listener that keeps every event of one type, with the projections the tests
 //!   compare ([`Recorder::gave_up`], [`Recorder::delays`], [`Recorder::transitions`]), and
 //!   [`RetryAndBreaker`], the pair the seeds' breaker examples watch;
-//! - [`no_jitter`], the seeds' examples' registry: the manual clock and exact waits.
+//! - [`no_jitter`], the seeds' examples' registry: the manual clock and exact waits;
+//! - [`Down`], the error of a backend that simply fails, with the variant a policy's rejection needs.
 //!
 //! `publish = false`: a dev-dependency of the workspace only. The runtime's own unit tests may use
 //! only the helpers that name no `resilience4cata` type ([`block_on`], [`now`], [`poll_once`],
@@ -23,13 +23,14 @@ pub mod bundles;
 use std::fmt;
 use std::future::Future;
 use std::pin::{Pin, pin};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Event, GiveUpReason, Jitter, RegistryBuilder, RetryEvent};
+use resilience4cata::{Event, GiveUpReason, Jitter, Registry, RegistryBuilder, Rejection, ResilienceError, RetryEvent};
 
 /// Runs `future` to completion on a fresh tokio current-thread runtime with its timers enabled.
 ///
@@ -76,6 +77,54 @@ pub fn now<F: Future>(future: F) -> F::Output {
 /// ```
 pub const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
+}
+
+/// The answer of a backend that fails its first calls: `Err(failure)` while `failures` is above
+/// zero (counting it down), then `Ok(ok)`.
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+///
+/// let failures = AtomicU32::new(1);
+/// assert_eq!(testkit::fail_first(&failures, "down", 7), Err("down"));
+/// assert_eq!(testkit::fail_first(&failures, "down", 7), Ok(7));
+/// ```
+pub fn fail_first<T, E>(failures: &AtomicU32, failure: E, ok: T) -> Result<T, E> {
+    match failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(1)) {
+        Ok(_) => Err(failure),
+        Err(_) => Ok(ok),
+    }
+}
+
+/// A backend that fails its first `failures` attempts and succeeds after, counting every attempt.
+///
+/// ```
+/// let flaky = testkit::Flaky::new(1);
+/// assert_eq!(flaky.attempt("down"), Err("down"));
+/// assert_eq!(flaky.attempt("down"), Ok(()));
+/// assert_eq!(flaky.attempts(), 2);
+/// ```
+#[derive(Debug, Default)]
+pub struct Flaky {
+    attempts: AtomicU32,
+    failures: u32,
+}
+
+impl Flaky {
+    /// Fails the first `failures` attempts (`u32::MAX`: every one).
+    pub fn new(failures: u32) -> Flaky {
+        Flaky { attempts: AtomicU32::new(0), failures }
+    }
+
+    /// One attempt: `Err(failure)` while it is among the first `failures`, `Ok(())` after.
+    pub fn attempt<E>(&self, failure: E) -> Result<(), E> {
+        if self.attempts.fetch_add(1, Ordering::SeqCst) < self.failures { Err(failure) } else { Ok(()) }
+    }
+
+    /// The attempts made so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::SeqCst)
+    }
 }
 
 /// Every event of type `E` a registry publishes, in publication order. Clones share one list.
@@ -149,6 +198,11 @@ impl<E: Event> Recorder<E> {
     pub fn all(&self) -> Vec<E> {
         self.lock().clone()
     }
+
+    /// A copy of the last event recorded, if any.
+    pub fn last(&self) -> Option<E> {
+        self.lock().last().cloned()
+    }
 }
 
 impl Recorder<RetryEvent> {
@@ -193,6 +247,76 @@ pub fn no_jitter(clock: &ManualClock) -> RegistryBuilder {
     testing::registry(clock).retry_defaults(|r| r.jitter(Jitter::None))
 }
 
+/// A manual clock and a registry built on it with the testing defaults (`testing::registry`): the
+/// start of most tests that need nothing else from the registry.
+///
+/// ```
+/// use resilience4cata::Pipeline;
+///
+/// let (clock, registry) = testkit::manual();
+/// let pipeline = Pipeline::builder(&registry, "api").retry_with(|r| r.max_attempts(1)).build::<u32, String>()?;
+/// assert_eq!(pipeline.execute(|| Ok(1)), Ok(1));
+/// assert_eq!(clock.elapsed(), std::time::Duration::ZERO);
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+pub fn manual() -> (ManualClock, Registry) {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().expect("the testing registry builds");
+    (clock, registry)
+}
+
+/// The seed's retry timeline for `instance` (3 attempts, 100 ms apart, doubling): the two
+/// `Retrying` events of a call that fails twice, waiting 100 ms then 200 ms.
+///
+/// ```
+/// use resilience4cata::RetryEvent;
+///
+/// let [first, second] = testkit::seed_retrying("inventory");
+/// assert!(matches!(first, RetryEvent::Retrying { attempt: 1, .. }));
+/// assert!(matches!(second, RetryEvent::Retrying { attempt: 2, .. }));
+/// ```
+pub fn seed_retrying(instance: &str) -> [RetryEvent; 2] {
+    [
+        RetryEvent::Retrying { instance: instance.into(), attempt: 1, delay: ms(100) },
+        RetryEvent::Retrying { instance: instance.into(), attempt: 2, delay: ms(200) },
+    ]
+}
+
+/// A registry on `clock` with jitter off that runs `probe` on itself each time a retry is about
+/// to wait (at its `Retrying` event), and what `probe` returned each time: the view from inside a
+/// backoff, e.g. whether a bulkhead slot is free while the retry waits.
+///
+/// ```
+/// use resilience4cata::Pipeline;
+/// use resilience4cata::testing::ManualClock;
+///
+/// let clock = ManualClock::new();
+/// let (registry, seen) = testkit::probe_before_backoff(&clock, |r| r.snapshot().retries().len());
+/// let pipeline = Pipeline::builder(&registry, "api").retry_with(|r| r.max_attempts(2)).build::<u32, String>()?;
+/// let mut failed = false;
+/// let _ = pipeline.execute(|| if std::mem::replace(&mut failed, true) { Ok(1) } else { Err("down".into()) });
+/// assert_eq!(*seen.lock().unwrap(), [1]);
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+pub fn probe_before_backoff<T: Send + 'static>(
+    clock: &ManualClock,
+    probe: impl Fn(&Registry) -> T + Send + Sync + 'static,
+) -> (Registry, Arc<Mutex<Vec<T>>>) {
+    let cell: Arc<OnceLock<Registry>> = Arc::default();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (registry_of, sink) = (Arc::clone(&cell), Arc::clone(&seen));
+    let registry = no_jitter(clock)
+        .listen(move |e: &RetryEvent| {
+            if let (RetryEvent::Retrying { .. }, Some(registry)) = (e, registry_of.get()) {
+                sink.lock().unwrap_or_else(PoisonError::into_inner).push(probe(registry));
+            }
+        })
+        .build()
+        .expect("the testing registry builds");
+    cell.set(registry.clone()).unwrap_or_else(|_| unreachable!("set once"));
+    (registry, seen)
+}
+
 /// The events of a retry around a circuit breaker (the seeds' `report` and `StockClient`
 /// examples), each policy's in publication order.
 #[derive(Clone, Debug, Default)]
@@ -218,4 +342,84 @@ impl RetryAndBreaker {
     pub fn gave_up(&self) -> Vec<(u32, GiveUpReason)> {
         self.retry.gave_up()
     }
+}
+
+/// The error of a backend that fails for no particular reason, for tests whose subject is the
+/// policy rather than the error: [`Down::Failed`] is the backend's own failure and
+/// [`Down::Rejected`] carries a policy's [`Rejection`].
+///
+/// ```
+/// use resilience4cata::{Registry, resilient};
+/// use testkit::Down;
+///
+/// #[resilient]
+/// trait Api {
+///     #[retry(max_attempts = 2, delay = "0")]
+///     fn get(&self) -> Result<u32, Down>;
+/// }
+///
+/// struct Backend;
+///
+/// impl Api for Backend {
+///     fn get(&self) -> Result<u32, Down> {
+///         Err(Down::Failed)
+///     }
+/// }
+///
+/// let api = ResilientApi::new(Backend, &Registry::builder().build()?)?;
+/// assert_eq!(api.get(), Err(Down::Failed));
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, ResilienceError)]
+pub enum Down {
+    /// The backend's own failure.
+    Failed,
+    /// A policy refused or abandoned the call.
+    #[rejection]
+    Rejected(Rejection),
+}
+
+impl Down {
+    /// `Err(Down::Failed)` when `fail`, `Ok(1)` otherwise: the answer of a backend whose caller
+    /// decides whether it fails.
+    ///
+    /// ```
+    /// assert_eq!(testkit::Down::when(false), Ok(1));
+    /// assert_eq!(testkit::Down::when(true), Err(testkit::Down::Failed));
+    /// ```
+    pub fn when(fail: bool) -> Result<u32, Down> {
+        if fail { Err(Down::Failed) } else { Ok(1) }
+    }
+}
+
+/// Trait methods that share one body, written once: inside an `impl`, `same_body! { fn(params) ->
+/// Ret { body } for a b c }` is `fn a(params) -> Ret { body }` and the same for `b` and `c`
+/// (`async fn(…)` likewise). For the test backends whose methods differ only by the attribute on
+/// the trait.
+///
+/// ```
+/// trait Api {
+///     fn get(&self) -> u32;
+///     fn head(&self) -> u32;
+///     async fn fetch(&self) -> u32;
+/// }
+///
+/// struct Backend(u32);
+///
+/// impl Api for Backend {
+///     testkit::same_body! { fn(&self) -> u32 { self.0 } for get head }
+///     testkit::same_body! { async fn(&self) -> u32 { self.0 + 1 } for fetch }
+/// }
+///
+/// assert_eq!((Backend(7).get(), Backend(7).head()), (7, 7));
+/// assert_eq!(testkit::now(Backend(7).fetch()), 8);
+/// ```
+#[macro_export]
+macro_rules! same_body {
+    (fn $params:tt -> $ret:ty $body:block for $($name:ident)+) => {
+        $(fn $name $params -> $ret $body)+
+    };
+    (async fn $params:tt -> $ret:ty $body:block for $($name:ident)+) => {
+        $(async fn $name $params -> $ret $body)+
+    };
 }

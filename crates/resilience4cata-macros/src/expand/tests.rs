@@ -18,6 +18,12 @@ fn expand_with(args: TokenStream, input: TokenStream) -> String {
     super::expand(&model).to_string()
 }
 
+/// `out` contains `expected`; the message shows the whole expansion.
+#[track_caller]
+fn assert_contains(out: &str, expected: &str) {
+    assert!(out.contains(expected), "expected `{expected}` in: {out}");
+}
+
 #[test]
 fn attributes_become_builder_calls_and_the_site() {
     let out = expand(quote! {
@@ -128,10 +134,7 @@ fn arguments_are_handed_to_each_attempt_by_kind() {
             fn a(&self, r: &str, m: &mut Vec<u8>, o: String) -> Result<u32, E>;
         }
     ));
-    assert!(
-        out.contains("(& self . delegate , r , & mut * m , :: resilience4cata :: __private :: attempt_arg (& o))"),
-        "{out}"
-    );
+    assert_contains(&out, "(& self . delegate , r , & mut * m , :: resilience4cata :: __private :: attempt_arg (& o))");
 }
 
 #[test]
@@ -149,10 +152,7 @@ fn patterns_and_predicates_decide_the_failure() {
             fn a(&self) -> Result<u32, E>;
         }
     ));
-    assert!(
-        plain.contains("is_call_not_permitted () { :: resilience4cata :: __private :: Failure :: NotRetryable }"),
-        "{plain}"
-    );
+    assert_contains(&plain, "is_call_not_permitted () { :: resilience4cata :: __private :: Failure :: NotRetryable }");
 }
 
 #[test]

@@ -133,26 +133,21 @@ fn accepted_values_take_every_documented_spelling() {
 
 #[test]
 fn unknown_key_lists_valid_keys_and_the_closest() {
-    let message = single(
-        quote!(
-            trait Api {
-                #[retry(max_atempts = 3)]
-                fn get(&self) -> Result<u32, E>;
-            }
-        ),
-        "R4C-ATR-002",
-    );
+    let unknown = |key: TokenStream| {
+        single(
+            quote!(
+                trait Api {
+                    #[retry(#key = 3)]
+                    fn get(&self) -> Result<u32, E>;
+                }
+            ),
+            "R4C-ATR-002",
+        )
+    };
+    let message = unknown(quote!(max_atempts));
     assert!(message.contains("did you mean `max_attempts`?"), "{message}");
     assert!(message.contains("budget_min_retries_per_second"), "{message}");
-    let message = single(
-        quote!(
-            trait Api {
-                #[retry(colour = 3)]
-                fn get(&self) -> Result<u32, E>;
-            }
-        ),
-        "R4C-ATR-002",
-    );
+    let message = unknown(quote!(colour));
     assert!(!message.contains("did you mean"), "{message}");
 }
 

@@ -1,4 +1,4 @@
-use resilience4cata::{Registry, resilient};
+use resilience4cata::resilient;
 
 #[resilient]
 pub trait Inventory {
@@ -6,14 +6,4 @@ pub trait Inventory {
     fn stock(&self, _sku: &str) -> std::io::Result<u32>;
 }
 
-struct Backend;
-
-impl Inventory for Backend {
-    fn stock(&self, _sku: &str) -> std::io::Result<u32> {
-        Ok(1)
-    }
-}
-
-fn main() {
-    let _ = ResilientInventory::new(Backend, &Registry::builder().build().unwrap());
-}
+fn main() {}

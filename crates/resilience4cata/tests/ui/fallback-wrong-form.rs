@@ -1,4 +1,3 @@
-#![allow(async_fn_in_trait)]
 use resilience4cata::{FallbackContext, resilient};
 
 #[resilient]

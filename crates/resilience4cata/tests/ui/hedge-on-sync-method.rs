@@ -1,4 +1,4 @@
-use resilience4cata::{Registry, resilient};
+use resilience4cata::resilient;
 
 #[resilient]
 pub trait Search {
@@ -6,14 +6,4 @@ pub trait Search {
     fn find(&self, _query: &str) -> std::io::Result<u32>;
 }
 
-struct Backend;
-
-impl Search for Backend {
-    fn find(&self, _query: &str) -> std::io::Result<u32> {
-        Ok(1)
-    }
-}
-
-fn main() {
-    let _ = ResilientSearch::new(Backend, &Registry::builder().build().unwrap());
-}
+fn main() {}

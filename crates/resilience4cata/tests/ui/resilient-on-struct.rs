@@ -5,6 +5,4 @@ pub struct Inventory {
     pub units: u32,
 }
 
-fn main() {
-    let _ = Inventory { units: 1 };
-}
+fn main() {}

@@ -17,7 +17,6 @@ fn is_not_found(e: &SearchError) -> bool {
 
 #[resilient]
 #[adaptive_limit(max_limit = 100)]
-#[allow(async_fn_in_trait)]
 pub trait Search {
     fn query(&self, q: &str) -> Result<u32, SearchError>;
 

@@ -1,7 +1,6 @@
 //! Every fallback form compiles: sync, `async fn`, `impl Future + Send`, `io::Result` aliases,
 //! named lifetimes spelled differently, any error type, a chain of two fallbacks (the second takes
 //! the first one's parameters, its context included, plus its own).
-#![allow(async_fn_in_trait)]
 #![deny(warnings)]
 use std::future::Future;
 

@@ -1,7 +1,6 @@
 use resilience4cata::{Registry, resilient};
 
 #[resilient]
-#[allow(async_fn_in_trait)]
 pub trait Counter {
     fn get(&self) -> u32;
     fn bump(&mut self, by: u32) -> u32;

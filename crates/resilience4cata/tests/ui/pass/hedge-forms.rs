@@ -1,6 +1,5 @@
 //! Every form a hedged method may take: `async fn`, `impl Future + Send` with an owned argument,
 //! and a hedge over every inner policy.
-#![allow(async_fn_in_trait)]
 use std::future::Future;
 
 use resilience4cata::{Registry, Rejection, ResilienceError, resilient};

@@ -14,7 +14,6 @@ pub enum InventoryError {
 #[resilient]
 #[rate_limiter(permits = 100, period = "1s")]
 #[bulkhead(max_concurrent_calls = 8, max_wait = "5ms")]
-#[allow(async_fn_in_trait)]
 pub trait Inventory {
     fn stock(&self, sku: &str) -> Result<u32, InventoryError>;
 
