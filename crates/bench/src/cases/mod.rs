@@ -15,3 +15,4 @@ pub mod ours_guarded;
 pub mod retry;
 pub mod stack;
 pub mod timeout;
+pub mod user_shaped;
