@@ -11,6 +11,7 @@
 
 pub mod cases;
 pub mod exec;
+pub mod report;
 
 use std::hint::black_box;
 use std::sync::Barrier;

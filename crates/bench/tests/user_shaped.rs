@@ -99,3 +99,27 @@ fn every_user_group_sets_ours_beside_an_anchor_in_each_form_it_measures() {
     assert!(multi.iter().all(|c| c.form == Form::MultiThread && c.threads == 2));
     assert_eq!(multi.iter().filter(|c| c.name.starts_with("ours_")).count(), 9, "one row per policy and the stack");
 }
+
+#[test]
+fn building_a_row_again_does_not_leak_a_ticker_thread() {
+    // Criterion builds every row once per sample. A row that leaked its registry would leak the
+    // registry's coarse-clock ticker thread with it: thousands of threads over a run.
+    let threads = || std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(0);
+    let ids = [
+        "user_rate_limiter/ours_async",
+        "user_stack/ours_sync",
+        "full_stack/ours_async",
+        "adaptive_limit_pass/ours_aimd_async",
+    ];
+    for id in ids {
+        bench::find(id).expect("the row exists").run(10);
+    }
+    let before = threads();
+    for _ in 0..20 {
+        for id in ids {
+            bench::find(id).expect("the row exists").run(10);
+        }
+    }
+    // Other tests of this binary may start or end threads meanwhile: a leak would add 20 or more.
+    assert!(threads() < before + 10, "{before} threads before, {} after", threads());
+}

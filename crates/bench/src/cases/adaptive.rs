@@ -94,8 +94,10 @@ pub fn vegas_sync() -> impl Fn() + Sync {
 
 /// `#[adaptive_limit]` on an async method, passing.
 pub fn aimd_async() -> impl FnMut() {
-    // Leaked: the futures borrow the wrapper, and a case is built a few hundred times per run.
-    let wrapped: &'static Wrapped = Box::leak(Box::new(wrapped()));
+    // One for the process: the futures borrow the wrapper for `'static`, and leaking one per
+    // criterion sample would leak a coarse-clock ticker thread with each registry.
+    static WRAPPED: std::sync::OnceLock<Wrapped> = std::sync::OnceLock::new();
+    let wrapped: &'static Wrapped = WRAPPED.get_or_init(wrapped);
     move || consume(exec::poll_now(polled(&wrapped.api, opaque(1))))
 }
 
