@@ -95,9 +95,10 @@ pub fn vegas_sync() -> impl Fn() + Sync {
 /// `#[adaptive_limit]` on an async method, passing.
 pub fn aimd_async() -> impl FnMut() {
     // One for the process: the futures borrow the wrapper for `'static`, and leaking one per
-    // criterion sample would leak a coarse-clock ticker thread with each registry.
+    // criterion sample would leak a coarse-clock ticker thread with each registry. Opaque, as the
+    // leaked box's address was: a visible static address changes the code measured.
     static WRAPPED: std::sync::OnceLock<Wrapped> = std::sync::OnceLock::new();
-    let wrapped: &'static Wrapped = WRAPPED.get_or_init(wrapped);
+    let wrapped: &'static Wrapped = std::hint::black_box(WRAPPED.get_or_init(wrapped));
     move || consume(exec::poll_now(polled(&wrapped.api, opaque(1))))
 }
 
