@@ -106,16 +106,20 @@ fn polled(api: &ResilientLimited<Backend>, x: u64) -> impl Future<Output = Resul
     api.aimd_async(x)
 }
 
-/// tower-resilience's adaptive limiter layer with AIMD, initial limit 20, never reached.
-pub fn tower_resilience_adaptive() -> impl FnMut() {
-    let aimd = tower_resilience::adaptive::Aimd::builder()
+/// tower-resilience's AIMD as configured beside ours: initial limit 20, never reached.
+pub fn tower_resilience_aimd() -> tower_resilience::adaptive::Aimd {
+    tower_resilience::adaptive::Aimd::builder()
         .initial_limit(20)
         .min_limit(1)
         .max_limit(200)
         .latency_threshold(Duration::from_secs(5))
         .build()
-        .expect("a valid AIMD configuration");
-    let layer = tower_resilience::adaptive::AdaptiveLimiterLayer::new(aimd);
+        .expect("a valid AIMD configuration")
+}
+
+/// tower-resilience's adaptive limiter layer with AIMD, initial limit 20, never reached.
+pub fn tower_resilience_adaptive() -> impl FnMut() {
+    let layer = tower_resilience::adaptive::AdaptiveLimiterLayer::new(tower_resilience_aimd());
     let mut service = layer.layer(tower::service_fn(|x: u64| ready(work(x))));
     move || {
         consume(exec::call_tower(&mut service, opaque(1)));

@@ -6,7 +6,7 @@
 //! (backon, tower's retry policy): tokio's `sleep(Duration::ZERO)` registers a timer and rounds up to
 //! the next millisecond tick, so the row would measure a millisecond rather than the crate.
 
-use std::future::{Ready, ready};
+use std::future::ready;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 
 use super::{MyError, input, observe, op, op_async, op_flaky};
+use crate::cases::retry::Attempts;
 
 const LIMIT: Duration = Duration::from_secs(1);
 const ROOM: usize = 1024;
@@ -28,6 +29,16 @@ const ROOM: usize = 1024;
 /// A tower service called as its documentation shows: wait for readiness, then call.
 async fn call_tower<S: Service<u32, Response = u32>>(service: &mut S, x: u32) -> Result<u32, S::Error> {
     service.ready().await?.call(x).await
+}
+
+/// A tower service's row: each call waits for readiness, calls, awaits and observes.
+fn tower_row<S: Service<u32, Response = u32>>(mut service: S) -> impl AsyncFnMut() {
+    async move || observe(call_tower(&mut service, input()).await)
+}
+
+/// A seatbelt (`layered`) service's row.
+fn seatbelt_row<S: layered::Service<u32, Out = Result<u32, MyError>>>(service: S) -> impl AsyncFnMut() {
+    async move || observe(service.execute(input()).await)
 }
 
 /// The floor: [`op`] called directly.
@@ -77,32 +88,9 @@ pub fn backon_async_fail_once() -> impl AsyncFnMut() {
     }
 }
 
-/// tower's retry policy as its documentation writes it: a number of attempts, no wait.
-#[derive(Clone, Debug)]
-pub struct Attempts(pub usize);
-
-impl<Req: Clone, Res, E> tower::retry::Policy<Req, Res, E> for Attempts {
-    type Future = Ready<()>;
-
-    fn retry(&mut self, _req: &mut Req, result: &mut Result<Res, E>) -> Option<Self::Future> {
-        match result {
-            Err(_) if self.0 > 0 => {
-                self.0 -= 1;
-                Some(ready(()))
-            }
-            _ => None,
-        }
-    }
-
-    fn clone_request(&mut self, req: &Req) -> Option<Req> {
-        Some(req.clone())
-    }
-}
-
 /// `tower::retry::Retry` (`Attempts(2)`: three attempts) around a `service_fn`.
 pub fn tower_retry_async() -> impl AsyncFnMut() {
-    let mut service = tower::retry::Retry::new(Attempts(2), tower::service_fn(op_async));
-    async move || observe(call_tower(&mut service, input()).await)
+    tower_row(tower::retry::Retry::new(Attempts(2), tower::service_fn(op_async)))
 }
 
 /// `tower::retry::Retry`, one failure then success.
@@ -127,16 +115,17 @@ fn context() -> ResilienceContext<u32, Result<u32, MyError>> {
 
 /// seatbelt's retry layer, retrying `Err`, zero base delay, no jitter.
 pub fn seatbelt_retry_async() -> impl AsyncFnMut() {
-    let service = (
-        seatbelt::retry::Retry::layer("retry", &context())
-            .clone_input()
-            .base_delay(Duration::ZERO)
-            .use_jitter(false)
-            .recovery_with(retry_on_err),
-        Execute::new(op_async),
+    seatbelt_row(
+        (
+            seatbelt::retry::Retry::layer("retry", &context())
+                .clone_input()
+                .base_delay(Duration::ZERO)
+                .use_jitter(false)
+                .recovery_with(retry_on_err),
+            Execute::new(op_async),
+        )
+            .into_service(),
     )
-        .into_service();
-    async move || observe(service.execute(input()).await)
 }
 
 /// seatbelt's retry layer over the flaky operation.
@@ -167,8 +156,7 @@ fn tower_resilience_retry() -> tower_resilience::retry::RetryLayer<u32, u32, MyE
 
 /// tower-resilience's retry layer (3 attempts, fixed zero backoff).
 pub fn tower_resilience_retry_async() -> impl AsyncFnMut() {
-    let mut service = tower_resilience_retry().layer(tower::service_fn(op_async));
-    async move || observe(call_tower(&mut service, input()).await)
+    tower_row(tower_resilience_retry().layer(tower::service_fn(op_async)))
 }
 
 /// tower-resilience's retry layer over the flaky operation.
@@ -205,18 +193,19 @@ pub fn failsafe_sync() -> impl FnMut() {
 
 /// seatbelt's breaker layer, counting `Err` as a failure.
 pub fn seatbelt_breaker_async() -> impl AsyncFnMut() {
-    let service = (
-        seatbelt::breaker::Breaker::layer("breaker", &context())
-            .recovery_with(
-                |out: &Result<u32, MyError>, _| {
-                    if out.is_err() { RecoveryInfo::retry() } else { RecoveryInfo::never() }
-                },
-            )
-            .rejected_input(|_, _| Err(MyError::Unavailable)),
-        Execute::new(op_async),
+    seatbelt_row(
+        (
+            seatbelt::breaker::Breaker::layer("breaker", &context())
+                .recovery_with(
+                    |out: &Result<u32, MyError>, _| {
+                        if out.is_err() { RecoveryInfo::retry() } else { RecoveryInfo::never() }
+                    },
+                )
+                .rejected_input(|_, _| Err(MyError::Unavailable)),
+            Execute::new(op_async),
+        )
+            .into_service(),
     )
-        .into_service();
-    async move || observe(service.execute(input()).await)
 }
 
 /// tower-resilience's circuit breaker layer, default configuration.
@@ -224,8 +213,7 @@ pub fn tower_resilience_breaker_async() -> impl AsyncFnMut() {
     let layer = tower_resilience::circuitbreaker::CircuitBreakerLayer::builder()
         .build()
         .expect("the default breaker configuration is valid");
-    let mut service = layer.layer(tower::service_fn(op_async));
-    async move || observe(call_tower(&mut service, input()).await)
+    tower_row(layer.layer(tower::service_fn(op_async)))
 }
 
 // ---- rate limiter ----
@@ -262,8 +250,7 @@ fn tower_resilience_rate_limiter() -> tower_resilience::ratelimiter::RateLimiter
 
 /// tower-resilience's rate limiter layer, a limit never reached.
 pub fn tower_resilience_rate_limiter_async() -> impl AsyncFnMut() {
-    let mut service = tower_resilience_rate_limiter().layer(tower::service_fn(op_async));
-    async move || observe(call_tower(&mut service, input()).await)
+    tower_row(tower_resilience_rate_limiter().layer(tower::service_fn(op_async)))
 }
 
 // ---- bulkhead ----
@@ -295,8 +282,7 @@ fn tower_resilience_bulkhead() -> tower_resilience::bulkhead::BulkheadLayer {
 
 /// tower-resilience's bulkhead layer, room to spare.
 pub fn tower_resilience_bulkhead_async() -> impl AsyncFnMut() {
-    let mut service = tower_resilience_bulkhead().layer(tower::service_fn(op_async));
-    async move || observe(call_tower(&mut service, input()).await)
+    tower_row(tower_resilience_bulkhead().layer(tower::service_fn(op_async)))
 }
 
 // ---- timeout ----
@@ -308,68 +294,67 @@ pub fn tokio_timeout_async() -> impl AsyncFnMut() {
 
 /// seatbelt's timeout layer.
 pub fn seatbelt_timeout_async() -> impl AsyncFnMut() {
-    let service = (
-        seatbelt::timeout::Timeout::layer("timeout", &context()).timeout(LIMIT).timeout_error(|_| MyError::Unavailable),
-        Execute::new(op_async),
+    seatbelt_row(
+        (
+            seatbelt::timeout::Timeout::layer("timeout", &context())
+                .timeout(LIMIT)
+                .timeout_error(|_| MyError::Unavailable),
+            Execute::new(op_async),
+        )
+            .into_service(),
     )
-        .into_service();
-    async move || observe(service.execute(input()).await)
 }
 
 /// tower-resilience's time limiter layer.
 pub fn tower_resilience_timeout_async() -> impl AsyncFnMut() {
     let layer = tower_resilience::timelimiter::TimeLimiterLayer::builder().timeout_duration(LIMIT).build();
-    let mut service = layer.layer(tower::service_fn(op_async));
-    async move || observe(call_tower(&mut service, input()).await)
+    tower_row(layer.layer(tower::service_fn(op_async)))
 }
 
 // ---- adaptive limit ----
 
 /// tower-resilience's adaptive limiter with AIMD, initial limit 20, never reached.
 pub fn tower_resilience_adaptive_async() -> impl AsyncFnMut() {
-    let aimd = tower_resilience::adaptive::Aimd::builder()
-        .initial_limit(20)
-        .min_limit(1)
-        .max_limit(200)
-        .latency_threshold(Duration::from_secs(5))
-        .build()
-        .expect("a valid AIMD configuration");
-    let mut service = tower_resilience::adaptive::AdaptiveLimiterLayer::new(aimd).layer(tower::service_fn(op_async));
-    async move || observe(call_tower(&mut service, input()).await)
+    tower_row(
+        tower_resilience::adaptive::AdaptiveLimiterLayer::new(crate::cases::adaptive::tower_resilience_aimd())
+            .layer(tower::service_fn(op_async)),
+    )
 }
 
 // ---- hedge ----
 
 /// seatbelt's hedging layer, 100 ms delay, one extra attempt.
 pub fn seatbelt_hedge_async() -> impl AsyncFnMut() {
-    let service = (
-        seatbelt::hedging::Hedging::layer("hedging", &context())
-            .clone_input()
-            .recovery_with(
-                |out: &Result<u32, MyError>, _| {
-                    if out.is_err() { RecoveryInfo::retry() } else { RecoveryInfo::never() }
-                },
-            )
-            .hedging_delay(Duration::from_millis(100))
-            .max_hedged_attempts(1),
-        Execute::new(op_async),
+    seatbelt_row(
+        (
+            seatbelt::hedging::Hedging::layer("hedging", &context())
+                .clone_input()
+                .recovery_with(
+                    |out: &Result<u32, MyError>, _| {
+                        if out.is_err() { RecoveryInfo::retry() } else { RecoveryInfo::never() }
+                    },
+                )
+                .hedging_delay(Duration::from_millis(100))
+                .max_hedged_attempts(1),
+            Execute::new(op_async),
+        )
+            .into_service(),
     )
-        .into_service();
-    async move || observe(service.execute(input()).await)
 }
 
 // ---- fallback ----
 
 /// seatbelt's fallback layer, replacing an `Err` with a cached answer; not needed.
 pub fn seatbelt_fallback_async() -> impl AsyncFnMut() {
-    let service = (
-        seatbelt::fallback::Fallback::layer("fallback", &context())
-            .should_fallback(Result::is_err)
-            .fallback(|_, _| Ok(1)),
-        Execute::new(op_async),
+    seatbelt_row(
+        (
+            seatbelt::fallback::Fallback::layer("fallback", &context())
+                .should_fallback(Result::is_err)
+                .fallback(|_, _| Ok(1)),
+            Execute::new(op_async),
+        )
+            .into_service(),
     )
-        .into_service();
-    async move || observe(service.execute(input()).await)
 }
 
 // ---- the four-policy stack ----
@@ -378,16 +363,17 @@ pub fn seatbelt_fallback_async() -> impl AsyncFnMut() {
 /// `ServiceBuilder`, in our order.
 pub fn tower_resilience_stack_async() -> impl AsyncFnMut() {
     let breaker = tower_resilience::circuitbreaker::CircuitBreakerLayer::builder().build().expect("valid breaker");
-    let mut service = ServiceBuilder::new()
-        .layer(
-            tower_resilience::retry::RetryLayer::<u32, u32, _>::builder()
-                .max_attempts(3)
-                .fixed_backoff(Duration::ZERO)
-                .build(),
-        )
-        .layer(breaker)
-        .layer(tower_resilience_rate_limiter())
-        .layer(tower_resilience_bulkhead())
-        .service(tower::service_fn(op_async));
-    async move || observe(call_tower(&mut service, input()).await)
+    tower_row(
+        ServiceBuilder::new()
+            .layer(
+                tower_resilience::retry::RetryLayer::<u32, u32, _>::builder()
+                    .max_attempts(3)
+                    .fixed_backoff(Duration::ZERO)
+                    .build(),
+            )
+            .layer(breaker)
+            .layer(tower_resilience_rate_limiter())
+            .layer(tower_resilience_bulkhead())
+            .service(tower::service_fn(op_async)),
+    )
 }
