@@ -9,6 +9,7 @@
 # usage: crates/bench/callgrind.sh [PATTERN...]   (grep -E patterns over case ids; default: all)
 # env:   N1, N2 (iteration counts, default 2000 and 12000), CASES_BIN (skip the build)
 #
+# Multi-thread rows (form MultiThread) get neither figure: their calls run on the runtime's workers.
 # Two-thread cases get allocations only: under valgrind the threads are serialised and the contender's
 # instructions land in the same total, so an instruction count would say nothing about contention.
 set -euo pipefail
@@ -30,9 +31,12 @@ instructions() { # case-id iterations -> total instructions of one run
 
 pattern=$(IFS='|'; echo "${*:-.}")
 printf '%-52s %12s %12s\n' case instr/call allocs/call
-"$CASES_BIN" list | while IFS=$'\t' read -r id _form threads; do
+"$CASES_BIN" list | while IFS=$'\t' read -r id form threads; do
     grep -qE -- "$pattern" <<<"$id" || continue
-    allocs=$("$CASES_BIN" allocs "$id" | cut -f2)
+    # Multi-thread rows run their calls on the runtime's workers, which the calling thread's
+    # allocation counter does not see: time only.
+    allocs=-
+    [[ "$form" == MultiThread ]] || allocs=$("$CASES_BIN" allocs "$id" | cut -f2)
     per_call=-
     if [[ "$threads" == 1 ]]; then
         i1=$(instructions "$id" "$N1")

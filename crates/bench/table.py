@@ -6,7 +6,8 @@ usage: crates/bench/table.py CALLGRIND_OUTPUT [CRITERION_DIR]
 CALLGRIND_OUTPUT is what `crates/bench/callgrind.sh` printed (saved to a file); CRITERION_DIR
 defaults to target/criterion. Time is criterion's median of the per-call sample means, with the
 smallest and largest sample; "x anchor" is the anchor's figure divided by the case's (above 1:
-faster than the anchor). Cases without a figure show a dash.
+faster than the anchor). Cases without a figure show a dash. The user-shaped rows (groups user_*)
+have their own tables: `cargo run -p bench --bin chart -- --table`.
 """
 import json
 import os
@@ -69,6 +70,8 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for case_id, form, threads in rows:
         group, name = case_id.split("/", 1)
+        if group.startswith("user_"):
+            continue  # the user-shaped rows: `cargo run -p bench --bin chart -- --table`
         anchor = f"{group}/{ANCHORS.get(group, '')}"
         t = criterion(root, group, name)
         ta = criterion(root, *anchor.split("/", 1))

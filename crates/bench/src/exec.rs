@@ -23,6 +23,15 @@ pub fn runtime() -> &'static Runtime {
     })
 }
 
+/// The process-wide multi-thread runtime (two worker threads, timers enabled) of the user-shaped
+/// multi-thread rows.
+pub fn multi_thread_runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        Builder::new_multi_thread().worker_threads(2).enable_time().build().expect("a two-worker tokio runtime builds")
+    })
+}
+
 /// Enters [`runtime`] on the calling thread until the guard is dropped.
 pub fn enter() -> EnterGuard<'static> {
     runtime().enter()

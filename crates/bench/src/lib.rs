@@ -11,6 +11,7 @@
 
 pub mod cases;
 pub mod exec;
+pub mod report;
 
 use std::hint::black_box;
 use std::sync::Barrier;
@@ -69,6 +70,12 @@ pub enum Form {
     Sync,
     /// A future, polled once by [`exec::poll_now`] inside the tokio runtime.
     Async,
+    /// A future `.await`ed in a loop inside one `block_on` of the current-thread runtime, as a
+    /// service awaits it (the user-shaped rows, [`Run::drive_awaited`]).
+    Awaited,
+    /// A future awaited by two tasks at once on a two-worker multi-thread runtime
+    /// ([`Run::drive_multi_thread`]); time only.
+    MultiThread,
 }
 
 /// One benchmark case: a named way to make one protected call.
@@ -176,6 +183,68 @@ impl Run {
     }
 }
 
+impl Run {
+    /// Warms `call` up, then awaits it `iters` times in a loop inside one `block_on` of the
+    /// current-thread runtime ([`exec::runtime`]): the shape of a service's handler awaiting a
+    /// protected call. The runtime's fixed cost of entering `block_on` is paid once per loop.
+    pub fn drive_awaited<F: AsyncFnMut()>(&mut self, mut call: F) {
+        let runtime = exec::runtime();
+        measured_loop_awaited(runtime, self.warmup, &mut call);
+        let allocated = alloc::allocations();
+        let (wall, cpu) = (Instant::now(), ThreadTime::now());
+        measured_loop_awaited(runtime, self.iters, &mut call);
+        self.cpu = cpu.elapsed();
+        self.elapsed = wall.elapsed();
+        self.allocations = alloc::allocations() - allocated;
+    }
+
+    /// Warms `caller` up, then spawns two tasks on the two-worker multi-thread runtime
+    /// ([`exec::multi_thread_runtime`]), each awaiting `iters` calls, and waits for both. The time
+    /// is the wall time until both finished (per call: divided by `iters`, what each caller saw),
+    /// in [`cpu`](Self::cpu) too since the calling thread only waits; allocations are not counted
+    /// (they happen on the workers).
+    pub fn drive_multi_thread<C: cases::user_shaped::multi_thread::Caller>(&mut self, caller: C) {
+        let runtime = exec::multi_thread_runtime();
+        let both = |iters: u64| {
+            runtime.block_on(async move {
+                let first = tokio::spawn(caller_loop(caller, iters));
+                let second = tokio::spawn(caller_loop(caller, iters));
+                first.await.expect("the first caller finishes");
+                second.await.expect("the second caller finishes");
+            })
+        };
+        both(self.warmup);
+        let wall = Instant::now();
+        both(self.iters);
+        self.elapsed = wall.elapsed();
+        self.cpu = self.elapsed;
+    }
+}
+
+/// The awaited calls inside one `block_on`, in a function of their own so that callgrind's
+/// `--toggle-collect=*measured_loop*` counts the loop, the futures it awaits and the runtime's work
+/// around them (the `block_on` entry is a fixed cost the two-count difference cancels).
+#[inline(never)]
+fn measured_loop_awaited<F: AsyncFnMut()>(runtime: &tokio::runtime::Runtime, iters: u64, call: &mut F) {
+    runtime.block_on(awaited_calls(iters, call));
+}
+
+/// The loop of [`measured_loop_awaited`], as a future. Not named `measured_loop…`: callgrind
+/// *toggles* collection on each entry to a matching function, so a matching future polled inside
+/// the measured function would switch the count off for the whole loop.
+async fn awaited_calls<F: AsyncFnMut()>(iters: u64, call: &mut F) {
+    for _ in 0..iters {
+        call().await;
+    }
+}
+
+/// One caller of a multi-thread row: `iters` awaited calls.
+async fn caller_loop<C: cases::user_shaped::multi_thread::Caller>(caller: C, iters: u64) {
+    for _ in 0..iters {
+        caller.call().await;
+    }
+}
+
 /// The measured calls, in a function of their own so that callgrind can count only them
 /// (`--toggle-collect=*measured_loop*`): setup that varies from run to run (a clock calibration, a
 /// runtime's start) stays out of the count.
@@ -208,6 +277,21 @@ macro_rules! case {
     };
     ($group:literal, $name:literal, $form:ident, $ctor:path, contended) => {
         Case { group: $group, name: $name, form: Form::$form, threads: 2, body: |run| run.drive_contended($ctor()) }
+    };
+    ($group:literal, $name:literal, Sync, $ctor:path, user) => {
+        Case { group: $group, name: $name, form: Form::Sync, threads: 1, body: |run| run.drive($ctor()) }
+    };
+    ($group:literal, $name:literal, Awaited, $ctor:path, user) => {
+        Case { group: $group, name: $name, form: Form::Awaited, threads: 1, body: |run| run.drive_awaited($ctor()) }
+    };
+    ($group:literal, $name:literal, MultiThread, $ctor:path, user) => {
+        Case {
+            group: $group,
+            name: $name,
+            form: Form::MultiThread,
+            threads: 2,
+            body: |run| run.drive_multi_thread($ctor()),
+        }
     };
 }
 
@@ -304,7 +388,83 @@ pub static CASES: &[Case] = &[
     case!("full_stack", "ours_no_breaker_async", Async, cases::ours_guarded::stack_async),
     case!("full_stack", "tower_resilience_no_breaker_async", Async, cases::stack::tower_resilience_no_breaker_async),
     case!("full_stack", "tower_resilience_async", Async, cases::stack::tower_resilience_async),
+    // ---- The user-shaped rows (`cases::user_shaped`): a `#[resilient]` trait over an
+    // `#[inline(never)]` operation returning `Result<u32, MyError>`, results used, async calls
+    // awaited in a loop inside one `block_on`. Groups `user_*`; `docs/benchmarks.md` quotes them first.
+    case!("user_floor", "direct_sync", Sync, us::anchors::direct_sync, user),
+    case!("user_floor", "direct_async", Awaited, us::anchors::direct_async, user),
+    case!("user_retry_success", "ours_sync", Sync, us::ours::retry_sync, user),
+    case!("user_retry_success", "ours_async", Awaited, us::ours::retry_async, user),
+    case!("user_retry_success", "backon_sync", Sync, us::anchors::backon_sync, user),
+    case!("user_retry_success", "backon_async", Awaited, us::anchors::backon_async, user),
+    case!("user_retry_success", "tower_retry_async", Awaited, us::anchors::tower_retry_async, user),
+    case!("user_retry_success", "seatbelt_async", Awaited, us::anchors::seatbelt_retry_async, user),
+    case!("user_retry_success", "tower_resilience_async", Awaited, us::anchors::tower_resilience_retry_async, user),
+    case!("user_retry_fail_once", "ours_sync", Sync, us::ours::sync_fail_once, user),
+    case!("user_retry_fail_once", "ours_async", Awaited, us::ours::awaited_fail_once, user),
+    case!("user_retry_fail_once", "backon_sync", Sync, us::anchors::backon_sync_fail_once, user),
+    case!("user_retry_fail_once", "backon_async", Awaited, us::anchors::backon_async_fail_once, user),
+    case!("user_retry_fail_once", "tower_retry_async", Awaited, us::anchors::tower_retry_async_fail_once, user),
+    case!("user_retry_fail_once", "seatbelt_async", Awaited, us::anchors::seatbelt_retry_async_fail_once, user),
+    case!(
+        "user_retry_fail_once",
+        "tower_resilience_async",
+        Awaited,
+        us::anchors::tower_resilience_retry_async_fail_once,
+        user
+    ),
+    case!("user_breaker_closed", "ours_sync", Sync, us::ours::breaker_sync, user),
+    case!("user_breaker_closed", "ours_async", Awaited, us::ours::breaker_async, user),
+    case!("user_breaker_closed", "recloser_sync", Sync, us::anchors::recloser_sync, user),
+    case!("user_breaker_closed", "recloser_async", Awaited, us::anchors::recloser_async, user),
+    case!("user_breaker_closed", "failsafe_sync", Sync, us::anchors::failsafe_sync, user),
+    case!("user_breaker_closed", "seatbelt_async", Awaited, us::anchors::seatbelt_breaker_async, user),
+    case!("user_breaker_closed", "tower_resilience_async", Awaited, us::anchors::tower_resilience_breaker_async, user),
+    case!("user_rate_limiter", "ours_sync", Sync, us::ours::rate_limiter_sync, user),
+    case!("user_rate_limiter", "ours_async", Awaited, us::ours::rate_limiter_async, user),
+    case!("user_rate_limiter", "governor_sync", Sync, us::anchors::governor_sync, user),
+    case!("user_rate_limiter", "governor_async", Awaited, us::anchors::governor_async, user),
+    case!(
+        "user_rate_limiter",
+        "tower_resilience_async",
+        Awaited,
+        us::anchors::tower_resilience_rate_limiter_async,
+        user
+    ),
+    case!("user_bulkhead", "ours_sync", Sync, us::ours::bulkhead_sync, user),
+    case!("user_bulkhead", "ours_async", Awaited, us::ours::bulkhead_async, user),
+    case!("user_bulkhead", "tokio_semaphore_sync", Sync, us::anchors::tokio_semaphore_sync, user),
+    case!("user_bulkhead", "tokio_semaphore_async", Awaited, us::anchors::tokio_semaphore_async, user),
+    case!("user_bulkhead", "tower_resilience_async", Awaited, us::anchors::tower_resilience_bulkhead_async, user),
+    case!("user_timeout", "ours_async", Awaited, us::ours::timeout_async, user),
+    case!("user_timeout", "tokio_timeout_async", Awaited, us::anchors::tokio_timeout_async, user),
+    case!("user_timeout", "seatbelt_async", Awaited, us::anchors::seatbelt_timeout_async, user),
+    case!("user_timeout", "tower_resilience_async", Awaited, us::anchors::tower_resilience_timeout_async, user),
+    case!("user_adaptive_limit", "ours_sync", Sync, us::ours::adaptive_sync, user),
+    case!("user_adaptive_limit", "ours_async", Awaited, us::ours::adaptive_async, user),
+    case!("user_adaptive_limit", "tower_resilience_async", Awaited, us::anchors::tower_resilience_adaptive_async, user),
+    case!("user_hedge", "ours_async", Awaited, us::ours::hedge_async, user),
+    case!("user_hedge", "seatbelt_async", Awaited, us::anchors::seatbelt_hedge_async, user),
+    case!("user_fallback", "ours_sync", Sync, us::ours::fallback_sync, user),
+    case!("user_fallback", "ours_async", Awaited, us::ours::fallback_async, user),
+    case!("user_fallback", "seatbelt_async", Awaited, us::anchors::seatbelt_fallback_async, user),
+    case!("user_stack", "ours_sync", Sync, us::ours::stack_sync, user),
+    case!("user_stack", "ours_async", Awaited, us::ours::stack_async, user),
+    case!("user_stack", "tower_resilience_async", Awaited, us::anchors::tower_resilience_stack_async, user),
+    // The same policies awaited by two concurrent callers on a two-worker multi-thread runtime.
+    case!("user_multi_thread", "direct", MultiThread, us::multi_thread::direct, user),
+    case!("user_multi_thread", "ours_retry", MultiThread, us::multi_thread::retry, user),
+    case!("user_multi_thread", "ours_breaker", MultiThread, us::multi_thread::breaker, user),
+    case!("user_multi_thread", "ours_rate_limiter", MultiThread, us::multi_thread::rate_limiter, user),
+    case!("user_multi_thread", "ours_bulkhead", MultiThread, us::multi_thread::bulkhead, user),
+    case!("user_multi_thread", "ours_timeout", MultiThread, us::multi_thread::timeout, user),
+    case!("user_multi_thread", "ours_adaptive_limit", MultiThread, us::multi_thread::adaptive, user),
+    case!("user_multi_thread", "ours_hedge", MultiThread, us::multi_thread::hedge, user),
+    case!("user_multi_thread", "ours_fallback", MultiThread, us::multi_thread::fallback, user),
+    case!("user_multi_thread", "ours_stack", MultiThread, us::multi_thread::stack, user),
 ];
+
+use cases::user_shaped as us;
 
 /// The cases of one criterion group, in table order.
 pub fn group(name: &str) -> impl Iterator<Item = &'static Case> + '_ {

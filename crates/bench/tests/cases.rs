@@ -60,7 +60,12 @@ fn a_known_allocating_anchor_is_counted() {
 
 #[test]
 fn our_cases_allocate_nothing_per_call() {
-    let ours: Vec<_> = bench::CASES.iter().filter(|case| case.name.starts_with("ours")).collect();
+    // Multi-thread rows make their calls on the runtime's workers: the calling thread only
+    // spawns (which allocates) and waits.
+    let ours: Vec<_> = bench::CASES
+        .iter()
+        .filter(|case| case.name.starts_with("ours") && case.form != bench::Form::MultiThread)
+        .collect();
     assert!(!ours.is_empty());
     for case in ours {
         assert_eq!(case.run(1_000).allocations, 0, "{} allocated", case.id());

@@ -107,8 +107,11 @@ pub fn vegas_sampled_sync() -> impl Fn() + Sync {
 
 /// `#[adaptive_limit]` on an async method, passing.
 pub fn aimd_async() -> impl FnMut() {
-    // Leaked: the futures borrow the wrapper, and a case is built a few hundred times per run.
-    let wrapped: &'static Wrapped = Box::leak(Box::new(wrapped()));
+    // One for the process: the futures borrow the wrapper for `'static`, and leaking one per
+    // criterion sample would leak a coarse-clock ticker thread with each registry. Opaque, as the
+    // leaked box's address was: a visible static address changes the code measured.
+    static WRAPPED: std::sync::OnceLock<Wrapped> = std::sync::OnceLock::new();
+    let wrapped: &'static Wrapped = std::hint::black_box(WRAPPED.get_or_init(wrapped));
     move || consume(exec::poll_now(polled(&wrapped.api, opaque(1))))
 }
 
@@ -116,16 +119,20 @@ fn polled(api: &ResilientLimited<Backend>, x: u64) -> impl Future<Output = Resul
     api.aimd_async(x)
 }
 
-/// tower-resilience's adaptive limiter layer with AIMD, initial limit 20, never reached.
-pub fn tower_resilience_adaptive() -> impl FnMut() {
-    let aimd = tower_resilience::adaptive::Aimd::builder()
+/// tower-resilience's AIMD as configured beside ours: initial limit 20, never reached.
+pub fn tower_resilience_aimd() -> tower_resilience::adaptive::Aimd {
+    tower_resilience::adaptive::Aimd::builder()
         .initial_limit(20)
         .min_limit(1)
         .max_limit(200)
         .latency_threshold(Duration::from_secs(5))
         .build()
-        .expect("a valid AIMD configuration");
-    let layer = tower_resilience::adaptive::AdaptiveLimiterLayer::new(aimd);
+        .expect("a valid AIMD configuration")
+}
+
+/// tower-resilience's adaptive limiter layer with AIMD, initial limit 20, never reached.
+pub fn tower_resilience_adaptive() -> impl FnMut() {
+    let layer = tower_resilience::adaptive::AdaptiveLimiterLayer::new(tower_resilience_aimd());
     let mut service = layer.layer(tower::service_fn(|x: u64| ready(work(x))));
     move || {
         consume(exec::call_tower(&mut service, opaque(1)));

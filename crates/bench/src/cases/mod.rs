@@ -17,3 +17,4 @@ pub mod ours_ordered;
 pub mod retry;
 pub mod stack;
 pub mod timeout;
+pub mod user_shaped;

@@ -144,8 +144,11 @@ where
     F: Fn(&'static ResilientGuarded<Backend>, u64) -> Fut,
     Fut: Future<Output = Result<u64, GuardError>>,
 {
-    // Leaked: the futures borrow the wrapper, and a case is built a few hundred times per run.
-    let guard: &'static Guard = Box::leak(Box::new(guard()));
+    // One for the process: the futures borrow the wrapper for `'static`, and leaking one per
+    // criterion sample would leak a coarse-clock ticker thread with each registry. Opaque, as the
+    // leaked box's address was: a visible static address changes the code measured.
+    static GUARD: std::sync::OnceLock<Guard> = std::sync::OnceLock::new();
+    let guard: &'static Guard = std::hint::black_box(GUARD.get_or_init(guard));
     move || consume(exec::poll_now(f(&guard.api, opaque(1))))
 }
 

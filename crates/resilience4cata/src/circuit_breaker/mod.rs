@@ -113,7 +113,9 @@
 //! `#[resilient]` method with the default `#[circuit_breaker]`, beside recloser, failsafe, seatbelt
 //! and tower-resilience, are the `breaker_closed/*` rows of the "Results" table in
 //! `docs/benchmarks.md` (the machine is described there), summed up in its "Against the targets"
-//! row "breaker closed". A time window adds one read-modify-write and slow-call tracking two coarse
+//! row "breaker closed". What an application sees (a trait method over an `#[inline(never)]` call,
+//! its result used, async calls awaited in a loop) are the `user_breaker_closed/*` rows of the
+//! "User-shaped rows" table there, drawn in its chart. A time window adds one read-modify-write and slow-call tracking two coarse
 //! clock readings per call (not in the benchmark table).
 
 mod config;

@@ -1,0 +1,67 @@
+//! The chart and tables of the user-shaped rows: every group and row appears, a missing figure is
+//! said rather than drawn as zero, the ratio is the best anchor of the same form over ours.
+
+use bench::report::{self, Figures, GROUPS, Metric};
+use bench::{CASES, Form};
+
+fn figures_for_every_row(value: impl Fn(&str) -> f64) -> Figures {
+    let mut figures = Figures::default();
+    for case in CASES.iter().filter(|c| c.group.starts_with("user_")) {
+        figures.instructions.insert(case.id(), value(case.name));
+        figures.nanoseconds.insert(case.id(), value(case.name) / 10.0);
+        figures.allocations.insert(case.id(), 0.0);
+    }
+    figures
+}
+
+#[test]
+fn the_chart_draws_every_single_thread_row_in_its_panel() {
+    let figures = figures_for_every_row(|name| if name.starts_with("ours") { 50.0 } else { 500.0 });
+    let svg = report::svg(&figures, Metric::Instructions, "test").expect("draws");
+    for &(_, title) in GROUPS {
+        assert!(svg.contains(title), "{title} missing");
+    }
+    let rows = CASES.iter().filter(|c| c.group.starts_with("user_") && c.form != Form::MultiThread).count();
+    // One filled rectangle per bar, plus the background.
+    assert_eq!(svg.matches("<rect").count(), rows + 1);
+    assert!(!svg.contains("no figure"));
+    assert!(svg.contains("lower is better"));
+}
+
+#[test]
+fn a_row_without_a_figure_says_so() {
+    let mut figures = figures_for_every_row(|_| 100.0);
+    figures.instructions.remove("user_timeout/ours_async");
+    let svg = report::svg(&figures, Metric::Instructions, "test").expect("draws");
+    assert_eq!(svg.matches("no figure").count(), 1);
+}
+
+#[test]
+fn the_blocks_put_ours_first_and_split_sync_from_async() {
+    let figures = figures_for_every_row(|_| 1.0);
+    let [(sync, sync_blocks), (awaited, awaited_blocks)] = report::blocks(&figures, Metric::Instructions);
+    assert_eq!((sync, awaited), (Form::Sync, Form::Awaited));
+    // The timeout and the hedge have no sync form.
+    assert!(sync_blocks.iter().all(|b| !b.title.starts_with("timeout") && !b.title.starts_with("hedge")));
+    assert_eq!(awaited_blocks.len(), GROUPS.len());
+    for block in sync_blocks.iter().chain(&awaited_blocks).filter(|b| !b.title.starts_with("harness")) {
+        assert!(block.bars[0].ours, "{}: ours first", block.title);
+        assert!(block.bars[1..].iter().all(|bar| !bar.ours));
+    }
+}
+
+#[test]
+fn the_table_compares_ours_with_the_best_anchor_of_the_same_form() {
+    let mut figures = figures_for_every_row(|_| 400.0);
+    figures.instructions.insert("user_breaker_closed/ours_async".into(), 100.0);
+    figures.instructions.insert("user_breaker_closed/recloser_async".into(), 200.0);
+    figures.instructions.insert("user_breaker_closed/recloser_sync".into(), 10.0);
+    let table = report::markdown(&figures);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| circuit breaker, closed | async | **resilience4cata**"))
+        .expect("the async breaker row");
+    assert!(row.contains("| recloser 200 |"), "{row}");
+    assert!(row.ends_with("| 1.00 / 2.00 |"), "{row}");
+    assert!(table.contains("| bare call | 40 | 1.0 |"), "{table}");
+}
