@@ -9,7 +9,7 @@ use syn::parse::ParseStream;
 use syn::{Attribute, Expr, Ident, Item, ItemTrait, Meta, Pat, Token, TraitItem};
 
 use crate::diag::{self, ATR_PLACEMENT, ATR_RESILIENT_ARGS, ATR_SYNTAX, Errors, SIG_TRAIT_SHAPE};
-use crate::policy::{self, Kind, PolicySpec};
+use crate::policy::{self, PolicySpec, ValueKind};
 
 /// The trait under `#[resilient]`, with our attributes taken off it and its items.
 pub(crate) struct TraitInput {
@@ -181,7 +181,7 @@ fn parse_entries(input: ParseStream, spec: &PolicySpec) -> syn::Result<Vec<RawEn
         }
         input.parse::<Token![=]>()?;
         let value = match spec.key(&key.unraw().to_string()).map(|k| k.kind) {
-            Some(Kind::Pattern) => RawValue::Pat(Pat::parse_multi_with_leading_vert(input)?),
+            Some(ValueKind::Pattern) => RawValue::Pat(Pat::parse_multi_with_leading_vert(input)?),
             _ => RawValue::Expr(input.parse()?),
         };
         entries.push(RawEntry { key, value });

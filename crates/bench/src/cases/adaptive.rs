@@ -1,6 +1,5 @@
 //! The adaptive concurrency limit, passing (the limit never reached, so it stays where it is),
 //! beside tower's fixed `ConcurrencyLimit` and tower-resilience's adaptive limiter (AIMD).
-#![allow(async_fn_in_trait)] // local traits: the futures are polled on the calling thread
 
 use std::future::{Future, ready};
 use std::time::Duration;

@@ -1,7 +1,6 @@
 //! A hedge whose first attempt answers at once: no timer, no extra attempt. Ours through
 //! `#[hedge]`, beside seatbelt's hedging layer (the only anchor with hedging in this workspace's
 //! dependencies; tower-resilience's lives in a crate of its own, not a dependency here).
-#![allow(async_fn_in_trait)] // a local trait: the futures are polled on the calling thread
 
 use std::time::Duration;
 

@@ -2,8 +2,6 @@
 //! outermost layer costs a call that succeeds (nothing should be consulted) and a call that falls
 //! back after its retry gives up (zero waits, no listener).
 
-#![allow(async_fn_in_trait)] // local traits: the futures are polled on this thread only
-
 use resilience4cata::{FallbackContext, Registry, resilient};
 
 use crate::{Fail, consume, exec, opaque, work};

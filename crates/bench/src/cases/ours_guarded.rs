@@ -2,7 +2,6 @@
 //! alone and stacked under a retry, over the same delegate as the anchors. Built on `Registry::builder().build()`:
 //! the system clock, whose coarse reading (one atomic load, kept fresh by the registry's ticker)
 //! is all the rate limiter's pass path reads.
-#![allow(async_fn_in_trait)] // local traits: the futures are polled on the calling thread
 
 use std::future::Future;
 

@@ -5,7 +5,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 
 use super::{field, private};
-use crate::policy::{Kind, Role};
+use crate::policy::{Role, ValueKind};
 use crate::validate::{Member, Method, Model, Policy, Setting, Value};
 
 /// Struct, inherent impl, `Build`, the ids struct and `Debug`.
@@ -285,7 +285,7 @@ fn setter(setting: &Setting) -> TokenStream {
             let n = Literal::u64_suffixed(*n);
             quote!(#p::nanos(#n))
         }
-        (Value::Enum(variant), Kind::Enum { ty, .. }) => {
+        (Value::Enum(variant), ValueKind::Enum { ty, .. }) => {
             let (ty, variant) = (format_ident!("{}", ty), format_ident!("{}", variant));
             quote!(#p::#ty::#variant)
         }

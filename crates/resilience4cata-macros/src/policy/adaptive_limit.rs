@@ -1,7 +1,7 @@
 //! `#[adaptive_limit(…)]`: keys of SPEC §7.4, with the limits' order (`R4C-ATR-050`) and the
 //! algorithms' ranges (`R4C-ATR-051`) checked at compile time.
 
-use super::{KeySpec, Kind, PolicySpec, Role};
+use super::{KeySpec, PolicySpec, Role, ValueKind};
 use crate::diag::{ATR_ENABLED, ATR_LIMIT_ORDER, ATR_LIMIT_PARAMETER};
 use crate::validate::{Method, Problem, Setting, Settings, Value};
 
@@ -19,43 +19,43 @@ pub(crate) static ADAPTIVE_LIMIT: PolicySpec = PolicySpec {
     rejects: true,
 };
 
-const fn key(name: &'static str, kind: Kind, role: Role) -> KeySpec {
+const fn key(name: &'static str, kind: ValueKind, role: Role) -> KeySpec {
     KeySpec { name, kind, role }
 }
 
-const LIMIT: Kind = Kind::Count { min: 1, max: U32_MAX, code: ATR_LIMIT_ORDER };
-const fn count(min: u64) -> Kind {
-    Kind::Count { min, max: U32_MAX, code: ATR_LIMIT_PARAMETER }
+const LIMIT: ValueKind = ValueKind::Count { min: 1, max: U32_MAX, code: ATR_LIMIT_ORDER };
+const fn count(min: u64) -> ValueKind {
+    ValueKind::Count { min, max: U32_MAX, code: ATR_LIMIT_PARAMETER }
 }
-const fn number(min: f64, max: f64) -> Kind {
-    Kind::Number { min, max, code: ATR_LIMIT_PARAMETER }
+const fn number(min: f64, max: f64) -> ValueKind {
+    ValueKind::Number { min, max, code: ATR_LIMIT_PARAMETER }
 }
 
 static KEYS: &[KeySpec] = &[
-    key("algorithm", Kind::Enum { ty: "Algorithm", variants: &["Aimd", "Gradient2", "Vegas"] }, Role::Builder),
+    key("algorithm", ValueKind::Enum { ty: "Algorithm", variants: &["Aimd", "Gradient2", "Vegas"] }, Role::Builder),
     key("initial_limit", LIMIT, Role::Builder),
     key("min_limit", LIMIT, Role::Builder),
     key("max_limit", LIMIT, Role::Builder),
-    key("max_wait", Kind::Duration { nonzero: None }, Role::Builder),
+    key("max_wait", ValueKind::Duration { nonzero: None }, Role::Builder),
     key("backoff_ratio", number(0.0, 1.0), Role::Builder),
-    key("latency_timeout", Kind::Duration { nonzero: Some(ATR_LIMIT_PARAMETER) }, Role::Builder),
+    key("latency_timeout", ValueKind::Duration { nonzero: Some(ATR_LIMIT_PARAMETER) }, Role::Builder),
     key("smoothing", number(0.0, 1.0), Role::Builder),
     key("long_window", count(1), Role::Builder),
     key("rtt_tolerance", number(1.0, f64::MAX), Role::Builder),
     key("queue_size", count(0), Role::Builder),
     key("alpha", count(0), Role::Builder),
     key("beta", count(0), Role::Builder),
-    key("min_window_time", Kind::Duration { nonzero: None }, Role::Builder),
-    key("max_window_time", Kind::Duration { nonzero: Some(ATR_LIMIT_PARAMETER) }, Role::Builder),
+    key("min_window_time", ValueKind::Duration { nonzero: None }, Role::Builder),
+    key("max_window_time", ValueKind::Duration { nonzero: Some(ATR_LIMIT_PARAMETER) }, Role::Builder),
     key("window_size", count(1), Role::Builder),
-    key("min_rtt_threshold", Kind::Duration { nonzero: None }, Role::Builder),
-    key("enabled", Kind::Bool { code: ATR_ENABLED }, Role::Builder),
-    key("drop_on", Kind::Pattern, Role::Code),
-    key("ignore_on", Kind::Pattern, Role::Code),
-    key("drop_on_if", Kind::FnPath, Role::Code),
-    key("ignore_on_if", Kind::FnPath, Role::Code),
-    key("name", Kind::Str, Role::Name),
-    key("config", Kind::Str, Role::Config),
+    key("min_rtt_threshold", ValueKind::Duration { nonzero: None }, Role::Builder),
+    key("enabled", ValueKind::Bool { code: ATR_ENABLED }, Role::Builder),
+    key("drop_on", ValueKind::Pattern, Role::Code),
+    key("ignore_on", ValueKind::Pattern, Role::Code),
+    key("drop_on_if", ValueKind::FnPath, Role::Code),
+    key("ignore_on_if", ValueKind::FnPath, Role::Code),
+    key("name", ValueKind::Str, Role::Name),
+    key("config", ValueKind::Str, Role::Config),
 ];
 
 /// `min_limit ≤ initial_limit ≤ max_limit` among the limits written (unwritten ones come from the

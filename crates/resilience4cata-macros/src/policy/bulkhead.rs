@@ -1,7 +1,7 @@
 //! `#[bulkhead(…)]`: its keys are the fields of `resilience4cata::bulkhead::BulkheadConfig`,
 //! documented there.
 
-use super::{KeySpec, Kind, PolicySpec, Role};
+use super::{KeySpec, PolicySpec, Role, ValueKind};
 use crate::diag::{ATR_ENABLED, ATR_MAX_CONCURRENT_CALLS};
 use crate::validate::{Method, Problem, Settings};
 
@@ -20,13 +20,13 @@ pub(crate) static BULKHEAD: PolicySpec = PolicySpec {
 static KEYS: &[KeySpec] = &[
     KeySpec {
         name: "max_concurrent_calls",
-        kind: Kind::Count { min: 1, max: u32::MAX as u64, code: ATR_MAX_CONCURRENT_CALLS },
+        kind: ValueKind::Count { min: 1, max: u32::MAX as u64, code: ATR_MAX_CONCURRENT_CALLS },
         role: Role::Builder,
     },
-    KeySpec { name: "max_wait", kind: Kind::Duration { nonzero: None }, role: Role::Builder },
-    KeySpec { name: "enabled", kind: Kind::Bool { code: ATR_ENABLED }, role: Role::Builder },
-    KeySpec { name: "name", kind: Kind::Str, role: Role::Name },
-    KeySpec { name: "config", kind: Kind::Str, role: Role::Config },
+    KeySpec { name: "max_wait", kind: ValueKind::Duration { nonzero: None }, role: Role::Builder },
+    KeySpec { name: "enabled", kind: ValueKind::Bool { code: ATR_ENABLED }, role: Role::Builder },
+    KeySpec { name: "name", kind: ValueKind::Str, role: Role::Name },
+    KeySpec { name: "config", kind: ValueKind::Str, role: Role::Config },
 ];
 
 /// Every key is judged on its own; nothing to check across keys.

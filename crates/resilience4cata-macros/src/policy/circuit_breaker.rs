@@ -2,7 +2,7 @@
 //! `resilience4cata::circuit_breaker::CircuitBreakerConfig`, and the ranges the runtime would refuse
 //! with `R4C-REG-003`, caught at compile time instead.
 
-use super::{KeySpec, Kind, PolicySpec, Role};
+use super::{KeySpec, PolicySpec, Role, ValueKind};
 use crate::diag::{ATR_CB_COUNT, ATR_CB_RATE, ATR_CB_SLOW_ZERO, ATR_ENABLED};
 use crate::validate::{Method, Problem, Setting, Settings, Value};
 
@@ -24,32 +24,32 @@ pub(crate) static CIRCUIT_BREAKER: PolicySpec = PolicySpec {
     rejects: true,
 };
 
-const fn key(name: &'static str, kind: Kind, role: Role) -> KeySpec {
+const fn key(name: &'static str, kind: ValueKind, role: Role) -> KeySpec {
     KeySpec { name, kind, role }
 }
 
-const fn count(min: u64, max: u64) -> Kind {
-    Kind::Count { min, max, code: ATR_CB_COUNT }
+const fn count(min: u64, max: u64) -> ValueKind {
+    ValueKind::Count { min, max, code: ATR_CB_COUNT }
 }
 
-const RATE: Kind = Kind::Number { min: 0.0, max: 100.0, code: ATR_CB_RATE };
+const RATE: ValueKind = ValueKind::Number { min: 0.0, max: 100.0, code: ATR_CB_RATE };
 
 static KEYS: &[KeySpec] = &[
-    key("window_type", Kind::Enum { ty: "WindowType", variants: &["Count", "Time"] }, Role::Builder),
+    key("window_type", ValueKind::Enum { ty: "WindowType", variants: &["Count", "Time"] }, Role::Builder),
     key("window_size", count(1, MAX_COUNT_WINDOW), Role::Builder),
     key("minimum_calls", count(1, U32_MAX), Role::Builder),
     key("failure_rate_threshold", RATE, Role::Builder),
-    key("slow_call_duration", Kind::Duration { nonzero: Some(ATR_CB_SLOW_ZERO) }, Role::Builder),
+    key("slow_call_duration", ValueKind::Duration { nonzero: Some(ATR_CB_SLOW_ZERO) }, Role::Builder),
     key("slow_call_rate_threshold", RATE, Role::Builder),
-    key("wait_in_open", Kind::Duration { nonzero: None }, Role::Builder),
+    key("wait_in_open", ValueKind::Duration { nonzero: None }, Role::Builder),
     key("permitted_calls_in_half_open", count(1, MAX_HALF_OPEN_CALLS), Role::Builder),
-    key("enabled", Kind::Bool { code: ATR_ENABLED }, Role::Builder),
-    key("record_on", Kind::Pattern, Role::Code),
-    key("ignore_on", Kind::Pattern, Role::Code),
-    key("record_on_if", Kind::FnPath, Role::Code),
-    key("ignore_on_if", Kind::FnPath, Role::Code),
-    key("name", Kind::Str, Role::Name),
-    key("config", Kind::Str, Role::Config),
+    key("enabled", ValueKind::Bool { code: ATR_ENABLED }, Role::Builder),
+    key("record_on", ValueKind::Pattern, Role::Code),
+    key("ignore_on", ValueKind::Pattern, Role::Code),
+    key("record_on_if", ValueKind::FnPath, Role::Code),
+    key("ignore_on_if", ValueKind::FnPath, Role::Code),
+    key("name", ValueKind::Str, Role::Name),
+    key("config", ValueKind::Str, Role::Config),
 ];
 
 /// A threshold of 0 % would open a healthy breaker (the range check admits it, being inclusive);

@@ -2,7 +2,7 @@
 //! configuration), so those are unknown keys. The rules that need the whole trait (the method
 //! exists, has the right signature, is not the method itself) are in `validate/fallback.rs`.
 
-use super::{KeySpec, Kind, PolicySpec, Role};
+use super::{KeySpec, PolicySpec, Role, ValueKind};
 use crate::diag::ATR_SYNTAX;
 use crate::validate::{Method, Problem, Settings};
 
@@ -19,11 +19,11 @@ pub(crate) static FALLBACK: PolicySpec = PolicySpec {
 };
 
 static KEYS: &[KeySpec] = &[
-    KeySpec { name: "method", kind: Kind::FnPath, role: Role::Code },
-    KeySpec { name: "apply_on", kind: Kind::Pattern, role: Role::Code },
-    KeySpec { name: "skip_on", kind: Kind::Pattern, role: Role::Code },
-    KeySpec { name: "apply_on_if", kind: Kind::FnPath, role: Role::Code },
-    KeySpec { name: "skip_on_if", kind: Kind::FnPath, role: Role::Code },
+    KeySpec { name: "method", kind: ValueKind::FnPath, role: Role::Code },
+    KeySpec { name: "apply_on", kind: ValueKind::Pattern, role: Role::Code },
+    KeySpec { name: "skip_on", kind: ValueKind::Pattern, role: Role::Code },
+    KeySpec { name: "apply_on_if", kind: ValueKind::FnPath, role: Role::Code },
+    KeySpec { name: "skip_on_if", kind: ValueKind::FnPath, role: Role::Code },
 ];
 
 /// `method` is required: a fallback without one has nothing to call.

@@ -1,7 +1,7 @@
 //! `#[hedge(…)]`: keys of SPEC §7.7. Async methods only, and never beside a retry (both decide
 //! when to start another attempt).
 
-use super::{KeySpec, Kind, PolicySpec, Role};
+use super::{KeySpec, PolicySpec, Role, ValueKind};
 use crate::diag::{ATR_ENABLED, ATR_HEDGED_ATTEMPTS, ATR_RETRY_WITH_HEDGE, SIG_HEDGE_SYNC};
 use crate::validate::{Method, Problem, Settings};
 
@@ -18,15 +18,15 @@ pub(crate) static HEDGE: PolicySpec = PolicySpec {
 };
 
 static KEYS: &[KeySpec] = &[
-    KeySpec { name: "delay", kind: Kind::Duration { nonzero: None }, role: Role::Builder },
+    KeySpec { name: "delay", kind: ValueKind::Duration { nonzero: None }, role: Role::Builder },
     KeySpec {
         name: "max_hedged_attempts",
-        kind: Kind::Count { min: 1, max: 8, code: ATR_HEDGED_ATTEMPTS },
+        kind: ValueKind::Count { min: 1, max: 8, code: ATR_HEDGED_ATTEMPTS },
         role: Role::Builder,
     },
-    KeySpec { name: "enabled", kind: Kind::Bool { code: ATR_ENABLED }, role: Role::Builder },
-    KeySpec { name: "name", kind: Kind::Str, role: Role::Name },
-    KeySpec { name: "config", kind: Kind::Str, role: Role::Config },
+    KeySpec { name: "enabled", kind: ValueKind::Bool { code: ATR_ENABLED }, role: Role::Builder },
+    KeySpec { name: "name", kind: ValueKind::Str, role: Role::Name },
+    KeySpec { name: "config", kind: ValueKind::Str, role: Role::Config },
 ];
 
 fn check(settings: &Settings, method: &Method) -> Vec<Problem> {

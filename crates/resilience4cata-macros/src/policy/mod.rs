@@ -93,7 +93,7 @@ impl PolicySpec {
 #[derive(Debug)]
 pub(crate) struct KeySpec {
     pub(crate) name: &'static str,
-    pub(crate) kind: Kind,
+    pub(crate) kind: ValueKind,
     pub(crate) role: Role,
 }
 
@@ -112,7 +112,7 @@ pub(crate) enum Role {
 
 /// The kind of value a key takes, with its range and the code of an out-of-range value.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Kind {
+pub(crate) enum ValueKind {
     /// An integer within `min..=max`, set as `u32`.
     Count { min: u64, max: u64, code: &'static str },
     /// A number (float or integer) within `min..=max`, set as `f64`.
@@ -132,18 +132,18 @@ pub(crate) enum Kind {
     FnPath,
 }
 
-impl Kind {
+impl ValueKind {
     /// What the value should look like, for messages.
     pub(crate) fn expected(&self) -> String {
         match self {
-            Kind::Count { min, max, .. } => format!("an integer from {min} to {max}"),
-            Kind::Number { .. } => "a number".to_owned(),
-            Kind::Duration { .. } => "a duration string such as \"100ms\"".to_owned(),
-            Kind::Enum { variants, .. } => format!("one of {}", variants.join(", ")),
-            Kind::Bool { .. } => "`true` or `false`".to_owned(),
-            Kind::Str => "a string literal".to_owned(),
-            Kind::Pattern => "a pattern".to_owned(),
-            Kind::FnPath => "a path to a function".to_owned(),
+            ValueKind::Count { min, max, .. } => format!("an integer from {min} to {max}"),
+            ValueKind::Number { .. } => "a number".to_owned(),
+            ValueKind::Duration { .. } => "a duration string such as \"100ms\"".to_owned(),
+            ValueKind::Enum { variants, .. } => format!("one of {}", variants.join(", ")),
+            ValueKind::Bool { .. } => "`true` or `false`".to_owned(),
+            ValueKind::Str => "a string literal".to_owned(),
+            ValueKind::Pattern => "a pattern".to_owned(),
+            ValueKind::FnPath => "a path to a function".to_owned(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `#[rate_limiter(…)]`: its keys are the fields of
 //! `resilience4cata::rate_limiter::RateLimiterConfig`, documented there.
 
-use super::{KeySpec, Kind, PolicySpec, Role};
+use super::{KeySpec, PolicySpec, Role, ValueKind};
 use crate::diag::{ATR_ENABLED, ATR_PERIOD, ATR_PERMITS};
 use crate::validate::{Method, Problem, Settings};
 
@@ -20,14 +20,14 @@ pub(crate) static RATE_LIMITER: PolicySpec = PolicySpec {
 static KEYS: &[KeySpec] = &[
     KeySpec {
         name: "permits",
-        kind: Kind::Count { min: 1, max: u32::MAX as u64, code: ATR_PERMITS },
+        kind: ValueKind::Count { min: 1, max: u32::MAX as u64, code: ATR_PERMITS },
         role: Role::Builder,
     },
-    KeySpec { name: "period", kind: Kind::Duration { nonzero: Some(ATR_PERIOD) }, role: Role::Builder },
-    KeySpec { name: "max_wait", kind: Kind::Duration { nonzero: None }, role: Role::Builder },
-    KeySpec { name: "enabled", kind: Kind::Bool { code: ATR_ENABLED }, role: Role::Builder },
-    KeySpec { name: "name", kind: Kind::Str, role: Role::Name },
-    KeySpec { name: "config", kind: Kind::Str, role: Role::Config },
+    KeySpec { name: "period", kind: ValueKind::Duration { nonzero: Some(ATR_PERIOD) }, role: Role::Builder },
+    KeySpec { name: "max_wait", kind: ValueKind::Duration { nonzero: None }, role: Role::Builder },
+    KeySpec { name: "enabled", kind: ValueKind::Bool { code: ATR_ENABLED }, role: Role::Builder },
+    KeySpec { name: "name", kind: ValueKind::Str, role: Role::Name },
+    KeySpec { name: "config", kind: ValueKind::Str, role: Role::Config },
 ];
 
 /// Every key is judged on its own; nothing to check across keys.

@@ -1,7 +1,7 @@
 //! `#[retry(…)]`: its keys are the fields of `resilience4cata::retry::RetryConfig`
 //! (documented there), plus the error patterns and the classifier rules.
 
-use super::{KeySpec, Kind, PolicySpec, Role};
+use super::{KeySpec, PolicySpec, Role, ValueKind};
 use crate::diag::{
     ATR_BUDGET, ATR_ENABLED, ATR_MAX_ATTEMPTS, ATR_MULTIPLIER, CLS_EXHAUSTED_WITHOUT_CLASSIFIER, CLS_WITH_PATTERNS,
 };
@@ -21,31 +21,31 @@ pub(crate) static RETRY: PolicySpec = PolicySpec {
     rejects: false,
 };
 
-const fn key(name: &'static str, kind: Kind, role: Role) -> KeySpec {
+const fn key(name: &'static str, kind: ValueKind, role: Role) -> KeySpec {
     KeySpec { name, kind, role }
 }
 
 static KEYS: &[KeySpec] = &[
-    key("max_attempts", Kind::Count { min: 1, max: U32_MAX, code: ATR_MAX_ATTEMPTS }, Role::Builder),
-    key("delay", Kind::Duration { nonzero: None }, Role::Builder),
-    key("backoff", Kind::Enum { ty: "Backoff", variants: &["Fixed", "Exponential"] }, Role::Builder),
-    key("multiplier", Kind::Number { min: 1.0, max: f64::MAX, code: ATR_MULTIPLIER }, Role::Builder),
-    key("max_delay", Kind::Duration { nonzero: None }, Role::Builder),
-    key("jitter", Kind::Enum { ty: "Jitter", variants: &["Full", "Equal", "None"] }, Role::Builder),
-    key("max_duration", Kind::Duration { nonzero: None }, Role::Builder),
-    key("budget_percent", Kind::Number { min: 0.0, max: 1000.0, code: ATR_BUDGET }, Role::Builder),
-    key("budget_min_retries_per_second", Kind::Count { min: 0, max: U32_MAX, code: ATR_BUDGET }, Role::Builder),
-    key("budget_window", Kind::Duration { nonzero: Some(ATR_BUDGET) }, Role::Builder),
-    key("enabled", Kind::Bool { code: ATR_ENABLED }, Role::Builder),
-    key("retry_on", Kind::Pattern, Role::Code),
-    key("abort_on", Kind::Pattern, Role::Code),
-    key("retry_on_if", Kind::FnPath, Role::Code),
-    key("abort_on_if", Kind::FnPath, Role::Code),
-    key("classifier", Kind::FnPath, Role::Code),
-    key("on_exhausted_result", Kind::FnPath, Role::Code),
-    key("delay_from", Kind::FnPath, Role::Code),
-    key("name", Kind::Str, Role::Name),
-    key("config", Kind::Str, Role::Config),
+    key("max_attempts", ValueKind::Count { min: 1, max: U32_MAX, code: ATR_MAX_ATTEMPTS }, Role::Builder),
+    key("delay", ValueKind::Duration { nonzero: None }, Role::Builder),
+    key("backoff", ValueKind::Enum { ty: "Backoff", variants: &["Fixed", "Exponential"] }, Role::Builder),
+    key("multiplier", ValueKind::Number { min: 1.0, max: f64::MAX, code: ATR_MULTIPLIER }, Role::Builder),
+    key("max_delay", ValueKind::Duration { nonzero: None }, Role::Builder),
+    key("jitter", ValueKind::Enum { ty: "Jitter", variants: &["Full", "Equal", "None"] }, Role::Builder),
+    key("max_duration", ValueKind::Duration { nonzero: None }, Role::Builder),
+    key("budget_percent", ValueKind::Number { min: 0.0, max: 1000.0, code: ATR_BUDGET }, Role::Builder),
+    key("budget_min_retries_per_second", ValueKind::Count { min: 0, max: U32_MAX, code: ATR_BUDGET }, Role::Builder),
+    key("budget_window", ValueKind::Duration { nonzero: Some(ATR_BUDGET) }, Role::Builder),
+    key("enabled", ValueKind::Bool { code: ATR_ENABLED }, Role::Builder),
+    key("retry_on", ValueKind::Pattern, Role::Code),
+    key("abort_on", ValueKind::Pattern, Role::Code),
+    key("retry_on_if", ValueKind::FnPath, Role::Code),
+    key("abort_on_if", ValueKind::FnPath, Role::Code),
+    key("classifier", ValueKind::FnPath, Role::Code),
+    key("on_exhausted_result", ValueKind::FnPath, Role::Code),
+    key("delay_from", ValueKind::FnPath, Role::Code),
+    key("name", ValueKind::Str, Role::Name),
+    key("config", ValueKind::Str, Role::Config),
 ];
 
 /// Keys a classifier replaces: it decides for `Ok` and `Err` alike.

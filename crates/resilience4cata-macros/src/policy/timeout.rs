@@ -1,7 +1,7 @@
 //! `#[timeout(…)]`: its keys are the fields of `resilience4cata::timeout::TimeoutConfig`. No `name`
 //! (the id is always the derived one, so `name` is an unknown key), and async methods only.
 
-use super::{KeySpec, Kind, PolicySpec, Role};
+use super::{KeySpec, PolicySpec, Role, ValueKind};
 use crate::diag::{ATR_ENABLED, ATR_TIMEOUT_DURATION, SIG_TIMEOUT_SYNC};
 use crate::validate::{Method, Problem, Settings};
 
@@ -18,9 +18,13 @@ pub(crate) static TIMEOUT: PolicySpec = PolicySpec {
 };
 
 static KEYS: &[KeySpec] = &[
-    KeySpec { name: "duration", kind: Kind::Duration { nonzero: Some(ATR_TIMEOUT_DURATION) }, role: Role::Builder },
-    KeySpec { name: "enabled", kind: Kind::Bool { code: ATR_ENABLED }, role: Role::Builder },
-    KeySpec { name: "config", kind: Kind::Str, role: Role::Config },
+    KeySpec {
+        name: "duration",
+        kind: ValueKind::Duration { nonzero: Some(ATR_TIMEOUT_DURATION) },
+        role: Role::Builder,
+    },
+    KeySpec { name: "enabled", kind: ValueKind::Bool { code: ATR_ENABLED }, role: Role::Builder },
+    KeySpec { name: "config", kind: ValueKind::Str, role: Role::Config },
 ];
 
 /// A blocking call cannot be cancelled, so a timeout on a sync method could only report lateness.

@@ -6,7 +6,7 @@ use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, UnOp};
 use super::Value;
 use crate::diag::{self, ATR_DURATION, ATR_UNKNOWN_KEY, ATR_VALUE_KIND};
 use crate::parse::{RawEntry, RawValue};
-use crate::policy::{KeySpec, Kind, PolicySpec};
+use crate::policy::{KeySpec, PolicySpec, ValueKind};
 
 /// The key spec of `entry`, or `[R4C-ATR-002]` listing the valid keys and the closest one.
 pub(crate) fn key_of(spec: &PolicySpec, entry: &RawEntry) -> syn::Result<&'static KeySpec> {
@@ -25,40 +25,40 @@ pub(crate) fn key_of(spec: &PolicySpec, entry: &RawEntry) -> syn::Result<&'stati
 /// The value of `entry` for `key`, parsed then judged.
 pub(crate) fn judge(key: &KeySpec, entry: &RawEntry) -> syn::Result<Value> {
     let expr = match (&entry.value, key.kind) {
-        (RawValue::Pat(p), Kind::Pattern) => return Ok(Value::Pattern(p.clone())),
-        (RawValue::Expr(e), Kind::Pattern) => return Err(wrong_kind(key, e)),
+        (RawValue::Pat(p), ValueKind::Pattern) => return Ok(Value::Pattern(p.clone())),
+        (RawValue::Expr(e), ValueKind::Pattern) => return Err(wrong_kind(key, e)),
         (RawValue::Expr(e), _) => e,
         (RawValue::Pat(p), _) => return Err(wrong_kind(key, p)),
     };
     match key.kind {
-        Kind::Count { min, max, code } => {
+        ValueKind::Count { min, max, code } => {
             let n = integer(expr).ok_or_else(|| wrong_kind(key, expr))?;
             in_range(key, expr, n as f64, (min as f64, max as f64), code)?;
             Ok(Value::Count(n as u64))
         }
-        Kind::Number { min, max, code } => {
+        ValueKind::Number { min, max, code } => {
             let n = number(expr).ok_or_else(|| wrong_kind(key, expr))?;
             in_range(key, expr, n, (min, max), code)?;
             Ok(Value::Number(n))
         }
-        Kind::Duration { nonzero } => duration(key, expr, nonzero),
-        Kind::Enum { variants, .. } => enum_variant(key, expr, variants),
-        Kind::Bool { code } => match expr {
+        ValueKind::Duration { nonzero } => duration(key, expr, nonzero),
+        ValueKind::Enum { variants, .. } => enum_variant(key, expr, variants),
+        ValueKind::Bool { code } => match expr {
             Expr::Lit(ExprLit { lit: Lit::Bool(b), .. }) => Ok(Value::Bool(b.clone())),
             _ => Err(diag::error(expr, code, format!("`{}` takes `true` or `false`, not `{}`", key.name, show(expr)))),
         },
-        Kind::Str => match string(expr) {
+        ValueKind::Str => match string(expr) {
             Some(s) if s.value().is_empty() => {
                 Err(diag::error(expr, ATR_VALUE_KIND, format!("`{}` must not be empty", key.name)))
             }
             Some(s) => Ok(Value::Str(s.clone())),
             None => Err(wrong_kind(key, expr)),
         },
-        Kind::FnPath => match expr {
+        ValueKind::FnPath => match expr {
             Expr::Path(p) if p.attrs.is_empty() => Ok(Value::Path(p.clone())),
             _ => Err(wrong_kind(key, expr)),
         },
-        Kind::Pattern => unreachable!("handled above"),
+        ValueKind::Pattern => unreachable!("handled above"),
     }
 }
 
