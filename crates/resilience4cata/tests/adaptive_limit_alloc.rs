@@ -1,6 +1,7 @@
 //! Allocation counts of the adaptive limit's paths (each algorithm, sync and async, limit moving or
 //! not), with the counting global allocator that counts only the calling thread.
 
+use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Rejection, resilient};
 use testkit::Down;
 use testkit::alloc::allocations_during;
