@@ -14,6 +14,8 @@ pub mod fallback;
 pub mod hedge;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_counters;
+#[cfg(feature = "metrics")]
+mod metric_handles;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;

@@ -1,27 +1,17 @@
 //! Hedge counters through the `metrics` facade (feature `metrics`).
 
-use std::sync::Arc;
+use crate::metric_handles::metric_handles;
 
-use metrics::Counter;
-
-/// One instance's handles: increments never allocate.
-#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
-pub struct HedgeMetrics {
-    hedged: Counter,
-    won: Counter,
-    all_failed: Counter,
+metric_handles! {
+    /// One instance's handles: increments never allocate.
+    HedgeMetrics for "hedge" {
+        hedged: counter "attempts_total",
+        won: counter "wins_total",
+        all_failed: counter "all_failed_total",
+    }
 }
 
 impl HedgeMetrics {
-    pub(crate) fn register(instance: &Arc<str>) -> Self {
-        let id = instance.to_string();
-        HedgeMetrics {
-            hedged: metrics::counter!("resilience4cata_hedge_attempts_total", "instance" => id.clone()),
-            won: metrics::counter!("resilience4cata_hedge_wins_total", "instance" => id.clone()),
-            all_failed: metrics::counter!("resilience4cata_hedge_all_failed_total", "instance" => id),
-        }
-    }
-
     /// A `Hedged` event.
     pub(crate) fn hedged(&self) {
         self.hedged.increment(1);
