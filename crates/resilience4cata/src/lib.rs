@@ -12,10 +12,10 @@ mod error;
 pub mod events;
 pub mod fallback;
 pub mod hedge;
-#[cfg(all(test, feature = "metrics"))]
-mod metrics_counters;
 #[cfg(feature = "metrics")]
 mod metric_handles;
+#[cfg(all(test, feature = "metrics"))]
+mod metrics_counters;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;

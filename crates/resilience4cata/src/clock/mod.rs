@@ -244,6 +244,25 @@ impl Timer {
         }
     }
 
+    /// Parks the calling thread until `ready` has something (it is asked first, then after every
+    /// wake-up: an unpark from whoever frees what it waits for, or a recheck every few milliseconds),
+    /// the `deadline` (nanoseconds since the origin) passes, or the registry shuts down (`Err`). The
+    /// sync wait of the bulkhead and the adaptive limit.
+    pub(crate) fn park_until<T>(&self, deadline: u64, mut ready: impl FnMut() -> Option<T>) -> Result<T, Interrupted> {
+        /// How often a parked thread looks at the clock and the shutdown flag on its own.
+        const RECHECK: Duration = Duration::from_millis(5);
+        loop {
+            if let Some(value) = ready() {
+                return Ok(value);
+            }
+            let now = self.now();
+            if now >= deadline || self.is_shut_down() {
+                return Err(Interrupted);
+            }
+            std::thread::park_timeout(Duration::from_nanos(deadline - now).min(RECHECK));
+        }
+    }
+
     /// Waits for `wait` without blocking a thread. Panics only if called on a system clock without
     /// the `tokio` feature, which registry construction rules out (`R4C-REG-010`).
     pub(crate) async fn sleep_async(&self, wait: Duration) -> Result<(), Interrupted> {

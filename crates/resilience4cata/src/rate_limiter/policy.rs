@@ -163,13 +163,7 @@ policy_kind! {
     }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &RateLimiterConfig) -> Result<(), RegistryError> {
-        if c.shared {
-            inner.require_shared_store(id)?;
-        }
-        match is_async && c.enabled && (!c.max_wait.is_zero() || c.shared) {
-            true => inner.require_async_clock(id, "this async method may wait for a rate limiter permit"),
-            false => Ok(()),
-        }
+        inner.require_waits(id, is_async, (c.enabled, c.shared), c.max_wait, "this async method may wait for a rate limiter permit")
     }
 
     fn new_state(
@@ -190,7 +184,6 @@ policy_kind! {
 #[cfg(test)]
 mod tests {
     use std::future::Future;
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::task::Poll;
     use std::time::Duration;
@@ -198,7 +191,7 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock, Timer};
-    use crate::events::Listener;
+    use crate::events::{Listener, recorder};
     use crate::rate_limiter::state::{Decision, Gcra};
 
     const MS: Duration = Duration::from_millis(1);
@@ -330,9 +323,7 @@ mod tests {
     #[test]
     fn events_per_call_when_listened() {
         let clock = ManualClock::new();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&seen);
-        let listener: Listener<RateLimiterEvent> = Arc::new(move |e| sink.lock().unwrap().push(e.clone()));
+        let (seen, listener) = recorder::<RateLimiterEvent>();
         let config = RateLimiterConfig { permits: 1, period: 100 * MS, max_wait: 60 * MS, ..Default::default() };
         let rl = limiter_with(&clock, config, &[listener]);
         rl.acquire().unwrap();
