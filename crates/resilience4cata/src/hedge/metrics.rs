@@ -33,16 +33,15 @@ mod tests {
 
     use crate::__private::{HedgeConfigBuilder, HedgePolicy};
     use crate::clock::ManualClock;
-    use crate::metrics_counters::{Counters, recording};
-    use crate::registry::{Registered, Registry};
+    use crate::metrics_counters::{Counters, recording_on};
+    use crate::registry::Registered;
 
     #[test]
     fn extra_attempts_wins_and_calls_that_all_failed_are_counted_per_instance() {
         let clock = ManualClock::new();
-        let (policy, snapshotter) = recording(|| {
-            let registry = Registry::builder().clock(&clock).build().unwrap();
+        let (policy, snapshotter) = recording_on(&clock, |registry| {
             let attrs = HedgeConfigBuilder::new().delay(Duration::ZERO).max_hedged_attempts(2);
-            HedgePolicy::build(&registry, "m::Api::get", None, None, true, attrs).unwrap()
+            HedgePolicy::build(registry, "m::Api::get", None, None, true, attrs).unwrap()
         });
         // Zero delay: three attempts at once; the third answers first. Then a call where all fail.
         let mut n = 0;

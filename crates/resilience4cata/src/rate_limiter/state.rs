@@ -361,17 +361,22 @@ mod tests {
         assert_eq!(l.available(40 * MS), 1);
     }
 
-    #[test]
-    fn sustained_rate_over_many_periods() {
-        let l = limiter(10, 1000); // T = 100 ms
+    /// Permits taken by calls made every millisecond from 0 to `ms` inclusive, as many at each
+    /// millisecond as pass.
+    fn permits_calling_every_ms(l: &AtomicGcra, ms: u64) -> u64 {
         let mut passed = 0;
-        for step in 0..=10_000u64 {
-            // a call every millisecond for 10 s
+        for step in 0..=ms {
             while l.acquire(step * MS, 0) == Decision::Permit {
                 passed += 1;
             }
         }
-        assert_eq!(passed, 10 + 100, "the burst, then one per 100 ms for 10 s");
+        passed
+    }
+
+    #[test]
+    fn sustained_rate_over_many_periods() {
+        let l = limiter(10, 1000); // T = 100 ms
+        assert_eq!(permits_calling_every_ms(&l, 10_000), 10 + 100, "the burst, then one per 100 ms for 10 s");
     }
 
     #[test]
@@ -399,12 +404,7 @@ mod tests {
     #[test]
     fn uneven_interval_rounds_up_so_the_rate_is_never_exceeded() {
         let l = limiter(3, 1000); // T = 333_333_334 ns
-        let mut passed = 0;
-        for step in 0..=3_000u64 {
-            while l.acquire(step * MS, 0) == Decision::Permit {
-                passed += 1;
-            }
-        }
+        let passed = permits_calling_every_ms(&l, 3_000);
         assert_eq!(passed, 3 + 8, "3 s at 3/s after the burst, minus the rounding at the very end");
     }
 
