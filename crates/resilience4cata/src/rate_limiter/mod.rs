@@ -26,7 +26,8 @@
 //! latest: a stale reading can only make a decision stricter, never admit more than GCRA allows over
 //! any real interval. Before it makes a call wait or refuses it, the limiter reads the exact clock and
 //! decides again, dating that permit exactly. Dating late costs a little capacity after an idle
-//! stretch (the next permits come up to the lag later than they could); and when the burst is
+//! stretch: the next permits come up to the lag later than they could, so the last permit of a full
+//! burst that starts on an idle limiter is refused for up to 2 ms; and when the burst is
 //! shallower than the lag (`(permits − 1) × period / permits` under 2 ms, e.g. `permits = 1`), an
 //! idle limiter's pass path cannot admit at all and every such call reads the exact clock.
 //!
