@@ -18,6 +18,14 @@ pub use crate::shared::SharedStateEvent;
 /// A registered listener of events of type `E`.
 pub(crate) type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
 
+/// A listener that keeps every event it sees, and the list it keeps them in (unit tests).
+#[cfg(test)]
+pub(crate) fn recorder<E: Clone + Send + 'static>() -> (Arc<std::sync::Mutex<Vec<E>>>, Listener<E>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    (seen, Arc::new(move |e: &E| sink.lock().unwrap().push(e.clone())))
+}
+
 pub(crate) mod sealed {
     use super::{Listener, Listeners};
 

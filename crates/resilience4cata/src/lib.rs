@@ -12,6 +12,8 @@ mod error;
 pub mod events;
 pub mod fallback;
 pub mod hedge;
+#[cfg(feature = "metrics")]
+mod metric_handles;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_counters;
 pub mod pipeline;

@@ -3,6 +3,9 @@
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
+use crate::clock::ManualClock;
+use crate::registry::Registry;
+
 /// Runs `build` with a fresh `DebuggingRecorder` as this thread's recorder, so the handles it
 /// registers count into that recorder from then on; returns what `build` returned and the
 /// recorder's snapshotter.
@@ -10,6 +13,11 @@ pub(crate) fn recording<T>(build: impl FnOnce() -> T) -> (T, Snapshotter) {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     (metrics::with_local_recorder(&recorder, build), snapshotter)
+}
+
+/// [`recording`] around building a policy on a fresh registry over `clock`.
+pub(crate) fn recording_on<T>(clock: &ManualClock, build: impl FnOnce(&Registry) -> T) -> (T, Snapshotter) {
+    recording(|| build(&Registry::builder().clock(clock).build().unwrap()))
 }
 
 /// Every counter above zero: its name, its labels as `key=value`, its value.

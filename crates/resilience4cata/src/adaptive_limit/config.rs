@@ -3,8 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
-use crate::registry::{KeyProblem, Layer};
-use crate::retry::config::layered_builder;
+use crate::registry::{KeyProblem, layered_builder};
 
 /// Which algorithm moves the limit (`algorithm = Aimd`).
 ///
@@ -227,6 +226,7 @@ layered_builder! {
         /// `min_rtt_threshold` (Gradient2, Vegas): faster calls are not samples (default 100 µs).
         min_rtt_threshold: Duration,
     }
+    layer "adaptive_limit" { values: check_values, resolve: |b: &Self, instance| b.build(Some(instance)) }
 }
 
 impl AdaptiveLimitConfigBuilder {
@@ -236,23 +236,6 @@ impl AdaptiveLimitConfigBuilder {
         let config = self.fill();
         config.validate(instance)?;
         Ok(config)
-    }
-}
-
-impl Layer for AdaptiveLimitConfigBuilder {
-    type Config = AdaptiveLimitConfig;
-    const POLICY: &'static str = "adaptive_limit";
-
-    fn merge(&mut self, over: &Self) {
-        self.overlay(over);
-    }
-
-    fn resolve(&self, instance: &str) -> Result<AdaptiveLimitConfig, RegistryError> {
-        self.build(Some(instance))
-    }
-
-    fn check_keys(&self) -> Result<(), KeyProblem> {
-        check_values(&self.fill())
     }
 }
 
@@ -300,6 +283,7 @@ fn check_values(c: &AdaptiveLimitConfig) -> Result<(), KeyProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Layer;
 
     fn code(b: AdaptiveLimitConfigBuilder) -> &'static str {
         b.resolve("a").map(|_| "ok").unwrap_or_else(|e| if e.code() == "R4C-REG-003" { "R4C-REG-003" } else { "?" })

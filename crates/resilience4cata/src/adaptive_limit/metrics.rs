@@ -1,28 +1,18 @@
 //! Adaptive limit metrics through the `metrics` facade (feature `metrics`): a gauge for the limit,
 //! one for the calls in flight, a counter of refusals.
 
-use std::sync::Arc;
+use crate::metric_handles::metric_handles;
 
-use metrics::{Counter, Gauge};
-
-/// One instance's handles: updates never allocate.
-#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
-pub struct AdaptiveLimitMetrics {
-    rejected: Counter,
-    limit: Gauge,
-    in_flight: Gauge,
+metric_handles! {
+    /// One instance's handles: updates never allocate.
+    AdaptiveLimitMetrics for "adaptive_limit" {
+        rejected: counter "rejected_total",
+        limit: gauge "limit",
+        in_flight: gauge "in_flight",
+    }
 }
 
 impl AdaptiveLimitMetrics {
-    pub(crate) fn register(instance: &Arc<str>) -> Self {
-        let id = instance.to_string();
-        AdaptiveLimitMetrics {
-            rejected: metrics::counter!("resilience4cata_adaptive_limit_rejected_total", "instance" => id.clone()),
-            limit: metrics::gauge!("resilience4cata_adaptive_limit_limit", "instance" => id.clone()),
-            in_flight: metrics::gauge!("resilience4cata_adaptive_limit_in_flight", "instance" => id),
-        }
-    }
-
     /// A call took a slot.
     pub(crate) fn entered(&self) {
         self.in_flight.increment(1.0);

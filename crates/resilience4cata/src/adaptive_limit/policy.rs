@@ -18,9 +18,6 @@ use crate::events::{Publisher, publish};
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
-/// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
-const RECHECK: Duration = Duration::from_millis(5);
-
 /// What a finished call tells the limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LimitOutcome {
@@ -224,16 +221,13 @@ impl AdaptiveLimitState {
     fn wait(&self) -> Result<AdaptiveLimitPermit<'_>, Rejection> {
         let deadline = self.deadline();
         let _waiting = Waiting::new(&self.slots);
-        loop {
+        let slot = self.timer.park_until(deadline, || {
             self.slots.wake_me(Wake::Thread(std::thread::current()));
-            if let Some(n) = self.slots.try_acquire() {
-                return Ok(self.permit(n));
-            }
-            let now = self.timer.now();
-            if now >= deadline || self.timer.is_shut_down() {
-                return Err(self.refuse());
-            }
-            std::thread::park_timeout(Duration::from_nanos(deadline - now).min(RECHECK));
+            self.slots.try_acquire()
+        });
+        match slot {
+            Ok(n) => Ok(self.permit(n)),
+            Err(_) => Err(self.refuse()),
         }
     }
 

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::{RegistryError, codes};
-use crate::registry::{KeyProblem, Layer, layered_builder};
+use crate::registry::{KeyProblem, layered_builder};
 
 /// A bulkhead's resolved configuration: every key has a value.
 ///
@@ -98,25 +97,7 @@ layered_builder! {
         /// `lease_ttl`: how long a shared slot lives without renewal.
         lease_ttl: Duration,
     }
-}
-
-impl Layer for BulkheadConfigBuilder {
-    type Config = BulkheadConfig;
-    const POLICY: &'static str = "bulkhead";
-
-    fn merge(&mut self, over: &Self) {
-        self.overlay(over);
-    }
-
-    fn resolve(&self, instance: &str) -> Result<BulkheadConfig, RegistryError> {
-        let c = self.fill();
-        check_values(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
-        Ok(c)
-    }
-
-    fn check_keys(&self) -> Result<(), KeyProblem> {
-        check_values(&self.fill())
-    }
+    layer "bulkhead" { values: check_values }
 }
 
 /// The rules each value follows on its own (the built-in defaults follow them all).
@@ -143,6 +124,7 @@ impl BulkheadConfigBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Layer;
 
     #[test]
     fn zero_slots_are_invalid_and_layers_override() {

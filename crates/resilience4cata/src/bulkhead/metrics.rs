@@ -1,27 +1,17 @@
 //! Bulkhead counters and gauge through the `metrics` facade (feature `metrics`).
 
-use std::sync::Arc;
+use crate::metric_handles::metric_handles;
 
-use metrics::{Counter, Gauge};
-
-/// One instance's handles: updates never allocate.
-#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
-pub struct BulkheadMetrics {
-    permitted: Counter,
-    rejected: Counter,
-    in_flight: Gauge,
+metric_handles! {
+    /// One instance's handles: updates never allocate.
+    BulkheadMetrics for "bulkhead" {
+        permitted: counter "permitted_total",
+        rejected: counter "rejected_total",
+        in_flight: gauge "in_flight",
+    }
 }
 
 impl BulkheadMetrics {
-    pub(crate) fn register(instance: &Arc<str>) -> Self {
-        let id = instance.to_string();
-        BulkheadMetrics {
-            permitted: metrics::counter!("resilience4cata_bulkhead_permitted_total", "instance" => id.clone()),
-            rejected: metrics::counter!("resilience4cata_bulkhead_rejected_total", "instance" => id.clone()),
-            in_flight: metrics::gauge!("resilience4cata_bulkhead_in_flight", "instance" => id),
-        }
-    }
-
     /// A `Permitted` event: one more call inside.
     pub(crate) fn permitted(&self) {
         self.permitted.increment(1);

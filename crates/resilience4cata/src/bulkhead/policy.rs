@@ -245,13 +245,7 @@ policy_kind! {
     }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &BulkheadConfig) -> Result<(), RegistryError> {
-        if c.shared {
-            inner.require_shared_store(id)?;
-        }
-        match is_async && c.enabled && (!c.max_wait.is_zero() || c.shared) {
-            true => inner.require_async_clock(id, "this async method may wait for a bulkhead slot"),
-            false => Ok(()),
-        }
+        inner.require_waits(id, is_async, (c.enabled, c.shared), c.max_wait, "this async method may wait for a bulkhead slot")
     }
 
     fn new_state(
@@ -289,7 +283,7 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
-    use crate::events::Listener;
+    use crate::events::{Listener, recorder};
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -473,9 +467,7 @@ mod tests {
     #[test]
     fn events_per_call_when_listened_and_none_when_disabled() {
         let clock = ManualClock::new();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&seen);
-        let listener: Listener<BulkheadEvent> = Arc::new(move |e| sink.lock().unwrap().push(e.clone()));
+        let (seen, listener) = recorder::<BulkheadEvent>();
         let config = BulkheadConfig { max_concurrent_calls: 1, ..Default::default() };
         let b = bulkhead_with(&clock, config, std::slice::from_ref(&listener));
         let slot = b.acquire().unwrap();

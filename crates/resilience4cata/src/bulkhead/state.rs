@@ -12,7 +12,6 @@ use std::future::poll_fn;
 use std::pin::pin;
 use std::sync::{Arc, PoisonError};
 use std::task::Poll;
-use std::time::Duration;
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Mutex, MutexGuard};
@@ -201,9 +200,6 @@ impl Slots {
     }
 }
 
-/// How often a parked sync waiter looks at the clock and the shutdown flag on its own.
-const RECHECK: Duration = Duration::from_millis(5);
-
 /// A bulkhead instance's shared state: one per instance id.
 #[derive(Debug)]
 pub(crate) struct BulkheadState {
@@ -297,15 +293,9 @@ impl BulkheadState {
             Queued::Acquired => return Ok(()),
             Queued::Waiting(ticket) => ticket,
         };
-        loop {
-            if self.slots.collect(ticket, None) {
-                return Ok(());
-            }
-            let now = self.timer.now();
-            if now >= deadline || self.timer.is_shut_down() {
-                return self.give_up(ticket);
-            }
-            std::thread::park_timeout(Duration::from_nanos(deadline - now).min(RECHECK));
+        match self.timer.park_until(deadline, || self.slots.collect(ticket, None).then_some(())) {
+            Ok(()) => Ok(()),
+            Err(_) => self.give_up(ticket),
         }
     }
 

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::{RegistryError, codes};
-use crate::registry::{KeyProblem, Layer, layered_builder};
+use crate::registry::{KeyProblem, layered_builder};
 
 /// How the breaker's window of recent outcomes is measured.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -148,6 +147,7 @@ layered_builder! {
         /// `shared`: Open published to the fleet, probes capped fleet-wide (config only).
         shared: bool,
     }
+    layer "circuit_breaker" { values: check_values, between: check_between }
 }
 
 impl CircuitBreakerConfigBuilder {
@@ -157,38 +157,15 @@ impl CircuitBreakerConfigBuilder {
     }
 }
 
-impl Layer for CircuitBreakerConfigBuilder {
-    type Config = CircuitBreakerConfig;
-    const POLICY: &'static str = "circuit_breaker";
-
-    fn merge(&mut self, over: &Self) {
-        self.overlay(over);
+/// The rule between keys: a `Time` window is at most `MAX_TIME_WINDOW` seconds long.
+fn check_between(c: &CircuitBreakerConfig) -> Result<(), String> {
+    match c.window_type == WindowType::Time && c.window_size > MAX_TIME_WINDOW {
+        true => Err(format!(
+            "circuit_breaker window_size must be within 1..={MAX_TIME_WINDOW} for a Time window, got {}",
+            c.window_size
+        )),
+        false => Ok(()),
     }
-
-    fn resolve(&self, instance: &str) -> Result<CircuitBreakerConfig, RegistryError> {
-        let c = self.fill();
-        validate(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
-        Ok(c)
-    }
-
-    fn check_keys(&self) -> Result<(), KeyProblem> {
-        check_values(&self.fill())
-    }
-}
-
-/// Every rule a resolved configuration must follow, as a readable message for `R4C-REG-003`.
-fn validate(c: &CircuitBreakerConfig) -> Result<(), KeyProblem> {
-    check_values(c)?;
-    if c.window_type == WindowType::Time && c.window_size > MAX_TIME_WINDOW {
-        return Err((
-            "window_size",
-            format!(
-                "circuit_breaker window_size must be within 1..={MAX_TIME_WINDOW} for a Time window, got {}",
-                c.window_size
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// The rules each value follows on its own (the built-in defaults follow them all).
@@ -238,6 +215,8 @@ fn check_percent(key: &'static str, value: f64) -> Result<(), KeyProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::RegistryError;
+    use crate::registry::Layer;
 
     fn resolve(b: CircuitBreakerConfigBuilder) -> Result<CircuitBreakerConfig, RegistryError> {
         b.resolve("cb")

@@ -75,16 +75,14 @@ impl CircuitBreakerMetrics {
 mod tests {
     use crate::__private::{CircuitBreakerConfigBuilder, Outcome, Site, circuit_breaker};
     use crate::clock::ManualClock;
-    use crate::metrics_counters::{Counters, recording};
-    use crate::registry::Registry;
+    use crate::metrics_counters::{Counters, recording_on};
 
     #[test]
     fn outcomes_refusals_and_transitions_are_counted_per_instance() {
         let clock = ManualClock::new();
-        let (policy, snapshotter) = recording(|| {
-            let registry = Registry::builder().clock(&clock).build().unwrap();
+        let (policy, snapshotter) = recording_on(&clock, |registry| {
             let site = Site { id: "m::Api::get", name: None, config: None, is_async: false };
-            circuit_breaker(&registry, site, CircuitBreakerConfigBuilder::new().window_size(2)).unwrap()
+            circuit_breaker(registry, site, CircuitBreakerConfigBuilder::new().window_size(2)).unwrap()
         });
         policy.acquire().unwrap().record(Outcome::Success);
         policy.acquire().unwrap().record(Outcome::Failure); // 1 of 2: opens

@@ -100,6 +100,10 @@ pub(crate) struct Timer {
     coarse: Arc<CachePadded<AtomicU64>>,
     shutdown: AtomicBool,
     waits: system::Waits,
+    /// A test's manual clock whose coarse reading trails it (see [`Timer::lagging`]): the most it
+    /// trails by, in nanoseconds; 0 for every other clock.
+    #[cfg(test)]
+    manual_lag: u64,
 }
 
 #[derive(Debug)]
@@ -121,7 +125,29 @@ impl Timer {
                 (TimerKind::Manual(m), cell)
             }
         };
-        Timer { kind, coarse, shutdown: AtomicBool::new(false), waits: system::Waits::default() }
+        Timer {
+            kind,
+            coarse,
+            shutdown: AtomicBool::new(false),
+            waits: system::Waits::default(),
+            #[cfg(test)]
+            manual_lag: 0,
+        }
+    }
+
+    /// A manual clock whose coarse reading trails it as the system clock's does: it keeps its own
+    /// value, moved by exact reads and by [`tick`](Self::tick) (the test plays the ticker, at most
+    /// `lag` apart), and [`coarse_lag`](Self::coarse_lag) says `lag`.
+    #[cfg(test)]
+    pub(crate) fn lagging(clock: &ManualClock, lag: Duration) -> Timer {
+        let coarse = Arc::new(CachePadded::new(AtomicU64::new(clock.nanos())));
+        Timer { coarse, manual_lag: nanos(lag), ..Clock::from(clock).into_timer() }
+    }
+
+    /// The ticker's refresh of a [`lagging`](Self::lagging) clock's coarse reading.
+    #[cfg(test)]
+    pub(crate) fn tick(&self) {
+        self.now();
     }
 
     /// Exact time in nanoseconds since the origin. On the system clock this also refreshes the
@@ -134,7 +160,14 @@ impl Timer {
                 now
             }
             #[cfg(any(test, feature = "testing"))]
-            TimerKind::Manual(m) => m.nanos(),
+            TimerKind::Manual(m) => {
+                let now = m.nanos();
+                #[cfg(test)]
+                if self.manual_lag > 0 {
+                    self.coarse.fetch_max(now, Ordering::Relaxed);
+                }
+                now
+            }
         }
     }
 
@@ -154,6 +187,24 @@ impl Timer {
     #[inline]
     pub(crate) fn coarse_now(&self) -> u64 {
         self.coarse.load(Ordering::Relaxed)
+    }
+
+    /// The most [`coarse_now`](Self::coarse_now) may trail real time, in nanoseconds: 0 on the
+    /// manual clock; on the system clock the ticker's period plus as much again for a late wake-up
+    /// ([`system::COARSE_LAG`]), or `u64::MAX` when no ticker runs (then the coarse reading moves
+    /// only on exact reads, and nothing bounds how stale it is). Read it after
+    /// [`keep_coarse_fresh`](Self::keep_coarse_fresh).
+    pub(crate) fn coarse_lag(&self) -> u64 {
+        match &self.kind {
+            TimerKind::System(s) => match s.is_ticking() {
+                true => nanos(system::COARSE_LAG),
+                false => u64::MAX,
+            },
+            #[cfg(test)]
+            TimerKind::Manual(_) => self.manual_lag,
+            #[cfg(all(not(test), feature = "testing"))]
+            TimerKind::Manual(_) => 0,
+        }
     }
 
     /// Starts the ticker that keeps [`Timer::coarse_now`] within about a millisecond of the system
@@ -202,6 +253,25 @@ impl Timer {
                 m.advance_to(m.nanos().saturating_add(nanos(wait)));
                 Ok(())
             }
+        }
+    }
+
+    /// Parks the calling thread until `ready` has something (it is asked first, then after every
+    /// wake-up: an unpark from whoever frees what it waits for, or a recheck every few milliseconds),
+    /// the `deadline` (nanoseconds since the origin) passes, or the registry shuts down (`Err`). The
+    /// sync wait of the bulkhead and the adaptive limit.
+    pub(crate) fn park_until<T>(&self, deadline: u64, mut ready: impl FnMut() -> Option<T>) -> Result<T, Interrupted> {
+        /// How often a parked thread looks at the clock and the shutdown flag on its own.
+        const RECHECK: Duration = Duration::from_millis(5);
+        loop {
+            if let Some(value) = ready() {
+                return Ok(value);
+            }
+            let now = self.now();
+            if now >= deadline || self.is_shut_down() {
+                return Err(Interrupted);
+            }
+            std::thread::park_timeout(Duration::from_nanos(deadline - now).min(RECHECK));
         }
     }
 

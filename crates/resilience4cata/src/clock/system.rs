@@ -9,6 +9,11 @@ use super::{Interrupted, Timer};
 /// How often the ticker refreshes the coarse reading.
 const TICK: Duration = Duration::from_millis(1);
 
+/// The most the coarse reading trails real time while the ticker runs: one period, and as much
+/// again for a wake-up that comes late (a thread's sleep overshoots by tens of microseconds on an
+/// idle machine). A ticker descheduled for longer than that is the one case this does not cover.
+pub(super) const COARSE_LAG: Duration = TICK.saturating_mul(2);
+
 #[derive(Debug)]
 pub(super) struct SystemTime {
     origin: Instant,
@@ -29,6 +34,11 @@ impl SystemTime {
         self.origin.checked_add(Duration::from_nanos(nanos))
     }
 
+    /// Whether the ticker thread runs (it was started and could be spawned).
+    pub(super) fn is_ticking(&self) -> bool {
+        self.ticking.load(Ordering::Acquire)
+    }
+
     /// One thread per registry at most; it stops when the registry (its timer) is dropped, not at
     /// `Registry::shutdown`: calls drained during a graceful shutdown still need fresh time for their
     /// timeouts and rate limits.
@@ -44,7 +54,8 @@ impl SystemTime {
             }
         });
         if spawned.is_err() {
-            // Without a ticker the coarse reading only moves on exact reads: stricter, still correct.
+            // Without a ticker the coarse reading only moves on exact reads; `Timer::coarse_lag`
+            // then says so, and the rate limiter decides every call on the exact clock.
             self.ticking.store(false, Ordering::Release);
         }
     }

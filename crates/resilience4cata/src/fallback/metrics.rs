@@ -1,21 +1,15 @@
 //! Fallback counters through the `metrics` facade (feature `metrics`).
 
-use std::sync::Arc;
+use crate::metric_handles::metric_handles;
 
-use metrics::Counter;
-
-/// One instance's handles: increments never allocate.
-#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
-pub struct FallbackMetrics {
-    applied: Counter,
+metric_handles! {
+    /// One instance's handles: increments never allocate.
+    FallbackMetrics for "fallback" {
+        applied: counter "applied_total",
+    }
 }
 
 impl FallbackMetrics {
-    pub(crate) fn register(instance: &Arc<str>) -> Self {
-        let id = instance.to_string();
-        FallbackMetrics { applied: metrics::counter!("resilience4cata_fallback_applied_total", "instance" => id) }
-    }
-
     /// An `Applied` event.
     pub(crate) fn applied(&self) {
         self.applied.increment(1);

@@ -2,9 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::{RegistryError, codes};
-use crate::registry::{KeyProblem, Layer};
-use crate::retry::config::layered_builder;
+use crate::registry::{KeyProblem, layered_builder};
 
 /// The most extra attempts one hedged call may start (`max_hedged_attempts`).
 pub const MAX_HEDGED_ATTEMPTS: u32 = 8;
@@ -60,25 +58,7 @@ layered_builder! {
         /// `max_hedged_attempts`: attempts beyond the first (1..=8).
         max_hedged_attempts: u32,
     }
-}
-
-impl Layer for HedgeConfigBuilder {
-    type Config = HedgeConfig;
-    const POLICY: &'static str = "hedge";
-
-    fn merge(&mut self, over: &Self) {
-        self.overlay(over);
-    }
-
-    fn resolve(&self, instance: &str) -> Result<HedgeConfig, RegistryError> {
-        let c = self.fill();
-        check_values(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
-        Ok(c)
-    }
-
-    fn check_keys(&self) -> Result<(), KeyProblem> {
-        check_values(&self.fill())
-    }
+    layer "hedge" { values: check_values }
 }
 
 /// The rules each value follows on its own (the built-in defaults follow them all).
@@ -99,6 +79,7 @@ fn check_values(c: &HedgeConfig) -> Result<(), KeyProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Layer;
 
     #[test]
     fn attempts_outside_one_to_eight_are_invalid_and_layers_override() {

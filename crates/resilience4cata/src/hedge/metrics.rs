@@ -1,27 +1,17 @@
 //! Hedge counters through the `metrics` facade (feature `metrics`).
 
-use std::sync::Arc;
+use crate::metric_handles::metric_handles;
 
-use metrics::Counter;
-
-/// One instance's handles: increments never allocate.
-#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
-pub struct HedgeMetrics {
-    hedged: Counter,
-    won: Counter,
-    all_failed: Counter,
+metric_handles! {
+    /// One instance's handles: increments never allocate.
+    HedgeMetrics for "hedge" {
+        hedged: counter "attempts_total",
+        won: counter "wins_total",
+        all_failed: counter "all_failed_total",
+    }
 }
 
 impl HedgeMetrics {
-    pub(crate) fn register(instance: &Arc<str>) -> Self {
-        let id = instance.to_string();
-        HedgeMetrics {
-            hedged: metrics::counter!("resilience4cata_hedge_attempts_total", "instance" => id.clone()),
-            won: metrics::counter!("resilience4cata_hedge_wins_total", "instance" => id.clone()),
-            all_failed: metrics::counter!("resilience4cata_hedge_all_failed_total", "instance" => id),
-        }
-    }
-
     /// A `Hedged` event.
     pub(crate) fn hedged(&self) {
         self.hedged.increment(1);
@@ -43,16 +33,15 @@ mod tests {
 
     use crate::__private::{HedgeConfigBuilder, HedgePolicy};
     use crate::clock::ManualClock;
-    use crate::metrics_counters::{Counters, recording};
-    use crate::registry::{Registered, Registry};
+    use crate::metrics_counters::{Counters, recording_on};
+    use crate::registry::Registered;
 
     #[test]
     fn extra_attempts_wins_and_calls_that_all_failed_are_counted_per_instance() {
         let clock = ManualClock::new();
-        let (policy, snapshotter) = recording(|| {
-            let registry = Registry::builder().clock(&clock).build().unwrap();
+        let (policy, snapshotter) = recording_on(&clock, |registry| {
             let attrs = HedgeConfigBuilder::new().delay(Duration::ZERO).max_hedged_attempts(2);
-            HedgePolicy::build(&registry, "m::Api::get", None, None, true, attrs).unwrap()
+            HedgePolicy::build(registry, "m::Api::get", None, None, true, attrs).unwrap()
         });
         // Zero delay: three attempts at once; the third answers first. Then a call where all fail.
         let mut n = 0;

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::{RegistryError, codes};
-use crate::registry::{KeyProblem, Layer, layered_builder};
+use crate::registry::{KeyProblem, layered_builder};
 
 /// A rate limiter's resolved configuration: every key has a value.
 ///
@@ -107,25 +106,7 @@ layered_builder! {
         /// `lease`: permits a shared limiter takes from the fleet at a time.
         lease: u32,
     }
-}
-
-impl Layer for RateLimiterConfigBuilder {
-    type Config = RateLimiterConfig;
-    const POLICY: &'static str = "rate_limiter";
-
-    fn merge(&mut self, over: &Self) {
-        self.overlay(over);
-    }
-
-    fn resolve(&self, instance: &str) -> Result<RateLimiterConfig, RegistryError> {
-        let c = self.fill();
-        check_values(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
-        Ok(c)
-    }
-
-    fn check_keys(&self) -> Result<(), KeyProblem> {
-        check_values(&self.fill())
-    }
+    layer "rate_limiter" { values: check_values }
 }
 
 /// The rules each value follows on its own (the built-in defaults follow them all).
@@ -155,6 +136,7 @@ impl RateLimiterConfigBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Layer;
 
     #[test]
     fn layers_override_only_what_they_set() {

@@ -9,6 +9,7 @@ policy_handle! {
     /// its id, and a snapshot of its configuration and the permits available right now.
     ///
     /// ```
+    /// use resilience4cata::testing::ManualClock;
     /// use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
     ///
     /// #[resilient]
@@ -24,7 +25,10 @@ policy_handle! {
     ///     }
     /// }
     ///
-    /// let registry = Registry::builder().build()?;
+    /// // A manual clock decides exactly; on the system clock a burst that starts after an idle
+    /// // stretch may find its last permit up to 2 ms late (see the module docs, "Clock reads").
+    /// let clock = ManualClock::new();
+    /// let registry = Registry::builder().clock(&clock).build()?;
     /// let quotes = ResilientQuotes::new(Backend, &registry)?;
     /// quotes.quote("a")?;
     /// let limiter = registry.rate_limiter(concat!(module_path!(), "::Quotes::quote")).expect("built by `new`");

@@ -18,7 +18,9 @@ fn loom_gcra_hands_out_exactly_the_burst() {
             .map(|i| {
                 let gcra = Arc::clone(&gcra);
                 // One through the pass path, two through the full decision.
-                thread::spawn(move || if i == 0 { gcra.try_acquire(0) } else { gcra.acquire(0, 0) == Decision::Permit })
+                thread::spawn(
+                    move || if i == 0 { gcra.try_acquire(0, 0) } else { gcra.acquire(0, 0) == Decision::Permit },
+                )
             })
             .collect();
         let permitted = callers.into_iter().map(|h| h.join().unwrap()).filter(|&p| p).count();

@@ -1,25 +1,16 @@
 //! Rate limiter counters through the `metrics` facade (feature `metrics`).
 
-use std::sync::Arc;
+use crate::metric_handles::metric_handles;
 
-use metrics::Counter;
-
-/// One instance's handles: increments never allocate.
-#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
-pub struct RateLimiterMetrics {
-    permitted: Counter,
-    rejected: Counter,
+metric_handles! {
+    /// One instance's handles: increments never allocate.
+    RateLimiterMetrics for "rate_limiter" {
+        permitted: counter "permitted_total",
+        rejected: counter "rejected_total",
+    }
 }
 
 impl RateLimiterMetrics {
-    pub(crate) fn register(instance: &Arc<str>) -> Self {
-        let id = instance.to_string();
-        RateLimiterMetrics {
-            permitted: metrics::counter!("resilience4cata_rate_limiter_permitted_total", "instance" => id.clone()),
-            rejected: metrics::counter!("resilience4cata_rate_limiter_rejected_total", "instance" => id),
-        }
-    }
-
     /// A `Permitted` event.
     pub(crate) fn permitted(&self) {
         self.permitted.increment(1);

@@ -19,15 +19,17 @@
 //! future; both on the registry's clock. A wait cut short (the future dropped, or
 //! `Registry::shutdown`) keeps its reserved permit used: the limiter errs towards fewer calls.
 //!
-//! Clock reads: the pass path reads the registry's *coarse* clock (one atomic load). The coarse
-//! reading is never ahead of real time, so a decision taken on it can only be stricter: before it
-//! makes a call wait or refuses it, the limiter reads the exact clock and decides again. Under a
-//! `testing::ManualClock` both readings are the same, so tests are exact. On the
-//! system clock the lag shows in one place: the call that finds an idle limiter dates its permit at
-//! the coarse reading, up to about one tick (1 ms) early, which brings the following permits forward
-//! by as much. Over an interval of length `L`, at most `permits + (L + lag) × permits / period`
-//! calls pass; where one extra call in such a window matters, keep `period / permits` well above a
-//! millisecond.
+//! Clock reads: the pass path reads the registry's *coarse* clock (one atomic load), which trails
+//! real time by at most a known lag (the ticker's period, with as much again for a late wake-up:
+//! 2 ms; zero under a `testing::ManualClock`, so tests are exact). It judges the call at the
+//! reading, the earliest the call can be, and dates the permit at the reading plus the lag, the
+//! latest: a stale reading can only make a decision stricter, never admit more than GCRA allows over
+//! any real interval. Before it makes a call wait or refuses it, the limiter reads the exact clock and
+//! decides again, dating that permit exactly. Dating late costs a little capacity after an idle
+//! stretch: the next permits come up to the lag later than they could, so the last permit of a full
+//! burst that starts on an idle limiter is refused for up to 2 ms; and when the burst is
+//! shallower than the lag (`(permits − 1) × period / permits` under 2 ms, e.g. `permits = 1`), an
+//! idle limiter's pass path cannot admit at all and every such call reads the exact clock.
 //!
 //! ```
 //! use std::time::Duration;

@@ -112,7 +112,7 @@ impl RateLimiterPolicy {
                 return Poll::Ready(Ok(ReservedPermit { state: None }));
             }
             let reserved = ReservedPermit { state: Some(Arc::clone(&self.state)) };
-            if state.gcra.try_acquire(state.timer.coarse_now()) {
+            if state.gcra.try_acquire(state.timer.coarse_now(), state.lag) {
                 state.permitted(Duration::ZERO);
                 return Poll::Ready(Ok(reserved));
             }
@@ -163,13 +163,7 @@ policy_kind! {
     }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &RateLimiterConfig) -> Result<(), RegistryError> {
-        if c.shared {
-            inner.require_shared_store(id)?;
-        }
-        match is_async && c.enabled && (!c.max_wait.is_zero() || c.shared) {
-            true => inner.require_async_clock(id, "this async method may wait for a rate limiter permit"),
-            false => Ok(()),
-        }
+        inner.require_waits(id, is_async, (c.enabled, c.shared), c.max_wait, "this async method may wait for a rate limiter permit")
     }
 
     fn new_state(
@@ -190,15 +184,15 @@ policy_kind! {
 #[cfg(test)]
 mod tests {
     use std::future::Future;
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::task::Poll;
     use std::time::Duration;
     use testkit::block_on;
 
     use super::*;
-    use crate::clock::{Clock, ManualClock};
-    use crate::events::Listener;
+    use crate::clock::{Clock, ManualClock, Timer};
+    use crate::events::{Listener, recorder};
+    use crate::rate_limiter::state::{Decision, Gcra};
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -329,9 +323,7 @@ mod tests {
     #[test]
     fn events_per_call_when_listened() {
         let clock = ManualClock::new();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&seen);
-        let listener: Listener<RateLimiterEvent> = Arc::new(move |e| sink.lock().unwrap().push(e.clone()));
+        let (seen, listener) = recorder::<RateLimiterEvent>();
         let config = RateLimiterConfig { permits: 1, period: 100 * MS, max_wait: 60 * MS, ..Default::default() };
         let rl = limiter_with(&clock, config, &[listener]);
         rl.acquire().unwrap();
@@ -347,6 +339,74 @@ mod tests {
                 RateLimiterEvent::Rejected { instance, retry_after: 100 * MS },
             ]
         );
+    }
+
+    /// Real time is the manual clock's; the coarse reading trails it by up to `lag`, moved by a
+    /// ticker every `lag` and by exact reads, as on the system clock. Calls arrive at random steps
+    /// of `lag / 4` (idle stretches included: that is when the reading is stale); returns the real
+    /// time of every call and whether it got a permit.
+    fn calls_with_a_lagging_clock(permits: u32, period: Duration, lag: Duration, seed: u64) -> Vec<(u64, bool)> {
+        let clock = ManualClock::new();
+        let timer = Arc::new(Timer::lagging(&clock, lag));
+        let config = RateLimiterConfig { permits, period, max_wait: Duration::ZERO, ..Default::default() };
+        let events = Publisher::detached(&[], &"rl".into());
+        let rl =
+            RateLimiterPolicy::new(Arc::new(RateLimiterState::new("rl".into(), config, Arc::clone(&timer), events)));
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut calls = Vec::new();
+        for n in 0..4_000u32 {
+            if n % 4 == 0 {
+                timer.tick();
+            }
+            for _ in 0..[0, 0, 0, 1, 2][rng.usize(0..5)] {
+                calls.push((crate::clock::nanos(clock.elapsed()), rl.acquire().is_ok()));
+            }
+            clock.advance(lag / 4);
+        }
+        calls
+    }
+
+    /// GCRA's bound over every real interval: the permits granted at times `t_i ≤ … ≤ t_j` number
+    /// at most `permits + (t_j − t_i) / T`.
+    fn assert_gcra_bound(granted: &[u64], permits: u32, period: Duration) {
+        let interval = crate::clock::nanos(period).div_ceil(u64::from(permits));
+        for (i, &first) in granted.iter().enumerate() {
+            for (k, &last) in granted[i..].iter().enumerate() {
+                let calls = k as u64 + 1;
+                let bound = u64::from(permits) + (last - first) / interval;
+                assert!(calls <= bound, "{calls} permits in [{first}, {last}] ns, GCRA allows {bound}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_lagging_coarse_clock_never_lets_more_through_than_gcra_allows() {
+        // docs/reliability.md, "The rate limiter and the coarse clock": the pass path decides on the
+        // coarse reading but dates each permit `lag` after it, so over any real interval the count
+        // stays within the exact bound (dated on the reading itself, an idle limiter's permit was
+        // up to `lag` early and brought the next ones forward). A burst deeper than the lag (the
+        // pass path admits an idle call on the coarse reading) and shallower ones (it cannot: the
+        // exact clock decides).
+        for (permits, period) in [(3, 4 * MS), (1, 2 * MS), (2, 3 * MS), (10, 7 * MS)] {
+            for seed in 0..4 {
+                let calls = calls_with_a_lagging_clock(permits, period, MS, seed);
+                let granted: Vec<u64> = calls.iter().filter(|c| c.1).map(|c| c.0).collect();
+                assert_gcra_bound(&granted, permits, period);
+                // Not stricter than it must be: exact GCRA on the same arrivals grants at most a
+                // lag's worth more.
+                let gcra = Gcra::new(&RateLimiterConfig { permits, period, ..Default::default() });
+                let mut tat = 0;
+                let exact = calls.iter().filter(|&&(t, _)| match gcra.decide(tat, t, 0) {
+                    (Decision::Permit, next) => {
+                        tat = next;
+                        true
+                    }
+                    _ => false,
+                });
+                let exact = exact.count();
+                assert!(granted.len() * 10 >= exact * 9, "{} permits where exact GCRA gives {exact}", granted.len());
+            }
+        }
     }
 
     /// Threads hammer the limiter while the clock stands still; between rounds the clock moves by

@@ -62,11 +62,14 @@ impl Gcra {
         if wait <= max_wait { (Decision::Wait(wait), next) } else { (Decision::Refuse(wait), tat) }
     }
 
-    /// The pass path's question: may a call at `now` go without waiting, and to which TAT? The same
-    /// answer as [`decide`](Self::decide) with no `max_wait`, in fewer instructions (`next ≥ now`).
+    /// The pass path's question, on a reading `now` that trails real time by at most `lag`: may a
+    /// call go without waiting, and to which TAT? The call is judged at `now`, the earliest it can
+    /// be, and its permit dated at `now + lag`, the latest: a stale reading can only make the answer
+    /// stricter and the TAT it leaves later, never looser. With `lag = 0`, the answer of
+    /// [`decide`](Self::decide) with no `max_wait`, in fewer instructions (`next ≥ now`).
     #[inline(always)]
-    fn permit_now(&self, tat: u64, now: u64) -> Option<u64> {
-        let next = tat.max(now).saturating_add(self.interval);
+    fn permit_now(&self, tat: u64, now: u64, lag: u64) -> Option<u64> {
+        let next = tat.max(now.saturating_add(lag)).saturating_add(self.interval);
         (next - now <= self.tolerance).then_some(next)
     }
 
@@ -89,11 +92,12 @@ impl AtomicGcra {
         AtomicGcra { gcra: Gcra::new(config), tat: CachePadded::new(AtomicU64::new(0)) }
     }
 
-    /// The pass path: takes a permit if one is free at `now` (one compare-and-set).
+    /// The pass path: takes a permit if one is free at `now`, a reading at most `lag` behind real
+    /// time (one compare-and-set; see [`Gcra::permit_now`]).
     #[inline(always)]
-    pub(crate) fn try_acquire(&self, now: u64) -> bool {
+    pub(crate) fn try_acquire(&self, now: u64, lag: u64) -> bool {
         let mut tat = self.tat.load(Ordering::Relaxed);
-        while let Some(next) = self.gcra.permit_now(tat, now) {
+        while let Some(next) = self.gcra.permit_now(tat, now, lag) {
             match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return true,
                 Err(current) => tat = current,
@@ -140,6 +144,9 @@ pub(crate) struct RateLimiterState {
     pub(crate) instance: Arc<str>,
     pub(crate) config: RateLimiterConfig,
     pub(super) gcra: AtomicGcra,
+    /// How far the coarse reading may trail real time (`Timer::coarse_lag`): the pass path dates
+    /// its permits that much after the reading.
+    pub(super) lag: u64,
     max_wait: u64,
     pub(super) timer: Arc<Timer>,
     events: Publisher<RateLimiterEvent>,
@@ -158,6 +165,7 @@ impl RateLimiterState {
         timer.keep_coarse_fresh();
         RateLimiterState {
             gcra: AtomicGcra::new(&config),
+            lag: timer.coarse_lag(),
             max_wait: nanos(config.max_wait),
             instance,
             config,
@@ -206,7 +214,7 @@ impl RateLimiterState {
         {
             return pool.try_take(now) == Take::Taken && self.permitted_now();
         }
-        if self.gcra.try_acquire(now) {
+        if self.gcra.try_acquire(now, self.lag) {
             self.permitted(Duration::ZERO);
             return true;
         }
@@ -353,17 +361,22 @@ mod tests {
         assert_eq!(l.available(40 * MS), 1);
     }
 
-    #[test]
-    fn sustained_rate_over_many_periods() {
-        let l = limiter(10, 1000); // T = 100 ms
+    /// Permits taken by calls made every millisecond from 0 to `ms` inclusive, as many at each
+    /// millisecond as pass.
+    fn permits_calling_every_ms(l: &AtomicGcra, ms: u64) -> u64 {
         let mut passed = 0;
-        for step in 0..=10_000u64 {
-            // a call every millisecond for 10 s
+        for step in 0..=ms {
             while l.acquire(step * MS, 0) == Decision::Permit {
                 passed += 1;
             }
         }
-        assert_eq!(passed, 10 + 100, "the burst, then one per 100 ms for 10 s");
+        passed
+    }
+
+    #[test]
+    fn sustained_rate_over_many_periods() {
+        let l = limiter(10, 1000); // T = 100 ms
+        assert_eq!(permits_calling_every_ms(&l, 10_000), 10 + 100, "the burst, then one per 100 ms for 10 s");
     }
 
     #[test]
@@ -391,12 +404,7 @@ mod tests {
     #[test]
     fn uneven_interval_rounds_up_so_the_rate_is_never_exceeded() {
         let l = limiter(3, 1000); // T = 333_333_334 ns
-        let mut passed = 0;
-        for step in 0..=3_000u64 {
-            while l.acquire(step * MS, 0) == Decision::Permit {
-                passed += 1;
-            }
-        }
+        let passed = permits_calling_every_ms(&l, 3_000);
         assert_eq!(passed, 3 + 8, "3 s at 3/s after the burst, minus the rounding at the very end");
     }
 
@@ -410,22 +418,27 @@ mod tests {
                     (Decision::Permit, next) => Some(next),
                     _ => None,
                 };
-                assert_eq!(gcra.permit_now(tat, now), expected, "tat {tat}, now {now}");
+                assert_eq!(gcra.permit_now(tat, now, 0), expected, "tat {tat}, now {now}");
             }
         }
     }
 
     #[test]
     fn a_stale_reading_is_never_looser_than_the_exact_one() {
-        // For one decision on the same state: whatever the coarse reading admits, the exact clock
-        // (later or equal) admits too (docs/reliability.md, "The rate limiter and the coarse clock").
+        // For one decision on the same state, a reading up to `lag` behind the exact time: whatever
+        // it admits, the exact clock admits too, and the TAT it leaves is never earlier than the
+        // exact decision's, so later calls are never brought forward (docs/reliability.md, "The
+        // rate limiter and the coarse clock").
         let gcra =
             Gcra::new(&RateLimiterConfig { permits: 3, period: Duration::from_millis(10), ..Default::default() });
+        let lag = MS;
         for tat in (0..40 * MS).step_by(MS as usize / 3) {
             for exact in (0..40 * MS).step_by(MS as usize / 2) {
-                for stale in (0..=exact).step_by(MS as usize / 4) {
-                    if gcra.permit_now(tat, stale).is_some() {
-                        assert!(gcra.permit_now(tat, exact).is_some(), "tat {tat}, stale {stale}, exact {exact}");
+                for stale in (exact.saturating_sub(lag)..=exact).step_by(MS as usize / 4) {
+                    if let Some(dated) = gcra.permit_now(tat, stale, lag) {
+                        let at = format!("tat {tat}, stale {stale}, exact {exact}");
+                        let exactly = gcra.permit_now(tat, exact, 0).unwrap_or_else(|| panic!("looser: {at}"));
+                        assert!(dated >= exactly, "dated early: {dated} < {exactly}, {at}");
                     }
                 }
             }

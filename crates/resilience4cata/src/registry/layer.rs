@@ -187,10 +187,35 @@ impl Usage {
 }
 
 /// Makes a policy's layered configuration builder `$builder` for its resolved `$config`: one
-/// `Option` per key, a chaining setter named after each key, `overlay` (for `Layer::merge`) and
-/// `fill` (unset keys from `$config::default()`, for `Layer::resolve`); with feature `serde` it
-/// also derives the config-file `Deserialize` (unknown keys refused).
+/// `Option` per key, a chaining setter named after each key, `overlay` and `fill` (unset keys from
+/// `$config::default()`); with feature `serde` it also derives the config-file `Deserialize`
+/// (unknown keys refused). The trailing `layer` clause (optional) implements [`Layer`] for it, the same glue
+/// for every policy: `merge` overlays, `check_keys` runs `values` (the rules each value follows on
+/// its own, `fn(&$config) -> Result<(), KeyProblem>`), `resolve` fills, runs `values` and then
+/// `between` (the rules between keys, `fn(&$config) -> Result<(), String>`, if any) and turns a
+/// broken rule into `R4C-REG-003`; or `resolve` is given whole (`|builder, instance| …`).
 macro_rules! layered_builder {
+    ($(#[$meta:meta])* $builder:ident => $config:ident { $($(#[$kdoc:meta])* $key:ident : $ty:ty),* $(,)? }
+     layer $policy:literal { values: $values:path $(, between: $between:path)? $(, resolve: $resolve:expr)? $(,)? }) => {
+        layered_builder! { $(#[$meta])* $builder => $config { $($(#[$kdoc])* $key: $ty),* } }
+
+        impl $crate::registry::Layer for $builder {
+            type Config = $config;
+            const POLICY: &'static str = $policy;
+
+            fn merge(&mut self, over: &Self) {
+                self.overlay(over);
+            }
+
+            fn resolve(&self, instance: &str) -> Result<$config, $crate::error::RegistryError> {
+                layered_builder!(@resolve self, instance, $values $(, between $between)? $(, resolve $resolve)?)
+            }
+
+            fn check_keys(&self) -> Result<(), $crate::registry::KeyProblem> {
+                $values(&self.fill())
+            }
+        }
+    };
     ($(#[$meta:meta])* $builder:ident => $config:ident { $($(#[$kdoc:meta])* $key:ident : $ty:ty),* $(,)? }) => {
         $(#[$meta])*
         #[derive(Clone, Debug, Default, PartialEq)]
@@ -228,6 +253,21 @@ macro_rules! layered_builder {
             }
         }
     };
+    (@resolve $builder:ident, $instance:ident, $values:path, resolve $resolve:expr) => {
+        ($resolve)($builder, $instance)
+    };
+    (@resolve $builder:ident, $instance:ident, $values:path $(, between $between:path)?) => {{
+        let config = $builder.fill();
+        let checked = $values(&config).map_err(|(_, message)| message) $(.and_then(|()| $between(&config)))?;
+        match checked {
+            Ok(()) => Ok(config),
+            Err(message) => Err($crate::error::RegistryError::new(
+                $crate::error::codes::INVALID_VALUE,
+                Some($instance),
+                message,
+            )),
+        }
+    }};
 }
 #[allow(unused_imports)]
 pub(crate) use layered_builder;

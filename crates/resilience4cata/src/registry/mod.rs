@@ -74,6 +74,26 @@ impl Inner {
             ),
         ))
     }
+
+    /// The sites of a policy whose calls may wait for a slot or a permit (bulkhead, rate limiter):
+    /// a `shared` instance needs the registry's store, and an async method that may wait
+    /// (`max_wait`, or a round trip to the store) a clock that can wait in a future (`why`).
+    pub(crate) fn require_waits(
+        &self,
+        id: &str,
+        is_async: bool,
+        (enabled, shared): (bool, bool),
+        max_wait: std::time::Duration,
+        why: &str,
+    ) -> Result<(), RegistryError> {
+        if shared {
+            self.require_shared_store(id)?;
+        }
+        match is_async && enabled && (!max_wait.is_zero() || shared) {
+            true => self.require_async_clock(id, why),
+            false => Ok(()),
+        }
+    }
 }
 
 impl Registry {

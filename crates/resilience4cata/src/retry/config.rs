@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::{RegistryError, codes};
-use crate::registry::{KeyProblem, Layer};
+use crate::registry::KeyProblem;
 
 /// How the base wait grows between attempts.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -142,33 +141,17 @@ layered_builder! {
         /// `budget_window`: retry budget window.
         budget_window: Duration,
     }
+    layer "retry" { values: check_values, between: check_between }
 }
 
-impl Layer for RetryConfigBuilder {
-    type Config = RetryConfig;
-    const POLICY: &'static str = "retry";
-
-    fn merge(&mut self, over: &Self) {
-        self.overlay(over);
-    }
-
-    fn resolve(&self, instance: &str) -> Result<RetryConfig, RegistryError> {
-        let c = self.fill();
-        let invalid = |msg: String| Err(RegistryError::new(codes::INVALID_VALUE, Some(instance), msg));
-        if let Err((_, msg)) = check_values(&c) {
-            return invalid(msg);
-        }
-        if c.max_delay < c.delay {
-            return invalid(format!(
-                "retry max_delay ({:?}) is below delay ({:?}); raise max_delay (also needed with Fixed backoff)",
-                c.max_delay, c.delay
-            ));
-        }
-        Ok(c)
-    }
-
-    fn check_keys(&self) -> Result<(), KeyProblem> {
-        check_values(&self.fill())
+/// The rule between keys: `max_delay ≥ delay` (another layer may set either).
+fn check_between(c: &RetryConfig) -> Result<(), String> {
+    match c.max_delay < c.delay {
+        true => Err(format!(
+            "retry max_delay ({:?}) is below delay ({:?}); raise max_delay (also needed with Fixed backoff)",
+            c.max_delay, c.delay
+        )),
+        false => Ok(()),
     }
 }
 

@@ -52,16 +52,15 @@ mod tests {
 
     use crate::__private::{Failure, RetryConfigBuilder, RetryPolicy};
     use crate::clock::ManualClock;
-    use crate::metrics_counters::{Counters, recording};
-    use crate::registry::{Registered, Registry};
+    use crate::metrics_counters::{Counters, recording_on};
+    use crate::registry::Registered;
 
     #[test]
     fn retries_and_give_ups_are_counted_per_instance_and_reason() {
         let clock = ManualClock::new();
-        let (policy, snapshotter) = recording(|| {
-            let registry = Registry::builder().clock(&clock).build().unwrap();
+        let (policy, snapshotter) = recording_on(&clock, |registry| {
             let attrs = RetryConfigBuilder::new().max_attempts(3).delay(Duration::from_millis(10));
-            RetryPolicy::build(&registry, "m::Api::get", None, None, false, attrs).unwrap()
+            RetryPolicy::build(registry, "m::Api::get", None, None, false, attrs).unwrap()
         });
         let mut call = policy.start();
         while policy.retry_after(&mut call, Failure::Retryable) {}

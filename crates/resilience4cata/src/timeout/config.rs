@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::{RegistryError, codes};
-use crate::registry::{KeyProblem, Layer, layered_builder};
+use crate::registry::{KeyProblem, layered_builder};
 
 /// A timeout's resolved configuration: every key has a value.
 ///
@@ -59,25 +58,7 @@ layered_builder! {
         /// `duration`: how long one attempt may take.
         duration: Duration,
     }
-}
-
-impl Layer for TimeoutConfigBuilder {
-    type Config = TimeoutConfig;
-    const POLICY: &'static str = "timeout";
-
-    fn merge(&mut self, over: &Self) {
-        self.overlay(over);
-    }
-
-    fn resolve(&self, instance: &str) -> Result<TimeoutConfig, RegistryError> {
-        let c = self.fill();
-        check_values(&c).map_err(|(_, msg)| RegistryError::new(codes::INVALID_VALUE, Some(instance), msg))?;
-        Ok(c)
-    }
-
-    fn check_keys(&self) -> Result<(), KeyProblem> {
-        check_values(&self.fill())
-    }
+    layer "timeout" { values: check_values }
 }
 
 /// The rules each value follows on its own (the built-in defaults follow them all).
@@ -94,6 +75,7 @@ fn check_values(c: &TimeoutConfig) -> Result<(), KeyProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Layer;
 
     #[test]
     fn zero_duration_is_invalid_and_layers_override() {

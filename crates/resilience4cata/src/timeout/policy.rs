@@ -94,14 +94,13 @@ policy_kind! {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
     use testkit::block_on;
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
-    use crate::events::Listener;
+    use crate::events::{Listener, recorder};
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -136,9 +135,7 @@ mod tests {
     #[test]
     fn attempt_past_the_deadline_is_cut_off_at_the_deadline() {
         let clock = ManualClock::new();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&seen);
-        let listener: Listener<TimeoutEvent> = Arc::new(move |e| sink.lock().unwrap().push(e.clone()));
+        let (seen, listener) = recorder::<TimeoutEvent>();
         let t = timeout(&clock, 1000 * MS, &[listener]);
         let outcome = block_on(t.run(sleeper(&t, 2000 * MS)));
         let expected = Rejection::CallTimeout { instance: "m::Api::get".into(), timeout: 1000 * MS };
