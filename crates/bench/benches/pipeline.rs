@@ -59,15 +59,8 @@ pub trait Api {
 struct Backend;
 
 impl Api for Backend {
-    fn get(&self, x: u64) -> Result<u64, Fail> {
-        work(x)
-    }
-    async fn get_async(&self, x: u64) -> Result<u64, Fail> {
-        work(x)
-    }
-    fn guarded(&self, x: u64) -> Result<u64, Fail> {
-        work(x)
-    }
+    testkit::same_body! { fn(&self, x: u64) -> Result<u64, Fail> { work(x) } for get guarded }
+    testkit::same_body! { async fn(&self, x: u64) -> Result<u64, Fail> { work(x) } for get_async }
 }
 
 fn registry() -> Registry {

@@ -50,18 +50,8 @@ fn call(x: u64) -> Result<u64, LimitError> {
 }
 
 impl Limited for Backend {
-    fn aimd(&self, x: u64) -> Result<u64, LimitError> {
-        call(x)
-    }
-    async fn aimd_async(&self, x: u64) -> Result<u64, LimitError> {
-        call(x)
-    }
-    fn vegas(&self, x: u64) -> Result<u64, LimitError> {
-        call(x)
-    }
-    fn vegas_sampled(&self, x: u64) -> Result<u64, LimitError> {
-        call(x)
-    }
+    testkit::same_body! { fn(&self, x: u64) -> Result<u64, LimitError> { call(x) } for aimd vegas vegas_sampled }
+    testkit::same_body! { async fn(&self, x: u64) -> Result<u64, LimitError> { call(x) } for aimd_async }
 }
 
 /// The wrapper and its registry (whose coarse-clock ticker Aimd reads), kept together.

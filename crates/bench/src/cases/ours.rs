@@ -41,21 +41,10 @@ pub struct Backend {
 }
 
 impl Api for Backend {
-    fn call(&self, x: u64) -> Result<u64, Fail> {
-        work(x)
-    }
-
-    async fn call_async(&self, x: u64) -> Result<u64, Fail> {
-        work(x)
-    }
-
-    fn flaky(&self, x: u64) -> Result<u64, Fail> {
-        flaky(x, &self.fail_next)
-    }
-
-    async fn flaky_async(&self, x: u64) -> Result<u64, Fail> {
-        flaky(x, &self.fail_next)
-    }
+    testkit::same_body! { fn(&self, x: u64) -> Result<u64, Fail> { work(x) } for call }
+    testkit::same_body! { async fn(&self, x: u64) -> Result<u64, Fail> { work(x) } for call_async }
+    testkit::same_body! { fn(&self, x: u64) -> Result<u64, Fail> { flaky(x, &self.fail_next) } for flaky }
+    testkit::same_body! { async fn(&self, x: u64) -> Result<u64, Fail> { flaky(x, &self.fail_next) } for flaky_async }
 }
 
 /// A retry with the budget on, shared between threads.

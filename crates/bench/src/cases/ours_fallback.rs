@@ -44,18 +44,8 @@ pub trait Priced {
 pub struct Backend;
 
 impl Priced for Backend {
-    fn retried(&self, x: u64) -> Result<u64, Fail> {
-        work(x)
-    }
-    async fn retried_async(&self, x: u64) -> Result<u64, Fail> {
-        work(x)
-    }
-    fn with_fallback(&self, x: u64) -> Result<u64, Fail> {
-        work(x)
-    }
-    async fn with_fallback_async(&self, x: u64) -> Result<u64, Fail> {
-        work(x)
-    }
+    testkit::same_body! { fn(&self, x: u64) -> Result<u64, Fail> { work(x) } for retried with_fallback }
+    testkit::same_body! { async fn(&self, x: u64) -> Result<u64, Fail> { work(x) } for retried_async with_fallback_async }
     fn down(&self, _x: u64) -> Result<u64, Fail> {
         Err(Fail)
     }

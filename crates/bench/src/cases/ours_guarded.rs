@@ -83,36 +83,9 @@ fn call(x: u64) -> Result<u64, GuardError> {
 }
 
 impl Guarded for Backend {
-    fn broken(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
-    async fn broken_async(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
-    fn full(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
-    async fn full_async(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
-    fn limited(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
-    fn bulkheaded(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
-    async fn bulkheaded_async(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
-    async fn timed(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
-    fn stacked(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
-    async fn stacked_async(&self, x: u64) -> Result<u64, GuardError> {
-        call(x)
-    }
+    testkit::same_body! { fn(&self, x: u64) -> Result<u64, GuardError> { call(x) } for broken full limited bulkheaded stacked }
+    testkit::same_body! { async fn(&self, x: u64) -> Result<u64, GuardError> { call(x) }
+    for broken_async full_async bulkheaded_async timed stacked_async }
 }
 
 /// The wrapper and its registry, kept together so the registry (and its coarse-clock ticker) lives

@@ -31,12 +31,9 @@ pub trait Reordered {
 pub struct Backend;
 
 impl Reordered for Backend {
-    fn full(&self, x: u64) -> Result<u64, GuardError> {
-        work(x).map_err(|_| GuardError::Fail)
-    }
-    async fn full_async(&self, x: u64) -> Result<u64, GuardError> {
-        work(x).map_err(|_| GuardError::Fail)
-    }
+    testkit::same_body! { fn(&self, x: u64) -> Result<u64, GuardError> { work(x).map_err(|_| GuardError::Fail) } for full }
+    testkit::same_body! { async fn(&self, x: u64) -> Result<u64, GuardError> { work(x).map_err(|_| GuardError::Fail) }
+    for full_async }
 }
 
 /// The wrapper with its registry (whose coarse-clock ticker must live as long as the case).

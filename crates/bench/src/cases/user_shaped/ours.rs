@@ -105,60 +105,14 @@ pub struct Backend {
 }
 
 impl Inventory for Backend {
-    fn retried(&self, x: u32) -> Result<u32, MyError> {
-        op(x)
-    }
-    async fn retried_async(&self, x: u32) -> Result<u32, MyError> {
-        op(x)
-    }
-    fn flaky(&self, x: u32) -> Result<u32, MyError> {
-        op_flaky(x, self.fail_next)
-    }
-    async fn flaky_async(&self, x: u32) -> Result<u32, MyError> {
-        op_flaky(x, self.fail_next)
-    }
-    fn guarded(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    async fn guarded_async(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    fn limited(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    async fn limited_async(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    fn bulkheaded(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    async fn bulkheaded_async(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    async fn timed_async(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    fn adaptive(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    async fn adaptive_async(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    async fn hedged_async(&self, x: u32) -> Result<u32, MyError> {
-        op(x)
-    }
-    fn with_fallback(&self, x: u32) -> Result<u32, MyError> {
-        op(x)
-    }
-    async fn with_fallback_async(&self, x: u32) -> Result<u32, MyError> {
-        op(x)
-    }
-    fn stacked(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
-    async fn stacked_async(&self, x: u32) -> Result<u32, AppError> {
-        Ok(op(x)?)
-    }
+    testkit::same_body! { fn(&self, x: u32) -> Result<u32, MyError> { op(x) } for retried with_fallback }
+    testkit::same_body! { async fn(&self, x: u32) -> Result<u32, MyError> { op(x) }
+    for retried_async hedged_async with_fallback_async }
+    testkit::same_body! { fn(&self, x: u32) -> Result<u32, MyError> { op_flaky(x, self.fail_next) } for flaky }
+    testkit::same_body! { async fn(&self, x: u32) -> Result<u32, MyError> { op_flaky(x, self.fail_next) } for flaky_async }
+    testkit::same_body! { fn(&self, x: u32) -> Result<u32, AppError> { Ok(op(x)?) } for guarded limited bulkheaded adaptive stacked }
+    testkit::same_body! { async fn(&self, x: u32) -> Result<u32, AppError> { Ok(op(x)?) }
+    for guarded_async limited_async bulkheaded_async timed_async adaptive_async stacked_async }
     fn cached(&self, x: u32, _ctx: FallbackContext<MyError>) -> Result<u32, MyError> {
         Ok(x)
     }
