@@ -4,7 +4,7 @@
 use std::future::{Future, ready};
 use std::time::Duration;
 
-use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
+use resilience4cata::{Rejection, ResilienceError, resilient};
 use tower::Layer;
 
 use crate::{consume, exec, opaque, work};
@@ -55,15 +55,10 @@ impl Limited for Backend {
 }
 
 /// The wrapper and its registry (whose coarse-clock ticker Aimd reads), kept together.
-struct Wrapped {
-    api: ResilientLimited<Backend>,
-    _registry: Registry,
-}
+type Wrapped = super::Wrapped<ResilientLimited<Backend>>;
 
 fn wrapped() -> Wrapped {
-    let registry = Registry::builder().build().expect("the default registry builds");
-    let api = ResilientLimited::new(Backend, &registry).expect("every instance resolves");
-    Wrapped { api, _registry: registry }
+    Wrapped::new(|registry| ResilientLimited::new(Backend, registry))
 }
 
 fn sync_case<const SHARED: bool, F>(f: F) -> impl Fn() + Sync

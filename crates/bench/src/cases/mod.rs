@@ -18,3 +18,21 @@ pub mod retry;
 pub mod stack;
 pub mod timeout;
 pub mod user_shaped;
+
+use resilience4cata::Registry;
+
+/// A case's wrapper and its registry, kept together so the registry (and its coarse-clock ticker)
+/// lives as long as the case.
+struct Wrapped<T> {
+    api: T,
+    _registry: Registry,
+}
+
+impl<T> Wrapped<T> {
+    /// The wrapper `make` builds on a default registry.
+    fn new<E: std::fmt::Debug>(make: impl FnOnce(&Registry) -> Result<T, E>) -> Self {
+        let registry = Registry::builder().build().expect("the default registry builds");
+        let api = make(&registry).expect("every instance resolves");
+        Wrapped { api, _registry: registry }
+    }
+}

@@ -5,7 +5,7 @@
 
 use std::future::Future;
 
-use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
+use resilience4cata::{Rejection, ResilienceError, resilient};
 
 use crate::{consume, exec, opaque, work};
 
@@ -90,15 +90,10 @@ impl Guarded for Backend {
 
 /// The wrapper and its registry, kept together so the registry (and its coarse-clock ticker) lives
 /// as long as the case.
-struct Guard {
-    api: ResilientGuarded<Backend>,
-    _registry: Registry,
-}
+type Guard = super::Wrapped<ResilientGuarded<Backend>>;
 
 fn guard() -> Guard {
-    let registry = Registry::builder().build().expect("the default registry builds");
-    let api = ResilientGuarded::new(Backend, &registry).expect("every instance resolves");
-    Guard { api, _registry: registry }
+    Guard::new(|registry| ResilientGuarded::new(Backend, registry))
 }
 
 /// `SHARED` only makes the 1- and 2-thread cases distinct types, so that each closure has a single

@@ -2,7 +2,7 @@
 //! with the nesting reversed by `#[policy_order]`: the bulkhead outermost, the retry innermost. Set
 //! beside `full_stack/ours_*`, it shows what a non-default order costs (SPEC §6: no more).
 
-use resilience4cata::{Registry, resilient};
+use resilience4cata::resilient;
 
 use super::ours_guarded::GuardError;
 use crate::{consume, exec, opaque, work};
@@ -37,15 +37,10 @@ impl Reordered for Backend {
 }
 
 /// The wrapper with its registry (whose coarse-clock ticker must live as long as the case).
-struct Wrapped {
-    api: ResilientReordered<Backend>,
-    _registry: Registry,
-}
+type Wrapped = super::Wrapped<ResilientReordered<Backend>>;
 
 fn wrapped() -> Wrapped {
-    let registry = Registry::builder().build().expect("the default registry builds");
-    let api = ResilientReordered::new(Backend, &registry).expect("every instance resolves");
-    Wrapped { api, _registry: registry }
+    Wrapped::new(|registry| ResilientReordered::new(Backend, registry))
 }
 
 /// The reversed full stack, passing.
