@@ -1,12 +1,6 @@
 //! Criterion groups: breaker_closed (see `bench::CASES`).
 
+#[macro_use]
 mod common;
 
-use criterion::{Criterion, criterion_group, criterion_main};
-
-fn breaker_closed(c: &mut Criterion) {
-    common::group(c, "breaker_closed");
-}
-
-criterion_group!(benches, breaker_closed);
-criterion_main!(benches);
+groups!(breaker_closed);

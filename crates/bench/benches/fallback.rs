@@ -1,12 +1,6 @@
 //! Criterion group: fallback (see `bench::CASES`).
 
+#[macro_use]
 mod common;
 
-use criterion::{Criterion, criterion_group, criterion_main};
-
-fn fallback(c: &mut Criterion) {
-    common::group(c, "fallback");
-}
-
-criterion_group!(benches, fallback);
-criterion_main!(benches);
+groups!(fallback);

@@ -1,12 +1,6 @@
 //! Criterion groups: full_stack (see `bench::CASES`).
 
+#[macro_use]
 mod common;
 
-use criterion::{Criterion, criterion_group, criterion_main};
-
-fn full_stack(c: &mut Criterion) {
-    common::group(c, "full_stack");
-}
-
-criterion_group!(benches, full_stack);
-criterion_main!(benches);
+groups!(full_stack);

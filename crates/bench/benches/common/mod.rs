@@ -12,3 +12,19 @@ pub fn group(c: &mut Criterion, group: &str) {
     }
     criterion_group.finish();
 }
+
+/// The rest of a bench file whose criterion groups are case groups of `bench::CASES` (the file
+/// declares `#[macro_use] mod common;`): one function per group, registering it with [`group`], then
+/// `criterion_group!`/`criterion_main!` over them.
+#[allow(unused_macros)] // `user_shaped.rs` registers its groups itself.
+macro_rules! groups {
+    ($($group:ident),+ $(,)?) => {
+        $(
+            fn $group(c: &mut criterion::Criterion) {
+                common::group(c, stringify!($group));
+            }
+        )+
+        criterion::criterion_group!(benches, $($group),+);
+        criterion::criterion_main!(benches);
+    };
+}
