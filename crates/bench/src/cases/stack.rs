@@ -7,10 +7,15 @@ use tower::ServiceBuilder;
 
 use crate::{consume, exec, opaque, work};
 
-/// tower-resilience's four layers stacked with `ServiceBuilder`, in the same order as ours.
-pub fn tower_resilience_async() -> impl FnMut() {
-    use tower_resilience::{bulkhead, circuitbreaker, ratelimiter, retry};
-    let breaker = circuitbreaker::CircuitBreakerLayer::builder().build().expect("valid breaker");
+/// tower-resilience's retry (three attempts, no wait), rate limiter (permits to spare) and bulkhead
+/// (room to spare): the layers both stacks share, so that the one without the breaker differs by it
+/// alone.
+fn passing_layers<E>() -> (
+    tower_resilience::retry::RetryLayer<u64, u64, E>,
+    tower_resilience::ratelimiter::RateLimiterLayer,
+    tower_resilience::bulkhead::BulkheadLayer,
+) {
+    use tower_resilience::{bulkhead, ratelimiter, retry};
     let limiter = ratelimiter::RateLimiterLayer::builder()
         .limit_for_period(usize::MAX / 2)
         .refresh_period(Duration::from_secs(1))
@@ -18,6 +23,13 @@ pub fn tower_resilience_async() -> impl FnMut() {
         .expect("valid rate limiter");
     let bulkhead = bulkhead::BulkheadLayer::builder().max_concurrent_calls(1024).build().expect("valid bulkhead");
     let retry = retry::RetryLayer::<u64, u64, _>::builder().max_attempts(3).fixed_backoff(Duration::ZERO).build();
+    (retry, limiter, bulkhead)
+}
+
+/// tower-resilience's four layers stacked with `ServiceBuilder`, in the same order as ours.
+pub fn tower_resilience_async() -> impl FnMut() {
+    let breaker = tower_resilience::circuitbreaker::CircuitBreakerLayer::builder().build().expect("valid breaker");
+    let (retry, limiter, bulkhead) = passing_layers();
     let mut service = ServiceBuilder::new()
         .layer(retry)
         .layer(breaker)
@@ -32,14 +44,7 @@ pub fn tower_resilience_async() -> impl FnMut() {
 /// The same without the breaker: retry → rate limiter → bulkhead, to set beside ours until our
 /// breaker lands.
 pub fn tower_resilience_no_breaker_async() -> impl FnMut() {
-    use tower_resilience::{bulkhead, ratelimiter, retry};
-    let limiter = ratelimiter::RateLimiterLayer::builder()
-        .limit_for_period(usize::MAX / 2)
-        .refresh_period(Duration::from_secs(1))
-        .build()
-        .expect("valid rate limiter");
-    let bulkhead = bulkhead::BulkheadLayer::builder().max_concurrent_calls(1024).build().expect("valid bulkhead");
-    let retry = retry::RetryLayer::<u64, u64, _>::builder().max_attempts(3).fixed_backoff(Duration::ZERO).build();
+    let (retry, limiter, bulkhead) = passing_layers();
     let mut service = ServiceBuilder::new()
         .layer(retry)
         .layer(limiter)
