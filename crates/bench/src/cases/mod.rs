@@ -4,6 +4,21 @@
 //! Anchors are configured the way their documentation shows, with what the case needs and no more:
 //! no listeners, no metrics, no tracing features.
 
+/// Case constructors that differ only by the call they measure: in `cases! { make; $(fn name() ->
+/// Ret = |it| call;)+ }` (each with its doc), every `name` is `pub fn name() -> Ret { let it =
+/// make(); move || consume(call) }`.
+macro_rules! cases {
+    ($make:ident; $($(#[$attr:meta])* fn $name:ident() -> $ret:ty = |$it:ident| $call:expr;)+) => {
+        $(
+            $(#[$attr])*
+            pub fn $name() -> $ret {
+                let $it = $make();
+                move || consume($call)
+            }
+        )+
+    };
+}
+
 pub mod adaptive;
 pub mod baseline;
 pub mod breaker;

@@ -49,16 +49,13 @@ fn client() -> Client {
     Client { fail_next: Cell::new(false), policies: ClientPolicies::new(&registry).expect("the instances resolve") }
 }
 
-/// `#[retry]`, first attempt succeeds, sync.
-pub fn success_sync() -> impl FnMut() {
-    let client = client();
-    move || consume(client.call(opaque(1)))
-}
-
-/// `#[retry]`, first attempt succeeds, async.
-pub fn success_async() -> impl FnMut() {
-    let client = client();
-    move || consume(exec::poll_now(client.call_async(opaque(1))))
+cases! { client;
+    /// `#[retry]`, first attempt succeeds, sync.
+    fn success_sync() -> impl FnMut() = |client| client.call(opaque(1));
+    /// `#[retry]`, first attempt succeeds, async.
+    fn success_async() -> impl FnMut() = |client| exec::poll_now(client.call_async(opaque(1)));
+    /// `#[circuit_breaker]`, closed, success, sync.
+    fn breaker_sync() -> impl FnMut() = |client| client.broken(opaque(1));
 }
 
 /// `#[retry(delay = "0")]`, first attempt fails, second succeeds, sync.
@@ -68,10 +65,4 @@ pub fn fail_once_sync() -> impl FnMut() {
         client.fail_next.set(true);
         consume(client.flaky(opaque(1)))
     }
-}
-
-/// `#[circuit_breaker]`, closed, success, sync.
-pub fn breaker_sync() -> impl FnMut() {
-    let client = client();
-    move || consume(client.broken(opaque(1)))
 }

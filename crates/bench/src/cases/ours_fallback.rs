@@ -62,32 +62,15 @@ fn priced() -> ResilientPriced<Backend> {
     ResilientPriced::new(Backend, &registry).expect("the instances resolve")
 }
 
-/// `#[retry]` alone, first attempt succeeds (the reference row of the group).
-pub fn retry_only_sync() -> impl FnMut() {
-    let api = priced();
-    move || consume(api.retried(opaque(1)))
-}
-
-/// `#[retry]` alone, first attempt succeeds, async.
-pub fn retry_only_async() -> impl FnMut() {
-    let api = priced();
-    move || consume(exec::poll_now(api.retried_async(opaque(1))))
-}
-
-/// `#[retry] #[fallback]`, first attempt succeeds.
-pub fn success_sync() -> impl FnMut() {
-    let api = priced();
-    move || consume(api.with_fallback(opaque(1)))
-}
-
-/// `#[retry] #[fallback]`, first attempt succeeds, async.
-pub fn success_async() -> impl FnMut() {
-    let api = priced();
-    move || consume(exec::poll_now(api.with_fallback_async(opaque(1))))
-}
-
-/// `#[retry(delay = "0")] #[fallback]`, three failed attempts, then the fallback.
-pub fn fallen_back_sync() -> impl FnMut() {
-    let api = priced();
-    move || consume(api.down(opaque(1)))
+cases! { priced;
+    /// `#[retry]` alone, first attempt succeeds (the reference row of the group).
+    fn retry_only_sync() -> impl FnMut() = |api| api.retried(opaque(1));
+    /// `#[retry]` alone, first attempt succeeds, async.
+    fn retry_only_async() -> impl FnMut() = |api| exec::poll_now(api.retried_async(opaque(1)));
+    /// `#[retry] #[fallback]`, first attempt succeeds.
+    fn success_sync() -> impl FnMut() = |api| api.with_fallback(opaque(1));
+    /// `#[retry] #[fallback]`, first attempt succeeds, async.
+    fn success_async() -> impl FnMut() = |api| exec::poll_now(api.with_fallback_async(opaque(1)));
+    /// `#[retry(delay = "0")] #[fallback]`, three failed attempts, then the fallback.
+    fn fallen_back_sync() -> impl FnMut() = |api| api.down(opaque(1));
 }
