@@ -1,7 +1,7 @@
 //! Every worked example of the seeds' Retry page, through `#[resilient]`, on the manual clock.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilience4cata::retry::RetryConfig;
@@ -91,27 +91,23 @@ pub trait Files {
 }
 
 struct Disk {
-    clock: ManualClock,
     error: FsError,
-    calls: Mutex<Vec<Duration>>,
+    calls: testkit::Stamps,
 }
 
 impl Files for Disk {
     fn download(&self, _path: &str) -> Result<Vec<u8>, FsError> {
-        self.calls.lock().unwrap().push(self.clock.elapsed());
+        self.calls.stamp();
         Err(self.error.clone())
     }
 }
 
 fn download_with(error: FsError) -> (Vec<Duration>, Vec<(u32, GiveUpReason)>, FsError) {
-    let clock = ManualClock::new();
-    let events = Events::default();
-    let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
-    let disk = Disk { clock: clock.clone(), error, calls: Mutex::new(Vec::new()) };
+    let (clock, events, registry) = testkit::recorded::<RetryEvent>();
+    let disk = Disk { error, calls: testkit::Stamps::new(&clock) };
     let files = ResilientFiles::new(disk, &registry).unwrap();
     let err = files.download("/data").unwrap_err();
-    let calls = files.delegate().calls.lock().unwrap().clone();
-    (calls, events.gave_up(), err)
+    (files.delegate().calls.all(), events.gave_up(), err)
 }
 
 #[test]
