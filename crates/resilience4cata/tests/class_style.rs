@@ -128,13 +128,8 @@ struct Catalog {
 
 #[resilient(policies = policies)]
 impl Catalog {
-    #[retry(
-        name = "catalog",
-        max_attempts = 3,
-        delay = "100ms",
-        budget_percent = 20,
-        budget_min_retries_per_second = 1
-    )]
+    #[bundle(testkit::bundles::seed_budget)]
+    #[retry(name = "catalog")]
     fn product(&self, _id: &str) -> Result<String, Down> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         Err(Down)

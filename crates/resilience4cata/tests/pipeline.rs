@@ -482,13 +482,8 @@ fn a_new_call_after_a_cancelled_one_starts_from_the_first_attempt() {
 
 #[resilient]
 pub trait CatalogApi {
-    #[retry(
-        name = "catalog",
-        max_attempts = 3,
-        delay = "100ms",
-        budget_percent = 20,
-        budget_min_retries_per_second = 1
-    )]
+    #[bundle(testkit::bundles::seed_budget)]
+    #[retry(name = "catalog")]
     fn product(&self, id: &str) -> Result<String, &'static str>;
 }
 
