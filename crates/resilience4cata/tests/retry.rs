@@ -300,20 +300,16 @@ pub trait Slow {
     fn slow(&self) -> Result<(), Down>;
 }
 
-struct SlowImpl;
-impl Slow for SlowImpl {
-    fn slow(&self) -> Result<(), Down> {
-        Ok(())
-    }
-}
+/// A backend whose every method answers `Ok(())`: these tests are about wrapping, not calling.
+struct Shelf;
 
 #[test]
 fn max_delay_below_delay_is_reg_003_even_with_fixed_backoff() {
     let registry = Registry::builder().build().unwrap();
-    let err = ResilientSlow::new(SlowImpl, &registry).err().unwrap();
+    let err = ResilientSlow::new(Shelf, &registry).err().unwrap();
     assert_eq!(err.code(), "R4C-REG-003");
     let ok = Registry::builder().retry_defaults(|r| r.max_delay(Duration::from_secs(20))).build().unwrap();
-    assert!(ResilientSlow::new(SlowImpl, &ok).is_ok());
+    assert!(ResilientSlow::new(Shelf, &ok).is_ok());
 }
 
 #[resilient]
@@ -330,20 +326,15 @@ pub trait OtherCatalog {
     fn product(&self) -> Result<(), Down>;
 }
 
-struct Shelf;
-impl Catalog for Shelf {
-    fn product(&self) -> Result<(), Down> {
-        Ok(())
-    }
-    fn price(&self) -> Result<(), Down> {
-        Ok(())
-    }
+/// `Shelf` implements each `trait: methods;` with methods that answer `Ok(())`.
+macro_rules! shelf {
+    ($($api:ident: $($method:ident)+;)+) => {
+        $(impl $api for Shelf {
+            testkit::same_body! { fn(&self) -> Result<(), Down> { Ok(()) } for $($method)+ }
+        })+
+    };
 }
-impl OtherCatalog for Shelf {
-    fn product(&self) -> Result<(), Down> {
-        Ok(())
-    }
-}
+shelf! { Slow: slow; Catalog: product price; OtherCatalog: product; }
 
 #[test]
 fn a_shared_name_is_one_instance_and_wrapping_twice_shares_it() {
