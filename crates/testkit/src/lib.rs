@@ -337,6 +337,18 @@ pub fn seed_retrying(instance: &str) -> [RetryEvent; 2] {
     ]
 }
 
+/// The `GaveUp` event of retry `instance` after `attempts` attempts, for `reason`.
+///
+/// ```
+/// use resilience4cata::{GiveUpReason, RetryEvent};
+///
+/// let event = testkit::gave_up("inventory", 3, GiveUpReason::MaxAttempts);
+/// assert!(matches!(event, RetryEvent::GaveUp { attempts: 3, reason: GiveUpReason::MaxAttempts, .. }));
+/// ```
+pub fn gave_up(instance: &str, attempts: u32, reason: GiveUpReason) -> RetryEvent {
+    RetryEvent::GaveUp { instance: instance.into(), attempts, reason }
+}
+
 /// A registry on `clock` with jitter off that runs `probe` on itself each time a retry is about
 /// to wait (at its `Retrying` event), and what `probe` returned each time: the view from inside a
 /// backoff, e.g. whether a bulkhead slot is free while the retry waits.
