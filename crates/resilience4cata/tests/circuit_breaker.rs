@@ -361,6 +361,7 @@ pub mod priced {
     }
 }
 
+/// A backend with fixed answers: a price of 1, a quote of 2.
 #[derive(Debug)]
 struct Fixed;
 
@@ -393,17 +394,15 @@ fn unknown_named_config_is_reg_004() {
             fn get(&self) -> Result<u32, std::io::Error>;
         }
     }
-    #[derive(Debug)]
-    struct One;
-    impl named::Named for One {
+    impl named::Named for Fixed {
         fn get(&self) -> Result<u32, std::io::Error> {
             Ok(1)
         }
     }
-    let err = named::ResilientNamed::new(One, &Registry::builder().build().unwrap()).unwrap_err();
+    let err = named::ResilientNamed::new(Fixed, &Registry::builder().build().unwrap()).unwrap_err();
     assert_eq!(err.code(), "R4C-REG-004");
     let registry = Registry::builder().circuit_breaker("external", |c| c.window_size(3)).build().unwrap();
-    let wrapped = named::ResilientNamed::new(One, &registry).unwrap();
+    let wrapped = named::ResilientNamed::new(Fixed, &registry).unwrap();
     assert_eq!(named::Named::get(&wrapped).unwrap(), 1);
 }
 

@@ -2,7 +2,6 @@
 //! worked examples of the trait style, rewritten on an inherent impl, give the same timelines and
 //! counts on the manual clock; self-calls go through the policies; trait impls, ids and scopes.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -62,9 +61,7 @@ fn two_failures_then_success_waits_100_then_200_ms() {
 
 #[test]
 fn ids_are_module_path_type_method_and_unannotated_methods_are_untouched() {
-    let clock = ManualClock::new();
-    let events = Events::default();
-    let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
+    let (_, events, registry) = testkit::recorded::<RetryEvent>();
     let inventory = Inventory::new(u32::MAX, &registry).unwrap();
     assert_eq!(&*registry.snapshot().retries()[0].instance, "class_style::shop::Inventory::stock");
     assert_eq!(inventory.peek(), Err(Down));
@@ -84,9 +81,8 @@ pub enum FsError {
 }
 
 struct Disk {
-    clock: ManualClock,
     error: FsError,
-    calls: Mutex<Vec<Duration>>,
+    calls: testkit::Stamps,
     policies: DiskPolicies,
 }
 
@@ -95,20 +91,17 @@ impl Disk {
     #[retry(max_attempts = 5, delay = "500ms", max_delay = "2s", max_duration = "4s",
             retry_on = FsError::Io(_) | FsError::NotFound, abort_on = FsError::NotFound)]
     fn download(&self, _path: &str) -> Result<Vec<u8>, FsError> {
-        self.calls.lock().unwrap().push(self.clock.elapsed());
+        self.calls.stamp();
         Err(self.error.clone())
     }
 }
 
 fn download_with(error: FsError) -> (Vec<Duration>, Vec<(u32, GiveUpReason)>, FsError) {
-    let clock = ManualClock::new();
-    let events = Events::default();
-    let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
+    let (clock, events, registry) = testkit::recorded::<RetryEvent>();
     let policies = DiskPolicies::new(&registry).unwrap();
-    let disk = Disk { clock: clock.clone(), error, calls: Mutex::new(Vec::new()), policies };
+    let disk = Disk { error, calls: testkit::Stamps::new(&clock), policies };
     let err = disk.download("/data").unwrap_err();
-    let calls = disk.calls.lock().unwrap().clone();
-    (calls, events.gave_up(), err)
+    (disk.calls.all(), events.gave_up(), err)
 }
 
 #[test]
@@ -135,13 +128,8 @@ struct Catalog {
 
 #[resilient(policies = policies)]
 impl Catalog {
-    #[retry(
-        name = "catalog",
-        max_attempts = 3,
-        delay = "100ms",
-        budget_percent = 20,
-        budget_min_retries_per_second = 1
-    )]
+    #[bundle(testkit::bundles::seed_budget)]
+    #[retry(name = "catalog")]
     fn product(&self, _id: &str) -> Result<String, Down> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         Err(Down)
@@ -247,9 +235,7 @@ fn orders(registry: &Registry) -> Orders {
 
 #[test]
 fn a_self_call_goes_through_the_callees_policies_and_the_callers() {
-    let clock = ManualClock::new();
-    let events = Events::default();
-    let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
+    let (clock, _, registry) = testkit::recorded::<RetryEvent>();
     let orders = orders(&registry);
     assert_eq!(orders.place(0), Err(ReportError::BadId));
     // `place` made two attempts (its retry), each of which retried `lookup` three times.

@@ -116,9 +116,7 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let clock = ManualClock::new();
-        let events = Recorder::default();
-        let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
+        let (clock, events, registry) = testkit::recorded();
         World { clock, registry, events }
     }
 

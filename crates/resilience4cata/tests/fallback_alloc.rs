@@ -7,7 +7,7 @@ use std::cell::Cell;
 
 use resilience4cata::{FallbackContext, Pipeline, resilient};
 
-use testkit::alloc::allocations_during;
+use testkit::alloc::allocations_over;
 
 testkit::count_allocations!();
 
@@ -40,14 +40,9 @@ fn success_and_fallback_paths_of_a_wrapped_method_allocate_nothing() {
     let api = ResilientApi::new(Backend, &registry).unwrap();
     let (ok, failing) = (Cell::new(false), Cell::new(true));
     assert_eq!(api.get(&failing), Ok(103)); // warm up thread-locals
+    assert_eq!(allocations_over(1000, || assert_eq!(api.get(&ok), Ok(1))), 0);
     assert_eq!(
-        allocations_during(|| for _ in 0..1000 {
-            assert_eq!(api.get(&ok), Ok(1));
-        }),
-        0
-    );
-    assert_eq!(
-        allocations_during(|| for _ in 0..1000 {
+        allocations_over(1000, || {
             assert_eq!(api.get(&failing), Ok(103)); // three attempts, two waits, the fallback
         }),
         0
@@ -63,16 +58,6 @@ fn success_and_sync_fallback_paths_of_a_pipeline_allocate_nothing() {
         .unwrap()
         .fallback(|ctx: FallbackContext<Down>| Ok(100 + ctx.attempts()));
     assert_eq!(pipeline.execute(|| Err(Down)), Ok(102));
-    assert_eq!(
-        allocations_during(|| for _ in 0..1000 {
-            assert_eq!(pipeline.execute(|| Ok(1)), Ok(1));
-        }),
-        0
-    );
-    assert_eq!(
-        allocations_during(|| for _ in 0..1000 {
-            assert_eq!(pipeline.execute(|| Err(Down)), Ok(102));
-        }),
-        0
-    );
+    assert_eq!(allocations_over(1000, || assert_eq!(pipeline.execute(|| Ok(1)), Ok(1))), 0);
+    assert_eq!(allocations_over(1000, || assert_eq!(pipeline.execute(|| Err(Down)), Ok(102))), 0);
 }

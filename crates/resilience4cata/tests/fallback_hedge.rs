@@ -84,7 +84,7 @@ fn each_hedged_call_counts_its_own_attempts() {
 fn slow_attempts(
     clock: &ManualClock,
     starts: &Arc<Mutex<Vec<Duration>>>,
-) -> impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = Result<u32, Down>> + Send>> {
+) -> impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = Result<u32, Down>> + Send>> + Clone + use<> {
     let (clock, starts) = (clock.clone(), Arc::clone(starts));
     move || {
         let (clock, starts) = (clock.clone(), Arc::clone(&starts));
@@ -164,15 +164,10 @@ mod tower_layer {
             });
         let starts = Arc::new(Mutex::new(Vec::new()));
         let calls = Arc::new(AtomicU32::new(0));
-        let (log, counter, inner_clock) = (Arc::clone(&starts), Arc::clone(&calls), clock.clone());
+        let (counter, mut attempt) = (Arc::clone(&calls), slow_attempts(&clock, &starts));
         let service = service_fn(move |_request: String| {
             counter.fetch_add(1, Ordering::Relaxed);
-            let (log, clock) = (Arc::clone(&log), inner_clock.clone());
-            async move {
-                log.lock().unwrap().push(clock.elapsed());
-                clock.sleep(500 * MS).await;
-                Err::<u32, _>(Down::Slow)
-            }
+            attempt()
         });
         let answer = block_on(pipeline.layer().layer(service).oneshot("ping".to_owned()));
         assert_eq!(answer, Err(Down::CacheMiss));

@@ -177,14 +177,18 @@ impl Fixture {
         self.api.delegate()
     }
 
+    /// The wrapped `find("rust")`, run to its end.
+    fn find(&self) -> Result<u32, SearchError> {
+        block_on(self.api.find("rust".into()))
+    }
+
     fn events(&self) -> Vec<HedgeEvent> {
         self.events.lock().unwrap().clone()
     }
 
     fn snapshot(&self, method: &str) -> HedgeSnapshot {
-        let id = format!("{}::Search::{method}", module_path!());
         let snapshot = self.registry.snapshot();
-        snapshot.hedges().iter().find(|s| *s.instance == id).cloned().expect("a hedge instance")
+        snapshot.hedges().iter().find(|s| s.instance == id(method)).cloned().expect("a hedge instance")
     }
 }
 
@@ -203,7 +207,7 @@ fn finished(method: &str, attempts: u32, winner: Option<u32>) -> HedgeEvent {
 #[test]
 fn an_answer_within_the_delay_is_one_attempt_and_no_event() {
     let f = fixture(&[Step::Ok(40)]);
-    assert_eq!(block_on(f.api.find("rust".into())), Ok(1));
+    assert_eq!(f.find(), Ok(1));
     assert_eq!(f.backend().starts(), [Duration::ZERO]);
     assert_eq!(f.clock.elapsed(), 40 * MS);
     assert!(f.events().is_empty());
@@ -213,7 +217,7 @@ fn an_answer_within_the_delay_is_one_attempt_and_no_event() {
 #[test]
 fn a_slow_first_attempt_is_hedged_at_100ms_and_the_hedge_wins_at_its_own_finish() {
     let f = fixture(&[Step::Ok(500), Step::Ok(200)]);
-    assert_eq!(block_on(f.api.find("rust".into())), Ok(2));
+    assert_eq!(f.find(), Ok(2));
     assert_eq!(f.backend().starts(), [Duration::ZERO, 100 * MS]);
     assert_eq!(f.clock.elapsed(), 300 * MS);
     assert_eq!(f.backend().cancelled(), [1], "the first attempt was dropped when the hedge won");
@@ -225,14 +229,14 @@ fn a_slow_first_attempt_is_hedged_at_100ms_and_the_hedge_wins_at_its_own_finish(
 #[test]
 fn each_attempt_gets_its_own_clone_of_an_owned_argument() {
     let f = fixture(&[Step::Ok(500), Step::Ok(200)]);
-    assert_eq!(block_on(f.api.find("rust".into())), Ok(2));
+    assert_eq!(f.find(), Ok(2));
     assert_eq!(*f.backend().log.queries.lock().unwrap(), ["rust", "rust"]);
 }
 
 #[test]
 fn a_first_attempt_failing_at_20ms_starts_the_second_at_20ms() {
     let f = fixture(&[Step::Err(20), Step::Ok(30)]);
-    assert_eq!(block_on(f.api.find("rust".into())), Ok(2));
+    assert_eq!(f.find(), Ok(2));
     assert_eq!(f.backend().starts(), [Duration::ZERO, 20 * MS]);
     assert_eq!(f.clock.elapsed(), 50 * MS);
 }
@@ -241,7 +245,7 @@ fn a_first_attempt_failing_at_20ms_starts_the_second_at_20ms() {
 fn when_all_fail_the_failure_that_came_last_is_returned() {
     // Attempt 2 fails at 150 ms, attempt 1 at 400 ms.
     let f = fixture(&[Step::Err(400), Step::Err(50)]);
-    assert_eq!(block_on(f.api.find("rust".into())), Err(SearchError::Down(1)));
+    assert_eq!(f.find(), Err(SearchError::Down(1)));
     assert_eq!(f.clock.elapsed(), 400 * MS);
     assert_eq!(f.events(), [hedged("find", 2), finished("find", 2, None)]);
 }
@@ -328,7 +332,7 @@ fn an_instance_override_reaches_the_hedge() {
     let f = fixture_with(&[Step::Hang, Step::Ok(10)], |b| {
         b.hedge_instance(id("find").to_string(), |h| h.delay(Duration::from_millis(30)))
     });
-    assert_eq!(block_on(f.api.find("rust".into())), Ok(2));
+    assert_eq!(f.find(), Ok(2));
     assert_eq!(f.backend().starts(), [Duration::ZERO, 30 * MS]);
     assert_eq!(f.snapshot("find").config.delay, 30 * MS);
 }
@@ -351,7 +355,7 @@ fn a_subscriber_sees_hedge_events_as_any_event() {
     use resilience4cata::events::AnyEvent;
     let f = fixture(&[Step::Ok(500), Step::Ok(200)]);
     let mut events = f.registry.subscribe(8);
-    assert_eq!(block_on(f.api.find("rust".into())), Ok(2));
+    assert_eq!(f.find(), Ok(2));
     let first = events.try_recv().expect("the Hedged event");
     assert_eq!(first, AnyEvent::Hedge(hedged("find", 2)));
     assert_eq!((first.policy(), first.instance()), ("hedge", &*id("find")));

@@ -119,15 +119,21 @@ fn abort_on_and_errors_outside_retry_on_fail_after_one_call() {
     assert_eq!(clock.elapsed(), Duration::ZERO);
 }
 
+/// The seeds' budgeted retry as a pipeline named `catalog`: 3 attempts 100 ms apart, retries capped
+/// at 20 % of the calls with a reserve of one a second.
+fn catalog_pipeline(registry: &Registry) -> Pipeline<String, &'static str> {
+    Pipeline::builder(registry, "catalog")
+        .retry_with(|r| r.max_attempts(3).delay(ms(100)).budget_percent(20.0).budget_min_retries_per_second(1))
+        .build()
+        .unwrap()
+}
+
 /// The retry budget's figures: 130 attempts instead of 300, 95 refusals, `Budget {100, 30, 30}`.
 #[test]
 fn retry_budget_limits_a_dead_dependency() {
     let clock = ManualClock::new();
     let (registry, events) = registry(&clock, |b| b);
-    let catalog = Pipeline::builder(&registry, "catalog")
-        .retry_with(|r| r.max_attempts(3).delay(ms(100)).budget_percent(20.0).budget_min_retries_per_second(1))
-        .build::<String, &'static str>()
-        .unwrap();
+    let catalog = catalog_pipeline(&registry);
     let mut attempts = 0;
     for _ in 0..100 {
         let result = catalog.execute(|| {
@@ -482,13 +488,8 @@ fn a_new_call_after_a_cancelled_one_starts_from_the_first_attempt() {
 
 #[resilient]
 pub trait CatalogApi {
-    #[retry(
-        name = "catalog",
-        max_attempts = 3,
-        delay = "100ms",
-        budget_percent = 20,
-        budget_min_retries_per_second = 1
-    )]
+    #[bundle(testkit::bundles::seed_budget)]
+    #[retry(name = "catalog")]
     fn product(&self, id: &str) -> Result<String, &'static str>;
 }
 
@@ -508,10 +509,7 @@ fn a_pipeline_and_an_annotated_method_share_a_retry_budget_by_name() {
     let clock = ManualClock::new();
     let (registry, events) = registry(&clock, |b| b);
     let catalog = ResilientCatalogApi::new(DeadCatalog(AtomicU32::new(0)), &registry).unwrap();
-    let pipeline = Pipeline::builder(&registry, "catalog")
-        .retry_with(|r| r.max_attempts(3).delay(ms(100)).budget_percent(20.0).budget_min_retries_per_second(1))
-        .build::<String, &'static str>()
-        .unwrap();
+    let pipeline = catalog_pipeline(&registry);
     let mut pipeline_attempts = 0;
     for i in 0..100 {
         let result = if i % 2 == 0 {

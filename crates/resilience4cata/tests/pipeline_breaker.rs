@@ -206,14 +206,16 @@ fn breaker_refusals_take_no_permit_and_local_refusals_are_not_recorded() {
     }
 }
 
+/// Pipeline `id` with a breaker alone, judging a window of `calls` calls once it is full.
+fn breaker_only(registry: &Registry, id: &str, calls: u32) -> Pipeline<u32, ReportError> {
+    Pipeline::builder(registry, id).circuit_breaker_with(|c| c.window_size(calls).minimum_calls(calls)).build().unwrap()
+}
+
 /// `record_on` and `ignore_on` classify errors as the breaker's patterns do.
 #[test]
 fn record_on_and_ignore_on_classify_errors() {
     let (_, registry) = testkit::manual();
-    let pipeline = Pipeline::builder(&registry, "classified")
-        .circuit_breaker_with(|c| c.window_size(10).minimum_calls(10))
-        .build::<u32, ReportError>()
-        .unwrap()
+    let pipeline = breaker_only(&registry, "classified", 10)
         .record_on(|e| matches!(e, ReportError::Unavailable))
         .ignore_on(|e| matches!(e, ReportError::BadId));
     let _ = pipeline.execute(|| Err(ReportError::Unavailable)); // a failure
@@ -272,10 +274,7 @@ fn through_the_tower_layer_a_dropped_attempt_records_nothing() {
     use tower::{Layer, Service};
 
     let (_, registry) = testkit::manual();
-    let pipeline = Pipeline::builder(&registry, "hanging")
-        .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2))
-        .build::<u32, ReportError>()
-        .unwrap();
+    let pipeline = breaker_only(&registry, "hanging", 2);
     let calls = Arc::new(AtomicU32::new(0));
     let seen = Arc::clone(&calls);
     let mut service = pipeline.layer().layer(tower::service_fn(move |n: u32| {

@@ -27,9 +27,7 @@ type Seen = Arc<Mutex<Vec<(u32, String, QuoteError)>>>;
 /// A manual clock, a registry on it (exact waits) whose fallback events land in the recorder, and
 /// an empty list of what [`cache`] saw.
 fn world() -> (ManualClock, Registry, Recorder<FallbackEvent>, Seen) {
-    let clock = ManualClock::new();
-    let events = Recorder::default();
-    let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
+    let (clock, events, registry) = testkit::recorded();
     (clock, registry, events, Seen::default())
 }
 

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resilience4cata::pipeline::AsyncOnly;
-use resilience4cata::{Pipeline, Policy, Registry, Rejection};
+use resilience4cata::pipeline::{AsyncOnly, Rejecting};
+use resilience4cata::{Pipeline, PipelineBuilder, Policy, Registry, Rejection};
 
 mod order_fixture;
 
@@ -83,13 +83,21 @@ async fn the_default_order_gives_three_full_attempts() {
     assert_eq!(timed_out(&registry, "each"), 0);
 }
 
-fn bulkhead_and_retry(registry: &Registry, id: &str, order: &[Policy]) -> Pipeline<(), ApiError> {
-    Pipeline::builder(registry, id)
-        .retry_with(|r| r.max_attempts(2).delay(SECOND))
-        .bulkhead_with(|b| b.max_concurrent_calls(1))
+/// Pipeline `id`: two attempts a second apart, the policy `limit` adds, nested in `order`.
+fn limited_retry<'r>(
+    registry: &'r Registry,
+    id: &str,
+    order: &[Policy],
+    limit: impl FnOnce(PipelineBuilder<'r>) -> PipelineBuilder<'r, Rejecting>,
+) -> Pipeline<(), ApiError> {
+    limit(Pipeline::builder(registry, id).retry_with(|r| r.max_attempts(2).delay(SECOND)))
         .order(order.iter().copied())
         .build()
         .unwrap()
+}
+
+fn bulkhead_and_retry(registry: &Registry, id: &str, order: &[Policy]) -> Pipeline<(), ApiError> {
+    limited_retry(registry, id, order, |p| p.bulkhead_with(|b| b.max_concurrent_calls(1)))
 }
 
 #[test]
@@ -129,12 +137,7 @@ fn the_default_order_gives_the_slot_back_before_the_backoff() {
 }
 
 fn adaptive_limit_and_retry(registry: &Registry, id: &str, order: &[Policy]) -> Pipeline<(), ApiError> {
-    Pipeline::builder(registry, id)
-        .retry_with(|r| r.max_attempts(2).delay(SECOND))
-        .adaptive_limit_with(|a| a.initial_limit(10))
-        .order(order.iter().copied())
-        .build()
-        .unwrap()
+    limited_retry(registry, id, order, |p| p.adaptive_limit_with(|a| a.initial_limit(10)))
 }
 
 fn in_flight_and_limit(registry: &Registry, id: &str) -> (u32, u32) {

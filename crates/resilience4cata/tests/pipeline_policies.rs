@@ -70,10 +70,7 @@ fn every_retry_attempt_takes_its_own_permit_whatever_the_builder_order() {
         assert_eq!(calls, 2, "attempt 2 found no permit, attempt 3 did");
         assert!(matches!(outcome, Err(QuoteError::Down)), "{outcome:?}");
         assert_eq!(clock.elapsed(), 1_000 * MS, "100 ms backoff, then the limiter's 900 ms");
-        assert_eq!(
-            events.last(),
-            Some(RetryEvent::GaveUp { instance: "quotes".into(), attempts: 3, reason: GiveUpReason::MaxAttempts })
-        );
+        assert_eq!(events.last(), Some(testkit::gave_up("quotes", 3, GiveUpReason::MaxAttempts)));
     }
 }
 
@@ -266,10 +263,7 @@ fn a_rejecting_pipeline_never_retries_a_nested_open_breaker() {
         Err(QuoteError::from_rejection(Rejection::CallNotPermitted { instance: "inner".into() }))
     });
     assert_eq!(calls, 1);
-    assert_eq!(
-        events.all(),
-        [RetryEvent::GaveUp { instance: "outer".into(), attempts: 1, reason: GiveUpReason::NotRetryable }]
-    );
+    assert_eq!(events.all(), [testkit::gave_up("outer", 1, GiveUpReason::NotRetryable)]);
 }
 
 #[resilient]

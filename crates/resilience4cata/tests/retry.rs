@@ -1,7 +1,7 @@
 //! Every worked example of the seeds' Retry page, through `#[resilient]`, on the manual clock.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilience4cata::retry::RetryConfig;
@@ -91,27 +91,23 @@ pub trait Files {
 }
 
 struct Disk {
-    clock: ManualClock,
     error: FsError,
-    calls: Mutex<Vec<Duration>>,
+    calls: testkit::Stamps,
 }
 
 impl Files for Disk {
     fn download(&self, _path: &str) -> Result<Vec<u8>, FsError> {
-        self.calls.lock().unwrap().push(self.clock.elapsed());
+        self.calls.stamp();
         Err(self.error.clone())
     }
 }
 
 fn download_with(error: FsError) -> (Vec<Duration>, Vec<(u32, GiveUpReason)>, FsError) {
-    let clock = ManualClock::new();
-    let events = Events::default();
-    let registry = events.on(testkit::no_jitter(&clock)).build().unwrap();
-    let disk = Disk { clock: clock.clone(), error, calls: Mutex::new(Vec::new()) };
+    let (clock, events, registry) = testkit::recorded::<RetryEvent>();
+    let disk = Disk { error, calls: testkit::Stamps::new(&clock) };
     let files = ResilientFiles::new(disk, &registry).unwrap();
     let err = files.download("/data").unwrap_err();
-    let calls = files.delegate().calls.lock().unwrap().clone();
-    (calls, events.gave_up(), err)
+    (files.delegate().calls.all(), events.gave_up(), err)
 }
 
 #[test]
@@ -304,20 +300,16 @@ pub trait Slow {
     fn slow(&self) -> Result<(), Down>;
 }
 
-struct SlowImpl;
-impl Slow for SlowImpl {
-    fn slow(&self) -> Result<(), Down> {
-        Ok(())
-    }
-}
+/// A backend whose every method answers `Ok(())`: these tests are about wrapping, not calling.
+struct Shelf;
 
 #[test]
 fn max_delay_below_delay_is_reg_003_even_with_fixed_backoff() {
     let registry = Registry::builder().build().unwrap();
-    let err = ResilientSlow::new(SlowImpl, &registry).err().unwrap();
+    let err = ResilientSlow::new(Shelf, &registry).err().unwrap();
     assert_eq!(err.code(), "R4C-REG-003");
     let ok = Registry::builder().retry_defaults(|r| r.max_delay(Duration::from_secs(20))).build().unwrap();
-    assert!(ResilientSlow::new(SlowImpl, &ok).is_ok());
+    assert!(ResilientSlow::new(Shelf, &ok).is_ok());
 }
 
 #[resilient]
@@ -334,20 +326,15 @@ pub trait OtherCatalog {
     fn product(&self) -> Result<(), Down>;
 }
 
-struct Shelf;
-impl Catalog for Shelf {
-    fn product(&self) -> Result<(), Down> {
-        Ok(())
-    }
-    fn price(&self) -> Result<(), Down> {
-        Ok(())
-    }
+/// `Shelf` implements each `trait: methods;` with methods that answer `Ok(())`.
+macro_rules! shelf {
+    ($($api:ident: $($method:ident)+;)+) => {
+        $(impl $api for Shelf {
+            testkit::same_body! { fn(&self) -> Result<(), Down> { Ok(()) } for $($method)+ }
+        })+
+    };
 }
-impl OtherCatalog for Shelf {
-    fn product(&self) -> Result<(), Down> {
-        Ok(())
-    }
-}
+shelf! { Slow: slow; Catalog: product price; OtherCatalog: product; }
 
 #[test]
 fn a_shared_name_is_one_instance_and_wrapping_twice_shares_it() {

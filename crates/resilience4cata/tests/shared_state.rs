@@ -9,7 +9,7 @@ use std::time::Duration;
 use resilience4cata::circuit_breaker::State;
 use resilience4cata::events::AnyEvent;
 use resilience4cata::shared::{BreakerLink, LeasePool, SharedStateEvent, SharedStore, SlotPool};
-use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
+use resilience4cata::{Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError};
 
 /// A store of one process with a fixed stock of permits, granted lease by lease from a thread; it
 /// can be switched off (degraded) and on again.
@@ -19,6 +19,15 @@ struct Stock {
     down: Arc<std::sync::atomic::AtomicBool>,
     asked: Arc<AtomicU32>,
     breakers: Arc<Mutex<Vec<Arc<BreakerLink>>>>,
+}
+
+impl Stock {
+    /// A store holding `left` permits (or slots), and a registry on it that `configure` completes.
+    fn fleet(left: u32, configure: impl FnOnce(RegistryBuilder) -> RegistryBuilder) -> (Stock, Registry) {
+        let stock = Stock { left: Arc::new(AtomicU32::new(left)), ..Default::default() };
+        let registry = configure(Registry::builder().shared_state(stock.clone())).build().unwrap();
+        (stock, registry)
+    }
 }
 
 impl SharedStore for Stock {
@@ -94,12 +103,8 @@ fn shared_and_lease_are_config_file_keys() {
 
 #[test]
 fn a_shared_limiter_admits_exactly_what_the_fleet_grants() {
-    let stock = Stock { left: Arc::new(AtomicU32::new(25)), ..Default::default() };
-    let registry = Registry::builder()
-        .shared_state(stock.clone())
-        .rate_limiter_instance("prices", |r| r.shared(true).permits(1000).lease(10))
-        .build()
-        .unwrap();
+    let (stock, registry) =
+        Stock::fleet(25, |b| b.rate_limiter_instance("prices", |r| r.shared(true).permits(1000).lease(10)));
     let limiter =
         Pipeline::builder(&registry, "prices").rate_limiter_with(|r| r).build::<(), std::io::Error>().unwrap();
     let mut admitted = 0;
@@ -210,12 +215,8 @@ fn a_shared_breaker_publishes_its_opens_applies_the_fleets_and_caps_probes() {
 /// gives it back when it ends, and surplus slots go back to the fleet.
 #[test]
 fn a_shared_bulkhead_admits_only_what_the_fleet_has_left() {
-    let stock = Stock { left: Arc::new(AtomicU32::new(3)), ..Default::default() };
-    let registry = Registry::builder()
-        .shared_state(stock.clone())
-        .bulkhead_instance("db", |b| b.shared(true).max_concurrent_calls(10).lease(1))
-        .build()
-        .unwrap();
+    let (_, registry) =
+        Stock::fleet(3, |b| b.bulkhead_instance("db", |b| b.shared(true).max_concurrent_calls(10).lease(1)));
     let bulkhead = Pipeline::builder(&registry, "db").bulkhead_with(|b| b).build::<(), std::io::Error>().unwrap();
     let (entered, release) = (std::sync::Barrier::new(4), std::sync::Barrier::new(4));
     let refused = std::thread::scope(|s| {

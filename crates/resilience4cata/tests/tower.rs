@@ -85,10 +85,7 @@ fn gives_up_after_max_attempts_with_the_last_error() {
     assert_eq!(err.to_string(), "inventory down");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(clones.load(Ordering::SeqCst), 2);
-    assert_eq!(
-        events.last(),
-        Some(RetryEvent::GaveUp { instance: "inventory".into(), attempts: 3, reason: GiveUpReason::MaxAttempts })
-    );
+    assert_eq!(events.last(), Some(testkit::gave_up("inventory", 3, GiveUpReason::MaxAttempts)));
 }
 
 #[test]
@@ -133,10 +130,7 @@ fn a_nested_open_breaker_is_not_retried() {
     let err = block_on(pipeline(&registry, 5).layer().layer(inner).oneshot(1)).unwrap_err();
     assert!(err.rejection().is_some_and(Rejection::is_call_not_permitted));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        events.all(),
-        [RetryEvent::GaveUp { instance: "inventory".into(), attempts: 1, reason: GiveUpReason::NotRetryable }]
-    );
+    assert_eq!(events.all(), [testkit::gave_up("inventory", 1, GiveUpReason::NotRetryable)]);
 }
 
 /// A service that is ready only once `open` is set, counting readiness checks.
@@ -287,10 +281,7 @@ fn inner_policies_run_around_each_attempt_of_the_service() {
     assert!(matches!(err.rejection(), Some(Rejection::RateLimitExceeded { .. })), "{err:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 2, "refused attempts never reached the service");
     assert_eq!(clock.elapsed(), ms(350), "the next permit is 4.65 s away, past max_duration: no wait");
-    assert_eq!(
-        events.last(),
-        Some(RetryEvent::GaveUp { instance: "quotes".into(), attempts: 1, reason: GiveUpReason::MaxDuration })
-    );
+    assert_eq!(events.last(), Some(testkit::gave_up("quotes", 1, GiveUpReason::MaxDuration)));
 }
 
 /// A bulkhead through the layer holds its slot only while the service's future runs.

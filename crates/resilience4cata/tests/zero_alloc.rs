@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use resilience4cata::{Registry, RetryEvent, resilient};
 
-use testkit::alloc::allocations_during;
+use testkit::alloc::{allocations_during, allocations_over};
 
 testkit::count_allocations!();
 
@@ -44,18 +44,8 @@ fn success_path_allocates_nothing() {
     let api = ResilientApi::new(Backend, &registry).unwrap();
     let ok = std::cell::Cell::new(false);
     api.zero_wait(&ok).unwrap(); // warm up thread-locals
-    assert_eq!(
-        allocations_during(|| for _ in 0..1000 {
-            api.zero_wait(&ok).unwrap();
-        }),
-        0
-    );
-    assert_eq!(
-        allocations_during(|| for _ in 0..1000 {
-            api.budgeted(&ok).unwrap();
-        }),
-        0
-    );
+    assert_eq!(allocations_over(1000, || api.zero_wait(&ok).unwrap()), 0);
+    assert_eq!(allocations_over(1000, || api.budgeted(&ok).unwrap()), 0);
 }
 
 #[test]

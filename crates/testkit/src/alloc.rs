@@ -95,6 +95,23 @@ pub fn allocations_during(f: impl FnOnce()) -> u64 {
     allocations() - before
 }
 
+/// The calling thread's allocations while `f` runs `runs` times (its results dropped as they come):
+/// the zero-allocation tests' hot loops.
+///
+/// ```
+/// testkit::count_allocations!();
+///
+/// assert_eq!(testkit::alloc::allocations_over(1000, || 2 + 2), 0);
+/// assert_eq!(testkit::alloc::allocations_over(3, || std::hint::black_box(Box::new(1u8))), 3);
+/// ```
+pub fn allocations_over<T>(runs: u32, mut f: impl FnMut() -> T) -> u64 {
+    allocations_during(|| {
+        for _ in 0..runs {
+            drop(f());
+        }
+    })
+}
+
 /// Installs [`Counting`] as the global allocator of the test binary that invokes it, at the top
 /// level of the test file: a binary that does not invoke it keeps the system allocator (linking
 /// `testkit` installs nothing).

@@ -247,6 +247,61 @@ pub fn no_jitter(clock: &ManualClock) -> RegistryBuilder {
     testing::registry(clock).retry_defaults(|r| r.jitter(Jitter::None))
 }
 
+/// A manual clock, a [`Recorder`] of `E` and a registry on that clock with jitter off
+/// ([`no_jitter`]) that publishes to the recorder: the start of the tests that read back what a
+/// policy published.
+///
+/// ```
+/// use resilience4cata::RetryEvent;
+///
+/// let (clock, events, registry) = testkit::recorded::<RetryEvent>();
+/// assert!(events.is_empty());
+/// assert_eq!(clock.elapsed(), std::time::Duration::ZERO);
+/// # drop(registry);
+/// ```
+pub fn recorded<E: Event>() -> (ManualClock, Recorder<E>, Registry) {
+    let clock = ManualClock::new();
+    let events = Recorder::default();
+    let registry = events.on(no_jitter(&clock)).build().expect("the testing registry builds");
+    (clock, events, registry)
+}
+
+/// The manual-clock time of every call a backend received, in order: the timelines the seeds'
+/// examples compare (`0, 500, 1500, 3500 ms`).
+///
+/// ```
+/// use resilience4cata::testing::ManualClock;
+///
+/// let clock = ManualClock::new();
+/// let calls = testkit::Stamps::new(&clock);
+/// calls.stamp();
+/// clock.advance(testkit::ms(500));
+/// calls.stamp();
+/// assert_eq!(calls.all(), [testkit::ms(0), testkit::ms(500)]);
+/// ```
+#[derive(Debug)]
+pub struct Stamps {
+    clock: ManualClock,
+    at: Mutex<Vec<Duration>>,
+}
+
+impl Stamps {
+    /// No calls yet, on `clock`.
+    pub fn new(clock: &ManualClock) -> Stamps {
+        Stamps { clock: clock.clone(), at: Mutex::default() }
+    }
+
+    /// Records a call now.
+    pub fn stamp(&self) {
+        self.at.lock().unwrap_or_else(PoisonError::into_inner).push(self.clock.elapsed());
+    }
+
+    /// The times of the calls so far.
+    pub fn all(&self) -> Vec<Duration> {
+        self.at.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
 /// A manual clock and a registry built on it with the testing defaults (`testing::registry`): the
 /// start of most tests that need nothing else from the registry.
 ///
@@ -280,6 +335,18 @@ pub fn seed_retrying(instance: &str) -> [RetryEvent; 2] {
         RetryEvent::Retrying { instance: instance.into(), attempt: 1, delay: ms(100) },
         RetryEvent::Retrying { instance: instance.into(), attempt: 2, delay: ms(200) },
     ]
+}
+
+/// The `GaveUp` event of retry `instance` after `attempts` attempts, for `reason`.
+///
+/// ```
+/// use resilience4cata::{GiveUpReason, RetryEvent};
+///
+/// let event = testkit::gave_up("inventory", 3, GiveUpReason::MaxAttempts);
+/// assert!(matches!(event, RetryEvent::GaveUp { attempts: 3, reason: GiveUpReason::MaxAttempts, .. }));
+/// ```
+pub fn gave_up(instance: &str, attempts: u32, reason: GiveUpReason) -> RetryEvent {
+    RetryEvent::GaveUp { instance: instance.into(), attempts, reason }
 }
 
 /// A registry on `clock` with jitter off that runs `probe` on itself each time a retry is about

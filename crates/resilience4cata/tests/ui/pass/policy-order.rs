@@ -4,14 +4,8 @@
 #![deny(warnings)]
 use std::future::Future;
 
-use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
-
-#[derive(Debug, ResilienceError)]
-pub enum InventoryError {
-    Unavailable,
-    #[rejection]
-    Rejected(Rejection),
-}
+use resilience4cata::{Registry, resilient};
+use testkit::Down;
 
 #[resilient]
 #[policy_order(Bulkhead, RateLimiter, CircuitBreaker, Retry)]
@@ -20,7 +14,7 @@ pub trait Inventory {
     #[circuit_breaker]
     #[rate_limiter(permits = 100)]
     #[bulkhead]
-    fn stock(&self, sku: String) -> Result<u32, InventoryError>;
+    fn stock(&self, sku: String) -> Result<u32, Down>;
 
     #[policy_order(Timeout, Bulkhead, RateLimiter, CircuitBreaker, Retry)]
     #[retry(max_attempts = 2, delay = "0")]
@@ -28,24 +22,24 @@ pub trait Inventory {
     #[rate_limiter(permits = 100)]
     #[timeout(duration = "1s")]
     #[bulkhead]
-    async fn reserve(&self, sku: String, units: u32) -> Result<(), InventoryError>;
+    async fn reserve(&self, sku: String, units: u32) -> Result<(), Down>;
 
     #[policy_order(Fallback, Hedge, AdaptiveLimit, Timeout)]
     #[retry(max_attempts = 2, delay = "0")]
     #[timeout(duration = "1s")]
-    fn release(&self, sku: String) -> impl Future<Output = Result<(), InventoryError>> + Send;
+    fn release(&self, sku: String) -> impl Future<Output = Result<(), Down>> + Send;
 }
 
 struct Backend;
 
 impl Inventory for Backend {
-    fn stock(&self, _sku: String) -> Result<u32, InventoryError> {
-        Err(InventoryError::Unavailable)
+    fn stock(&self, _sku: String) -> Result<u32, Down> {
+        Err(Down::Failed)
     }
-    async fn reserve(&self, _sku: String, _units: u32) -> Result<(), InventoryError> {
+    async fn reserve(&self, _sku: String, _units: u32) -> Result<(), Down> {
         Ok(())
     }
-    async fn release(&self, _sku: String) -> Result<(), InventoryError> {
+    async fn release(&self, _sku: String) -> Result<(), Down> {
         Ok(())
     }
 }
