@@ -89,6 +89,25 @@ impl PolicySpec {
     }
 }
 
+/// `u32::MAX`, the top of most counts.
+pub(super) const U32_MAX: u64 = u32::MAX as u64;
+
+/// A key of an attribute, for the attributes' key tables.
+pub(super) const fn key(name: &'static str, kind: ValueKind, role: Role) -> KeySpec {
+    KeySpec { name, kind, role }
+}
+
+/// `enabled`, `name` and `config`: the keys every policy attribute has (but `timeout`, which has no
+/// `name`), written the same way in each.
+pub(super) const ENABLED: KeySpec = key("enabled", ValueKind::Bool { code: crate::diag::ATR_ENABLED }, Role::Builder);
+pub(super) const NAME: KeySpec = key("name", ValueKind::Str, Role::Name);
+pub(super) const CONFIG: KeySpec = key("config", ValueKind::Str, Role::Config);
+
+/// The `check` of an attribute whose keys are each judged on their own: nothing across keys.
+pub(super) fn no_cross_checks(_settings: &Settings, _method: &Method) -> Vec<Problem> {
+    Vec::new()
+}
+
 /// One key of a policy attribute.
 #[derive(Debug)]
 pub(crate) struct KeySpec {
