@@ -54,10 +54,7 @@ policy_kind! {
     }
 
     fn check(inner: &Inner, id: &str, is_async: bool, c: &AdaptiveLimitConfig) -> Result<(), RegistryError> {
-        match is_async && c.enabled && !c.max_wait.is_zero() {
-            true => inner.require_async_clock(id, "this async method may wait for an adaptive limit slot"),
-            false => Ok(()),
-        }
+        inner.require_async_clock_if(is_async && c.enabled && !c.max_wait.is_zero(), id, "this async method may wait for an adaptive limit slot")
     }
 
     fn new_state(
