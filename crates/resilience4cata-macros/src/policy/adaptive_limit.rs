@@ -1,21 +1,12 @@
 //! `#[adaptive_limit(…)]`: keys of SPEC §7.4, with the limits' order (`R4C-ATR-050`) and the
 //! algorithms' ranges (`R4C-ATR-051`) checked at compile time.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
 use crate::diag::{ATR_LIMIT_ORDER, ATR_LIMIT_PARAMETER};
 use crate::validate::{Method, Problem, Setting, Settings, Value};
 
 /// The adaptive limit attribute.
-pub(crate) static ADAPTIVE_LIMIT: PolicySpec = PolicySpec {
-    name: "adaptive_limit",
-    keys: KEYS,
-    check,
-    runtime_fn: "adaptive_limit",
-    builder: "AdaptiveLimitConfigBuilder",
-    field_ty: "AdaptiveLimitPolicy",
-    layer: crate::expand::adaptive_limit::layer,
-    rejects: true,
-};
+pub(crate) static ADAPTIVE_LIMIT: PolicySpec = policy_spec!(adaptive_limit, AdaptiveLimit, check: check, rejects: true);
 
 const LIMIT: ValueKind = ValueKind::Count { min: 1, max: U32_MAX, code: ATR_LIMIT_ORDER };
 const fn count(min: u64) -> ValueKind {

@@ -1,20 +1,11 @@
 //! `#[bulkhead(…)]`: its keys are the fields of `resilience4cata::bulkhead::BulkheadConfig`,
 //! documented there.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
 use crate::diag::ATR_MAX_CONCURRENT_CALLS;
 
 /// The bulkhead attribute.
-pub(crate) static BULKHEAD: PolicySpec = PolicySpec {
-    name: "bulkhead",
-    keys: KEYS,
-    check: super::no_cross_checks,
-    runtime_fn: "bulkhead",
-    builder: "BulkheadConfigBuilder",
-    field_ty: "BulkheadPolicy",
-    layer: crate::expand::bulkhead::layer,
-    rejects: true,
-};
+pub(crate) static BULKHEAD: PolicySpec = policy_spec!(bulkhead, Bulkhead, check: super::no_cross_checks, rejects: true);
 
 static KEYS: &[KeySpec] = &[
     key(

@@ -2,7 +2,7 @@
 //! `resilience4cata::circuit_breaker::CircuitBreakerConfig`, and the ranges the runtime would refuse
 //! with `R4C-REG-003`, caught at compile time instead.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
 use crate::diag::{ATR_CB_COUNT, ATR_CB_RATE, ATR_CB_SLOW_ZERO};
 use crate::validate::{Method, Problem, Setting, Settings, Value};
 
@@ -12,16 +12,8 @@ const MAX_TIME_WINDOW: u64 = 86_400;
 const MAX_HALF_OPEN_CALLS: u64 = 4_095;
 
 /// The circuit breaker attribute.
-pub(crate) static CIRCUIT_BREAKER: PolicySpec = PolicySpec {
-    name: "circuit_breaker",
-    keys: KEYS,
-    check,
-    runtime_fn: "circuit_breaker",
-    builder: "CircuitBreakerConfigBuilder",
-    field_ty: "CircuitBreakerPolicy",
-    layer: crate::expand::circuit_breaker::layer,
-    rejects: true,
-};
+pub(crate) static CIRCUIT_BREAKER: PolicySpec =
+    policy_spec!(circuit_breaker, CircuitBreaker, check: check, rejects: true);
 
 const fn count(min: u64, max: u64) -> ValueKind {
     ValueKind::Count { min, max, code: ATR_CB_COUNT }

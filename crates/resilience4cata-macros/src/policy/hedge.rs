@@ -1,21 +1,12 @@
 //! `#[hedge(…)]`: keys of SPEC §7.7. Async methods only, and never beside a retry (both decide
 //! when to start another attempt).
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, ValueKind, key};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, ValueKind, key, policy_spec};
 use crate::diag::{ATR_HEDGED_ATTEMPTS, ATR_RETRY_WITH_HEDGE, SIG_HEDGE_SYNC};
 use crate::validate::{Method, Problem, Settings};
 
 /// The hedge attribute.
-pub(crate) static HEDGE: PolicySpec = PolicySpec {
-    name: "hedge",
-    keys: KEYS,
-    check,
-    runtime_fn: "hedge",
-    builder: "HedgeConfigBuilder",
-    field_ty: "HedgePolicy",
-    layer: crate::expand::hedge::layer,
-    rejects: false,
-};
+pub(crate) static HEDGE: PolicySpec = policy_spec!(hedge, Hedge, check: check, rejects: false);
 
 static KEYS: &[KeySpec] = &[
     key("delay", ValueKind::Duration { nonzero: None }, Role::Builder),

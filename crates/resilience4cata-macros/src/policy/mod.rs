@@ -56,6 +56,25 @@ pub(crate) fn lookup(path: &syn::Path) -> Option<&'static PolicySpec> {
     POLICIES.iter().copied().find(|p| ident == p.name)
 }
 
+/// The spec of a policy attribute named after its module: `name` and `runtime_fn` are the module
+/// name, `builder` and `field_ty` are `<Prefix>ConfigBuilder` and `<Prefix>Policy`, `keys` is the
+/// module's `KEYS` and `layer` is `expand::<module>::layer`.
+macro_rules! policy_spec {
+    ($module:ident, $prefix:ident, check: $check:expr, rejects: $rejects:expr $(,)?) => {
+        $crate::policy::PolicySpec {
+            name: stringify!($module),
+            keys: KEYS,
+            check: $check,
+            runtime_fn: stringify!($module),
+            builder: concat!(stringify!($prefix), "ConfigBuilder"),
+            field_ty: concat!(stringify!($prefix), "Policy"),
+            layer: $crate::expand::$module::layer,
+            rejects: $rejects,
+        }
+    };
+}
+pub(super) use policy_spec;
+
 /// One policy attribute: its keys, its checks and how the generated code builds and applies it.
 pub(crate) struct PolicySpec {
     /// The attribute name, e.g. `retry`.

@@ -1,20 +1,12 @@
 //! `#[rate_limiter(…)]`: its keys are the fields of
 //! `resilience4cata::rate_limiter::RateLimiterConfig`, documented there.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
 use crate::diag::{ATR_PERIOD, ATR_PERMITS};
 
 /// The rate limiter attribute.
-pub(crate) static RATE_LIMITER: PolicySpec = PolicySpec {
-    name: "rate_limiter",
-    keys: KEYS,
-    check: super::no_cross_checks,
-    runtime_fn: "rate_limiter",
-    builder: "RateLimiterConfigBuilder",
-    field_ty: "RateLimiterPolicy",
-    layer: crate::expand::rate_limiter::layer,
-    rejects: true,
-};
+pub(crate) static RATE_LIMITER: PolicySpec =
+    policy_spec!(rate_limiter, RateLimiter, check: super::no_cross_checks, rejects: true);
 
 static KEYS: &[KeySpec] = &[
     key("permits", ValueKind::Count { min: 1, max: U32_MAX, code: ATR_PERMITS }, Role::Builder),

@@ -1,21 +1,12 @@
 //! `#[retry(…)]`: its keys are the fields of `resilience4cata::retry::RetryConfig`
 //! (documented there), plus the error patterns and the classifier rules.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
 use crate::diag::{ATR_BUDGET, ATR_MAX_ATTEMPTS, ATR_MULTIPLIER, CLS_EXHAUSTED_WITHOUT_CLASSIFIER, CLS_WITH_PATTERNS};
 use crate::validate::{Method, Problem, Settings};
 
 /// The retry attribute.
-pub(crate) static RETRY: PolicySpec = PolicySpec {
-    name: "retry",
-    keys: KEYS,
-    check,
-    runtime_fn: "retry",
-    builder: "RetryConfigBuilder",
-    field_ty: "RetryPolicy",
-    layer: crate::expand::retry::layer,
-    rejects: false,
-};
+pub(crate) static RETRY: PolicySpec = policy_spec!(retry, Retry, check: check, rejects: false);
 
 static KEYS: &[KeySpec] = &[
     key("max_attempts", ValueKind::Count { min: 1, max: U32_MAX, code: ATR_MAX_ATTEMPTS }, Role::Builder),

@@ -1,21 +1,12 @@
 //! `#[timeout(…)]`: its keys are the fields of `resilience4cata::timeout::TimeoutConfig`. No `name`
 //! (the id is always the derived one, so `name` is an unknown key), and async methods only.
 
-use super::{CONFIG, ENABLED, KeySpec, PolicySpec, Role, ValueKind, key};
+use super::{CONFIG, ENABLED, KeySpec, PolicySpec, Role, ValueKind, key, policy_spec};
 use crate::diag::{ATR_TIMEOUT_DURATION, SIG_TIMEOUT_SYNC};
 use crate::validate::{Method, Problem, Settings};
 
 /// The timeout attribute.
-pub(crate) static TIMEOUT: PolicySpec = PolicySpec {
-    name: "timeout",
-    keys: KEYS,
-    check,
-    runtime_fn: "timeout",
-    builder: "TimeoutConfigBuilder",
-    field_ty: "TimeoutPolicy",
-    layer: crate::expand::timeout::layer,
-    rejects: true,
-};
+pub(crate) static TIMEOUT: PolicySpec = policy_spec!(timeout, Timeout, check: check, rejects: true);
 
 static KEYS: &[KeySpec] =
     &[key("duration", ValueKind::Duration { nonzero: Some(ATR_TIMEOUT_DURATION) }, Role::Builder), ENABLED, CONFIG];
