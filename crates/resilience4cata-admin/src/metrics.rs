@@ -106,31 +106,54 @@ fn describe() {
 fn record_snapshot(snapshot: &RegistrySnapshot) {
     snapshot.circuit_breakers().iter().for_each(record_breaker);
     for r in snapshot.rate_limiters() {
-        let id = r.instance.to_string();
-        gauge!("r4c_rate_limiter_available_permits", "instance" => id.clone()).set(r.available_permits);
-        gauge!("r4c_rate_limiter_permits", "instance" => id).set(r.config.permits);
+        set_gauges(
+            &r.instance,
+            [
+                ("r4c_rate_limiter_available_permits", f64::from(r.available_permits)),
+                ("r4c_rate_limiter_permits", f64::from(r.config.permits)),
+            ],
+        );
     }
     for b in snapshot.bulkheads() {
-        let id = b.instance.to_string();
-        gauge!("r4c_bulkhead_in_flight", "instance" => id.clone()).set(b.in_flight);
-        gauge!("r4c_bulkhead_available", "instance" => id.clone()).set(b.available);
-        gauge!("r4c_bulkhead_waiting", "instance" => id.clone()).set(b.waiting);
-        gauge!("r4c_bulkhead_max_concurrent_calls", "instance" => id).set(b.config.max_concurrent_calls);
+        set_gauges(
+            &b.instance,
+            [
+                ("r4c_bulkhead_in_flight", f64::from(b.in_flight)),
+                ("r4c_bulkhead_available", f64::from(b.available)),
+                ("r4c_bulkhead_waiting", f64::from(b.waiting)),
+                ("r4c_bulkhead_max_concurrent_calls", f64::from(b.config.max_concurrent_calls)),
+            ],
+        );
     }
     for a in snapshot.adaptive_limits() {
-        let id = a.instance.to_string();
-        gauge!("r4c_adaptive_limit_limit", "instance" => id.clone()).set(a.limit);
-        gauge!("r4c_adaptive_limit_in_flight", "instance" => id.clone()).set(a.in_flight);
-        gauge!("r4c_adaptive_limit_waiting", "instance" => id).set(a.waiting);
+        set_gauges(
+            &a.instance,
+            [
+                ("r4c_adaptive_limit_limit", f64::from(a.limit)),
+                ("r4c_adaptive_limit_in_flight", f64::from(a.in_flight)),
+                ("r4c_adaptive_limit_waiting", f64::from(a.waiting)),
+            ],
+        );
     }
     for t in snapshot.timeouts() {
         counter!("r4c_timeout_timed_out_total", "instance" => t.instance.to_string()).absolute(t.timed_out);
     }
     for r in snapshot.retries() {
         let Some(budget) = r.budget else { continue };
-        let id = r.instance.to_string();
-        gauge!("r4c_retry_budget_allowed_retries", "instance" => id.clone()).set(budget.allowed_retries as f64);
-        gauge!("r4c_retry_budget_retries", "instance" => id).set(budget.retries as f64);
+        set_gauges(
+            &r.instance,
+            [
+                ("r4c_retry_budget_allowed_retries", budget.allowed_retries as f64),
+                ("r4c_retry_budget_retries", budget.retries as f64),
+            ],
+        );
+    }
+}
+
+/// Sets one instance's gauges, each to its value.
+fn set_gauges<const N: usize>(instance: &str, values: [(&'static str, f64); N]) {
+    for (name, value) in values {
+        gauge!(name, "instance" => instance.to_string()).set(value);
     }
 }
 
