@@ -98,36 +98,23 @@ mod tests {
         };
         let policy = Arc::new(limit(&clock, config));
         let inside = Arc::new(AtomicU32::new(0));
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
-        let (passed, refused) = rt.block_on(async {
-            let tasks: Vec<_> = (0..6u32)
-                .map(|t| {
-                    let (policy, inside) = (Arc::clone(&policy), Arc::clone(&inside));
-                    tokio::spawn(async move {
-                        let (mut passed, mut refused) = (0u32, 0u32);
-                        for i in 0..300u32 {
-                            let Ok(permit) = policy.acquire_async().await else {
-                                refused += 1;
-                                continue;
-                            };
-                            assert!(inside.fetch_add(1, Ordering::SeqCst) < MAX, "more than {MAX} inside");
-                            let work = Duration::from_micros(u64::from((i * 7 + t) % 5) * 900);
-                            policy.state.timer.sleep_async(work).await.unwrap();
-                            inside.fetch_sub(1, Ordering::SeqCst);
-                            permit.finish(if i % 4 == 0 { LimitOutcome::Dropped } else { LimitOutcome::Success });
-                            passed += 1;
-                        }
-                        (passed, refused)
-                    })
-                })
-                .collect();
-            let mut totals = (0, 0);
-            for task in tasks {
-                let (p, r) = task.await.unwrap();
-                totals = (totals.0 + p, totals.1 + r);
-            }
-            totals
-        });
+        let (passed, refused) = {
+            let policy = Arc::clone(&policy);
+            crate::stress::stress_async(move |t, i| {
+                let (policy, inside) = (Arc::clone(&policy), Arc::clone(&inside));
+                async move {
+                    let Ok(permit) = policy.acquire_async().await else {
+                        return false;
+                    };
+                    assert!(inside.fetch_add(1, Ordering::SeqCst) < MAX, "more than {MAX} inside");
+                    let work = Duration::from_micros(u64::from((i * 7 + t) % 5) * 900);
+                    policy.state.timer.sleep_async(work).await.unwrap();
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    permit.finish(if i % 4 == 0 { LimitOutcome::Dropped } else { LimitOutcome::Success });
+                    true
+                }
+            })
+        };
         assert_eq!(passed + refused, 1_800);
         assert!(passed > 0 && refused > 0, "both outcomes happen: {passed} passed, {refused} refused");
         let s = policy.state.snapshot();
