@@ -59,82 +59,101 @@ pub(crate) async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoRe
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text)
 }
 
-fn describe() {
-    metrics::describe_gauge!("r4c_circuit_breaker_state", "1 for the breaker's current state, 0 for the others");
-    metrics::describe_gauge!(
-        "r4c_circuit_breaker_failure_rate",
-        "failure rate in percent, NaN until minimum_calls are recorded"
-    );
-    metrics::describe_gauge!(
-        "r4c_circuit_breaker_slow_call_rate",
-        "slow-call rate in percent, NaN until minimum_calls are recorded"
-    );
-    metrics::describe_gauge!(
-        "r4c_circuit_breaker_not_permitted_calls",
-        "calls refused since the breaker was built or reset"
-    );
-    metrics::describe_gauge!("r4c_rate_limiter_available_permits", "calls that could pass right now");
-    metrics::describe_gauge!("r4c_rate_limiter_permits", "permits per period (the limit)");
-    metrics::describe_gauge!("r4c_bulkhead_in_flight", "slots taken");
-    metrics::describe_gauge!("r4c_bulkhead_available", "slots free");
-    metrics::describe_gauge!("r4c_bulkhead_waiting", "calls waiting for a slot");
-    metrics::describe_gauge!("r4c_bulkhead_max_concurrent_calls", "slots in all (the limit)");
-    metrics::describe_gauge!("r4c_retry_budget_allowed_retries", "retries the budget's current window allows");
-    metrics::describe_gauge!("r4c_retry_budget_retries", "retries granted in the budget's current window");
-    metrics::describe_gauge!("r4c_adaptive_limit_limit", "the adaptive limit's current concurrency limit");
-    metrics::describe_gauge!("r4c_adaptive_limit_in_flight", "calls holding a slot of the adaptive limit");
-    metrics::describe_gauge!("r4c_adaptive_limit_waiting", "calls waiting for a slot of the adaptive limit");
-    metrics::describe_counter!("r4c_timeout_timed_out_total", "attempts cut off at their deadline");
-    metrics::describe_counter!("r4c_retry_retries_total", "retries since the admin started");
-    metrics::describe_counter!(
-        "r4c_retry_gave_up_total",
-        "retried calls that gave up since the admin started, by reason"
-    );
-    metrics::describe_counter!(
+/// The gauges set from each scrape's snapshot, and their help text.
+const GAUGES: [(&str, &str); 15] = [
+    ("r4c_circuit_breaker_state", "1 for the breaker's current state, 0 for the others"),
+    ("r4c_circuit_breaker_failure_rate", "failure rate in percent, NaN until minimum_calls are recorded"),
+    ("r4c_circuit_breaker_slow_call_rate", "slow-call rate in percent, NaN until minimum_calls are recorded"),
+    ("r4c_circuit_breaker_not_permitted_calls", "calls refused since the breaker was built or reset"),
+    ("r4c_rate_limiter_available_permits", "calls that could pass right now"),
+    ("r4c_rate_limiter_permits", "permits per period (the limit)"),
+    ("r4c_bulkhead_in_flight", "slots taken"),
+    ("r4c_bulkhead_available", "slots free"),
+    ("r4c_bulkhead_waiting", "calls waiting for a slot"),
+    ("r4c_bulkhead_max_concurrent_calls", "slots in all (the limit)"),
+    ("r4c_retry_budget_allowed_retries", "retries the budget's current window allows"),
+    ("r4c_retry_budget_retries", "retries granted in the budget's current window"),
+    ("r4c_adaptive_limit_limit", "the adaptive limit's current concurrency limit"),
+    ("r4c_adaptive_limit_in_flight", "calls holding a slot of the adaptive limit"),
+    ("r4c_adaptive_limit_waiting", "calls waiting for a slot of the adaptive limit"),
+];
+
+/// The counters set from the admin's event counts, and their help text.
+const COUNTERS: [(&str, &str); 9] = [
+    ("r4c_timeout_timed_out_total", "attempts cut off at their deadline"),
+    ("r4c_retry_retries_total", "retries since the admin started"),
+    ("r4c_retry_gave_up_total", "retried calls that gave up since the admin started, by reason"),
+    (
         "r4c_hedge_hedged_calls_total",
-        "calls that started an extra attempt and ended since the admin started, by outcome"
-    );
-    metrics::describe_counter!("r4c_hedge_extra_attempts_total", "extra attempts started since the admin started");
-    metrics::describe_counter!("r4c_fallback_applied_total", "calls answered by the fallback since the admin started");
-    metrics::describe_counter!(
-        "r4c_adaptive_limit_changes_total",
-        "moves of the adaptive limit since the admin started, by direction"
-    );
-    metrics::describe_counter!(
-        "r4c_adaptive_limit_rejected_total",
-        "calls the adaptive limit refused since the admin started"
-    );
-    metrics::describe_counter!("r4c_admin_events_lost_total", "events the admin's counting subscription missed");
+        "calls that started an extra attempt and ended since the admin started, by outcome",
+    ),
+    ("r4c_hedge_extra_attempts_total", "extra attempts started since the admin started"),
+    ("r4c_fallback_applied_total", "calls answered by the fallback since the admin started"),
+    ("r4c_adaptive_limit_changes_total", "moves of the adaptive limit since the admin started, by direction"),
+    ("r4c_adaptive_limit_rejected_total", "calls the adaptive limit refused since the admin started"),
+    ("r4c_admin_events_lost_total", "events the admin's counting subscription missed"),
+];
+
+fn describe() {
+    for (name, help) in GAUGES {
+        metrics::describe_gauge!(name, help);
+    }
+    for (name, help) in COUNTERS {
+        metrics::describe_counter!(name, help);
+    }
 }
 
 fn record_snapshot(snapshot: &RegistrySnapshot) {
     snapshot.circuit_breakers().iter().for_each(record_breaker);
     for r in snapshot.rate_limiters() {
-        let id = r.instance.to_string();
-        gauge!("r4c_rate_limiter_available_permits", "instance" => id.clone()).set(r.available_permits);
-        gauge!("r4c_rate_limiter_permits", "instance" => id).set(r.config.permits);
+        set_gauges(
+            &r.instance,
+            [
+                ("r4c_rate_limiter_available_permits", f64::from(r.available_permits)),
+                ("r4c_rate_limiter_permits", f64::from(r.config.permits)),
+            ],
+        );
     }
     for b in snapshot.bulkheads() {
-        let id = b.instance.to_string();
-        gauge!("r4c_bulkhead_in_flight", "instance" => id.clone()).set(b.in_flight);
-        gauge!("r4c_bulkhead_available", "instance" => id.clone()).set(b.available);
-        gauge!("r4c_bulkhead_waiting", "instance" => id.clone()).set(b.waiting);
-        gauge!("r4c_bulkhead_max_concurrent_calls", "instance" => id).set(b.config.max_concurrent_calls);
+        set_gauges(
+            &b.instance,
+            [
+                ("r4c_bulkhead_in_flight", f64::from(b.in_flight)),
+                ("r4c_bulkhead_available", f64::from(b.available)),
+                ("r4c_bulkhead_waiting", f64::from(b.waiting)),
+                ("r4c_bulkhead_max_concurrent_calls", f64::from(b.config.max_concurrent_calls)),
+            ],
+        );
     }
     for a in snapshot.adaptive_limits() {
-        let id = a.instance.to_string();
-        gauge!("r4c_adaptive_limit_limit", "instance" => id.clone()).set(a.limit);
-        gauge!("r4c_adaptive_limit_in_flight", "instance" => id.clone()).set(a.in_flight);
-        gauge!("r4c_adaptive_limit_waiting", "instance" => id).set(a.waiting);
+        set_gauges(
+            &a.instance,
+            [
+                ("r4c_adaptive_limit_limit", f64::from(a.limit)),
+                ("r4c_adaptive_limit_in_flight", f64::from(a.in_flight)),
+                ("r4c_adaptive_limit_waiting", f64::from(a.waiting)),
+            ],
+        );
     }
     for t in snapshot.timeouts() {
         counter!("r4c_timeout_timed_out_total", "instance" => t.instance.to_string()).absolute(t.timed_out);
     }
     for r in snapshot.retries() {
         let Some(budget) = r.budget else { continue };
-        let id = r.instance.to_string();
-        gauge!("r4c_retry_budget_allowed_retries", "instance" => id.clone()).set(budget.allowed_retries as f64);
-        gauge!("r4c_retry_budget_retries", "instance" => id).set(budget.retries as f64);
+        set_gauges(
+            &r.instance,
+            [
+                ("r4c_retry_budget_allowed_retries", budget.allowed_retries as f64),
+                ("r4c_retry_budget_retries", budget.retries as f64),
+            ],
+        );
+    }
+}
+
+/// Sets one instance's gauges, each to its value.
+fn set_gauges<const N: usize>(instance: &str, values: [(&'static str, f64); N]) {
+    for (name, value) in values {
+        gauge!(name, "instance" => instance.to_string()).set(value);
     }
 }
 

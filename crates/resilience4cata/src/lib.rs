@@ -25,6 +25,8 @@ mod scope;
 #[cfg(feature = "serde")]
 mod serde_millis;
 pub mod shared;
+#[cfg(test)]
+mod stress;
 mod sync;
 pub mod timeout;
 

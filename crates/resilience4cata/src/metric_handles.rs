@@ -4,9 +4,13 @@
 
 /// Declares `$name`, one instance's handles, and its `register(instance)`: each field a
 /// `metrics::Counter` or `metrics::Gauge` named `resilience4cata_<policy>_<metric>`, labelled with
-/// the instance id. The policy's recording methods (one per event) go in an `impl` of its own.
+/// the instance id. A counter that only counts one event names its recording method after `=>`
+/// (`rejected: counter "rejected_total" => /// A `Rejected` event. fn rejected`); the policy's
+/// other recording methods go in an `impl` of its own.
 macro_rules! metric_handles {
-    ($(#[$meta:meta])* $name:ident for $policy:literal { $($field:ident: $kind:ident $metric:literal),* $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident for $policy:literal {
+        $($field:ident: $kind:ident $metric:literal $(=> $(#[$doc:meta])* fn $method:ident)?),* $(,)?
+    }) => {
         $(#[$meta])*
         #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
         pub struct $name {
@@ -19,6 +23,12 @@ macro_rules! metric_handles {
                     $($field: metric_handles!(@register $kind, concat!("resilience4cata_", $policy, "_", $metric), instance),)*
                 }
             }
+            $($(
+                $(#[$doc])*
+                pub(crate) fn $method(&self) {
+                    self.$field.increment(1);
+                }
+            )?)*
         }
     };
     (@type counter) => { ::metrics::Counter };

@@ -19,8 +19,7 @@ use crate::validate::Settings;
 /// the circuit breaker layer, issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> TokenStream {
     let p = private();
-    let field = ctx.field();
-    let acquire = if ctx.is_async() { quote!(#field.acquire_async().await) } else { quote!(#field.acquire()) };
+    let acquire = ctx.acquire();
     let ignored = any(settings, ["ignore_on", "ignore_on_if"]).unwrap_or_else(|| quote!(false));
     let dropped = any(settings, ["drop_on", "drop_on_if"]).unwrap_or_else(|| quote!(true));
     let refusal = ctx.refusal(quote!(__r4c_rejection));

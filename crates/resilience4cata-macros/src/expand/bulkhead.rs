@@ -11,8 +11,7 @@ use crate::validate::Settings;
 /// let r = <inner>; drop(slot); r }`: bound by a `let`, so an async method's future does not keep
 /// the whole `Result` the acquisition returned across the delegate's await (issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
-    let field = ctx.field();
-    let acquire = if ctx.is_async() { quote!(#field.acquire_async().await) } else { quote!(#field.acquire()) };
+    let acquire = ctx.acquire();
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
         '__r4c_bulkhead: {

@@ -94,6 +94,13 @@ impl Ctx<'_> {
         self.method.is_async()
     }
 
+    /// `<field>.acquire_async().await` in an async method, `<field>.acquire()` (which may block)
+    /// otherwise: how the bulkhead, rate limiter and adaptive limit layers take their permit.
+    pub(crate) fn acquire(&self) -> TokenStream {
+        let field = self.field();
+        if self.is_async() { quote!(#field.acquire_async().await) } else { quote!(#field.acquire()) }
+    }
+
     /// The span of the method's `Result` type, where type errors about it are reported.
     pub(crate) fn ret_span(&self) -> Span {
         self.method.ret.as_ref().map_or_else(|| self.method.item.sig.ident.span(), |t| t.span())

@@ -11,8 +11,7 @@ use crate::validate::Settings;
 /// the acquisition's `Result` ends with the `if let`, so an async method's future does not keep it
 /// across the inner layers' awaits, as a `match` around `<inner>` would (issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
-    let field = ctx.field();
-    let acquire = if ctx.is_async() { quote!(#field.acquire_async().await) } else { quote!(#field.acquire()) };
+    let acquire = ctx.acquire();
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
         '__r4c_rate_limiter: {

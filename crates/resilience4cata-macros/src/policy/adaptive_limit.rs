@@ -1,27 +1,12 @@
 //! `#[adaptive_limit(…)]`: keys of SPEC §7.4, with the limits' order (`R4C-ATR-050`) and the
 //! algorithms' ranges (`R4C-ATR-051`) checked at compile time.
 
-use super::{KeySpec, PolicySpec, Role, ValueKind};
-use crate::diag::{ATR_ENABLED, ATR_LIMIT_ORDER, ATR_LIMIT_PARAMETER};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
+use crate::diag::{ATR_LIMIT_ORDER, ATR_LIMIT_PARAMETER};
 use crate::validate::{Method, Problem, Setting, Settings, Value};
 
-const U32_MAX: u64 = u32::MAX as u64;
-
 /// The adaptive limit attribute.
-pub(crate) static ADAPTIVE_LIMIT: PolicySpec = PolicySpec {
-    name: "adaptive_limit",
-    keys: KEYS,
-    check,
-    runtime_fn: "adaptive_limit",
-    builder: "AdaptiveLimitConfigBuilder",
-    field_ty: "AdaptiveLimitPolicy",
-    layer: crate::expand::adaptive_limit::layer,
-    rejects: true,
-};
-
-const fn key(name: &'static str, kind: ValueKind, role: Role) -> KeySpec {
-    KeySpec { name, kind, role }
-}
+pub(crate) static ADAPTIVE_LIMIT: PolicySpec = policy_spec!(adaptive_limit, AdaptiveLimit, check: check, rejects: true);
 
 const LIMIT: ValueKind = ValueKind::Count { min: 1, max: U32_MAX, code: ATR_LIMIT_ORDER };
 const fn count(min: u64) -> ValueKind {
@@ -49,13 +34,13 @@ static KEYS: &[KeySpec] = &[
     key("max_window_time", ValueKind::Duration { nonzero: Some(ATR_LIMIT_PARAMETER) }, Role::Builder),
     key("window_size", count(1), Role::Builder),
     key("min_rtt_threshold", ValueKind::Duration { nonzero: None }, Role::Builder),
-    key("enabled", ValueKind::Bool { code: ATR_ENABLED }, Role::Builder),
+    ENABLED,
     key("drop_on", ValueKind::Pattern, Role::Code),
     key("ignore_on", ValueKind::Pattern, Role::Code),
     key("drop_on_if", ValueKind::FnPath, Role::Code),
     key("ignore_on_if", ValueKind::FnPath, Role::Code),
-    key("name", ValueKind::Str, Role::Name),
-    key("config", ValueKind::Str, Role::Config),
+    NAME,
+    CONFIG,
 ];
 
 /// `min_limit ≤ initial_limit ≤ max_limit` among the limits written (unwritten ones come from the

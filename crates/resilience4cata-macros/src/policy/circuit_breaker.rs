@@ -2,31 +2,18 @@
 //! `resilience4cata::circuit_breaker::CircuitBreakerConfig`, and the ranges the runtime would refuse
 //! with `R4C-REG-003`, caught at compile time instead.
 
-use super::{KeySpec, PolicySpec, Role, ValueKind};
-use crate::diag::{ATR_CB_COUNT, ATR_CB_RATE, ATR_CB_SLOW_ZERO, ATR_ENABLED};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
+use crate::diag::{ATR_CB_COUNT, ATR_CB_RATE, ATR_CB_SLOW_ZERO};
 use crate::validate::{Method, Problem, Setting, Settings, Value};
 
-const U32_MAX: u64 = u32::MAX as u64;
 /// `circuit_breaker::MAX_COUNT_WINDOW`, `MAX_TIME_WINDOW` and `MAX_HALF_OPEN_CALLS` of the runtime.
 const MAX_COUNT_WINDOW: u64 = 1_000_000;
 const MAX_TIME_WINDOW: u64 = 86_400;
 const MAX_HALF_OPEN_CALLS: u64 = 4_095;
 
 /// The circuit breaker attribute.
-pub(crate) static CIRCUIT_BREAKER: PolicySpec = PolicySpec {
-    name: "circuit_breaker",
-    keys: KEYS,
-    check,
-    runtime_fn: "circuit_breaker",
-    builder: "CircuitBreakerConfigBuilder",
-    field_ty: "CircuitBreakerPolicy",
-    layer: crate::expand::circuit_breaker::layer,
-    rejects: true,
-};
-
-const fn key(name: &'static str, kind: ValueKind, role: Role) -> KeySpec {
-    KeySpec { name, kind, role }
-}
+pub(crate) static CIRCUIT_BREAKER: PolicySpec =
+    policy_spec!(circuit_breaker, CircuitBreaker, check: check, rejects: true);
 
 const fn count(min: u64, max: u64) -> ValueKind {
     ValueKind::Count { min, max, code: ATR_CB_COUNT }
@@ -43,13 +30,13 @@ static KEYS: &[KeySpec] = &[
     key("slow_call_rate_threshold", RATE, Role::Builder),
     key("wait_in_open", ValueKind::Duration { nonzero: None }, Role::Builder),
     key("permitted_calls_in_half_open", count(1, MAX_HALF_OPEN_CALLS), Role::Builder),
-    key("enabled", ValueKind::Bool { code: ATR_ENABLED }, Role::Builder),
+    ENABLED,
     key("record_on", ValueKind::Pattern, Role::Code),
     key("ignore_on", ValueKind::Pattern, Role::Code),
     key("record_on_if", ValueKind::FnPath, Role::Code),
     key("ignore_on_if", ValueKind::FnPath, Role::Code),
-    key("name", ValueKind::Str, Role::Name),
-    key("config", ValueKind::Str, Role::Config),
+    NAME,
+    CONFIG,
 ];
 
 /// A threshold of 0 % would open a healthy breaker (the range check admits it, being inclusive);

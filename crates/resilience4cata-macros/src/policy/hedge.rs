@@ -1,32 +1,19 @@
 //! `#[hedge(…)]`: keys of SPEC §7.7. Async methods only, and never beside a retry (both decide
 //! when to start another attempt).
 
-use super::{KeySpec, PolicySpec, Role, ValueKind};
-use crate::diag::{ATR_ENABLED, ATR_HEDGED_ATTEMPTS, ATR_RETRY_WITH_HEDGE, SIG_HEDGE_SYNC};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, ValueKind, key, policy_spec};
+use crate::diag::{ATR_HEDGED_ATTEMPTS, ATR_RETRY_WITH_HEDGE, SIG_HEDGE_SYNC};
 use crate::validate::{Method, Problem, Settings};
 
 /// The hedge attribute.
-pub(crate) static HEDGE: PolicySpec = PolicySpec {
-    name: "hedge",
-    keys: KEYS,
-    check,
-    runtime_fn: "hedge",
-    builder: "HedgeConfigBuilder",
-    field_ty: "HedgePolicy",
-    layer: crate::expand::hedge::layer,
-    rejects: false,
-};
+pub(crate) static HEDGE: PolicySpec = policy_spec!(hedge, Hedge, check: check, rejects: false);
 
 static KEYS: &[KeySpec] = &[
-    KeySpec { name: "delay", kind: ValueKind::Duration { nonzero: None }, role: Role::Builder },
-    KeySpec {
-        name: "max_hedged_attempts",
-        kind: ValueKind::Count { min: 1, max: 8, code: ATR_HEDGED_ATTEMPTS },
-        role: Role::Builder,
-    },
-    KeySpec { name: "enabled", kind: ValueKind::Bool { code: ATR_ENABLED }, role: Role::Builder },
-    KeySpec { name: "name", kind: ValueKind::Str, role: Role::Name },
-    KeySpec { name: "config", kind: ValueKind::Str, role: Role::Config },
+    key("delay", ValueKind::Duration { nonzero: None }, Role::Builder),
+    key("max_hedged_attempts", ValueKind::Count { min: 1, max: 8, code: ATR_HEDGED_ATTEMPTS }, Role::Builder),
+    ENABLED,
+    NAME,
+    CONFIG,
 ];
 
 fn check(settings: &Settings, method: &Method) -> Vec<Problem> {

@@ -56,6 +56,25 @@ pub(crate) fn lookup(path: &syn::Path) -> Option<&'static PolicySpec> {
     POLICIES.iter().copied().find(|p| ident == p.name)
 }
 
+/// The spec of a policy attribute named after its module: `name` and `runtime_fn` are the module
+/// name, `builder` and `field_ty` are `<Prefix>ConfigBuilder` and `<Prefix>Policy`, `keys` is the
+/// module's `KEYS` and `layer` is `expand::<module>::layer`.
+macro_rules! policy_spec {
+    ($module:ident, $prefix:ident, check: $check:expr, rejects: $rejects:expr $(,)?) => {
+        $crate::policy::PolicySpec {
+            name: stringify!($module),
+            keys: KEYS,
+            check: $check,
+            runtime_fn: stringify!($module),
+            builder: concat!(stringify!($prefix), "ConfigBuilder"),
+            field_ty: concat!(stringify!($prefix), "Policy"),
+            layer: $crate::expand::$module::layer,
+            rejects: $rejects,
+        }
+    };
+}
+pub(super) use policy_spec;
+
 /// One policy attribute: its keys, its checks and how the generated code builds and applies it.
 pub(crate) struct PolicySpec {
     /// The attribute name, e.g. `retry`.
@@ -87,6 +106,25 @@ impl PolicySpec {
     pub(crate) fn key_names(&self) -> impl Iterator<Item = &'static str> {
         self.keys.iter().map(|k| k.name)
     }
+}
+
+/// `u32::MAX`, the top of most counts.
+pub(super) const U32_MAX: u64 = u32::MAX as u64;
+
+/// A key of an attribute, for the attributes' key tables.
+pub(super) const fn key(name: &'static str, kind: ValueKind, role: Role) -> KeySpec {
+    KeySpec { name, kind, role }
+}
+
+/// `enabled`, `name` and `config`: the keys every policy attribute has (but `timeout`, which has no
+/// `name`), written the same way in each.
+pub(super) const ENABLED: KeySpec = key("enabled", ValueKind::Bool { code: crate::diag::ATR_ENABLED }, Role::Builder);
+pub(super) const NAME: KeySpec = key("name", ValueKind::Str, Role::Name);
+pub(super) const CONFIG: KeySpec = key("config", ValueKind::Str, Role::Config);
+
+/// The `check` of an attribute whose keys are each judged on their own: nothing across keys.
+pub(super) fn no_cross_checks(_settings: &Settings, _method: &Method) -> Vec<Problem> {
+    Vec::new()
 }
 
 /// One key of a policy attribute.

@@ -1,29 +1,12 @@
 //! `#[retry(…)]`: its keys are the fields of `resilience4cata::retry::RetryConfig`
 //! (documented there), plus the error patterns and the classifier rules.
 
-use super::{KeySpec, PolicySpec, Role, ValueKind};
-use crate::diag::{
-    ATR_BUDGET, ATR_ENABLED, ATR_MAX_ATTEMPTS, ATR_MULTIPLIER, CLS_EXHAUSTED_WITHOUT_CLASSIFIER, CLS_WITH_PATTERNS,
-};
+use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
+use crate::diag::{ATR_BUDGET, ATR_MAX_ATTEMPTS, ATR_MULTIPLIER, CLS_EXHAUSTED_WITHOUT_CLASSIFIER, CLS_WITH_PATTERNS};
 use crate::validate::{Method, Problem, Settings};
 
-const U32_MAX: u64 = u32::MAX as u64;
-
 /// The retry attribute.
-pub(crate) static RETRY: PolicySpec = PolicySpec {
-    name: "retry",
-    keys: KEYS,
-    check,
-    runtime_fn: "retry",
-    builder: "RetryConfigBuilder",
-    field_ty: "RetryPolicy",
-    layer: crate::expand::retry::layer,
-    rejects: false,
-};
-
-const fn key(name: &'static str, kind: ValueKind, role: Role) -> KeySpec {
-    KeySpec { name, kind, role }
-}
+pub(crate) static RETRY: PolicySpec = policy_spec!(retry, Retry, check: check, rejects: false);
 
 static KEYS: &[KeySpec] = &[
     key("max_attempts", ValueKind::Count { min: 1, max: U32_MAX, code: ATR_MAX_ATTEMPTS }, Role::Builder),
@@ -36,7 +19,7 @@ static KEYS: &[KeySpec] = &[
     key("budget_percent", ValueKind::Number { min: 0.0, max: 1000.0, code: ATR_BUDGET }, Role::Builder),
     key("budget_min_retries_per_second", ValueKind::Count { min: 0, max: U32_MAX, code: ATR_BUDGET }, Role::Builder),
     key("budget_window", ValueKind::Duration { nonzero: Some(ATR_BUDGET) }, Role::Builder),
-    key("enabled", ValueKind::Bool { code: ATR_ENABLED }, Role::Builder),
+    ENABLED,
     key("retry_on", ValueKind::Pattern, Role::Code),
     key("abort_on", ValueKind::Pattern, Role::Code),
     key("retry_on_if", ValueKind::FnPath, Role::Code),
@@ -44,8 +27,8 @@ static KEYS: &[KeySpec] = &[
     key("classifier", ValueKind::FnPath, Role::Code),
     key("on_exhausted_result", ValueKind::FnPath, Role::Code),
     key("delay_from", ValueKind::FnPath, Role::Code),
-    key("name", ValueKind::Str, Role::Name),
-    key("config", ValueKind::Str, Role::Config),
+    NAME,
+    CONFIG,
 ];
 
 /// Keys a classifier replaces: it decides for `Ok` and `Err` alike.

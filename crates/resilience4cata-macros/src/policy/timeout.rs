@@ -1,31 +1,15 @@
 //! `#[timeout(…)]`: its keys are the fields of `resilience4cata::timeout::TimeoutConfig`. No `name`
 //! (the id is always the derived one, so `name` is an unknown key), and async methods only.
 
-use super::{KeySpec, PolicySpec, Role, ValueKind};
-use crate::diag::{ATR_ENABLED, ATR_TIMEOUT_DURATION, SIG_TIMEOUT_SYNC};
+use super::{CONFIG, ENABLED, KeySpec, PolicySpec, Role, ValueKind, key, policy_spec};
+use crate::diag::{ATR_TIMEOUT_DURATION, SIG_TIMEOUT_SYNC};
 use crate::validate::{Method, Problem, Settings};
 
 /// The timeout attribute.
-pub(crate) static TIMEOUT: PolicySpec = PolicySpec {
-    name: "timeout",
-    keys: KEYS,
-    check,
-    runtime_fn: "timeout",
-    builder: "TimeoutConfigBuilder",
-    field_ty: "TimeoutPolicy",
-    layer: crate::expand::timeout::layer,
-    rejects: true,
-};
+pub(crate) static TIMEOUT: PolicySpec = policy_spec!(timeout, Timeout, check: check, rejects: true);
 
-static KEYS: &[KeySpec] = &[
-    KeySpec {
-        name: "duration",
-        kind: ValueKind::Duration { nonzero: Some(ATR_TIMEOUT_DURATION) },
-        role: Role::Builder,
-    },
-    KeySpec { name: "enabled", kind: ValueKind::Bool { code: ATR_ENABLED }, role: Role::Builder },
-    KeySpec { name: "config", kind: ValueKind::Str, role: Role::Config },
-];
+static KEYS: &[KeySpec] =
+    &[key("duration", ValueKind::Duration { nonzero: Some(ATR_TIMEOUT_DURATION) }, Role::Builder), ENABLED, CONFIG];
 
 /// A blocking call cannot be cancelled, so a timeout on a sync method could only report lateness.
 fn check(settings: &Settings, method: &Method) -> Vec<Problem> {

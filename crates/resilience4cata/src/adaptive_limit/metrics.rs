@@ -6,7 +6,8 @@ use crate::metric_handles::metric_handles;
 metric_handles! {
     /// One instance's handles: updates never allocate.
     AdaptiveLimitMetrics for "adaptive_limit" {
-        rejected: counter "rejected_total",
+        rejected: counter "rejected_total" => /// A `Rejected` event.
+            fn rejected,
         limit: gauge "limit",
         in_flight: gauge "in_flight",
     }
@@ -26,11 +27,6 @@ impl AdaptiveLimitMetrics {
     /// The limit is now `limit` (also set once when the instance is built).
     pub(crate) fn limit(&self, limit: u32) {
         self.limit.set(f64::from(limit));
-    }
-
-    /// A `Rejected` event.
-    pub(crate) fn rejected(&self) {
-        self.rejected.increment(1);
     }
 }
 

@@ -6,7 +6,8 @@ metric_handles! {
     /// One instance's handles: updates never allocate.
     BulkheadMetrics for "bulkhead" {
         permitted: counter "permitted_total",
-        rejected: counter "rejected_total",
+        rejected: counter "rejected_total" => /// A `Rejected` event.
+            fn rejected,
         in_flight: gauge "in_flight",
     }
 }
@@ -16,11 +17,6 @@ impl BulkheadMetrics {
     pub(crate) fn permitted(&self) {
         self.permitted.increment(1);
         self.in_flight.increment(1.0);
-    }
-
-    /// A `Rejected` event.
-    pub(crate) fn rejected(&self) {
-        self.rejected.increment(1);
     }
 
     /// A `Finished` event: one call fewer inside.

@@ -562,38 +562,21 @@ mod tests {
         let clock = ManualClock::new();
         let b = Arc::new(bulkhead(&clock, MAX, 3 * MS));
         let inside = Arc::new(AtomicU32::new(0));
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
-        let (passed, refused) = rt.block_on(async {
-            let tasks: Vec<_> = (0..6u32)
-                .map(|t| {
-                    let (b, inside) = (Arc::clone(&b), Arc::clone(&inside));
-                    tokio::spawn(async move {
-                        let (mut passed, mut refused) = (0u32, 0u32);
-                        for i in 0..300u32 {
-                            let Ok(_slot) = b.acquire_async().await else {
-                                refused += 1;
-                                continue;
-                            };
-                            assert!(inside.fetch_add(1, Ordering::SeqCst) < MAX, "more than {MAX} inside");
-                            b.state
-                                .timer
-                                .sleep_async(Duration::from_micros(u64::from((i * 7 + t) % 5) * 900))
-                                .await
-                                .unwrap();
-                            inside.fetch_sub(1, Ordering::SeqCst);
-                            passed += 1;
-                        }
-                        (passed, refused)
-                    })
-                })
-                .collect();
-            let mut totals = (0, 0);
-            for task in tasks {
-                let (p, r) = task.await.unwrap();
-                totals = (totals.0 + p, totals.1 + r);
-            }
-            totals
-        });
+        let (passed, refused) = {
+            let b = Arc::clone(&b);
+            crate::stress::stress_async(move |t, i| {
+                let (b, inside) = (Arc::clone(&b), Arc::clone(&inside));
+                async move {
+                    let Ok(_slot) = b.acquire_async().await else {
+                        return false;
+                    };
+                    assert!(inside.fetch_add(1, Ordering::SeqCst) < MAX, "more than {MAX} inside");
+                    b.state.timer.sleep_async(Duration::from_micros(u64::from((i * 7 + t) % 5) * 900)).await.unwrap();
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    true
+                }
+            })
+        };
         assert_eq!(passed + refused, 1_800);
         assert!(passed > 0 && refused > 0, "both outcomes happen: {passed} passed, {refused} refused");
         assert_eq!(counts(&b), (0, MAX, 0));

@@ -5,14 +5,8 @@ use crate::metric_handles::metric_handles;
 metric_handles! {
     /// One instance's handles: increments never allocate.
     FallbackMetrics for "fallback" {
-        applied: counter "applied_total",
-    }
-}
-
-impl FallbackMetrics {
-    /// An `Applied` event.
-    pub(crate) fn applied(&self) {
-        self.applied.increment(1);
+        applied: counter "applied_total" => /// An `Applied` event.
+            fn applied,
     }
 }
 

@@ -5,18 +5,14 @@ use crate::metric_handles::metric_handles;
 metric_handles! {
     /// One instance's handles: increments never allocate.
     HedgeMetrics for "hedge" {
-        hedged: counter "attempts_total",
+        hedged: counter "attempts_total" => /// A `Hedged` event.
+            fn hedged,
         won: counter "wins_total",
         all_failed: counter "all_failed_total",
     }
 }
 
 impl HedgeMetrics {
-    /// A `Hedged` event.
-    pub(crate) fn hedged(&self) {
-        self.hedged.increment(1);
-    }
-
     /// A `Finished` event: won by an extra attempt, by the first, or by none.
     pub(crate) fn finished(&self, winner: Option<u32>) {
         match winner {

@@ -36,7 +36,6 @@
 //! gives each attempt its own ready clone of the service and of the request.
 //!
 //! ```
-//! # #![allow(async_fn_in_trait)]
 //! use std::time::Duration;
 //! use resilience4cata::hedge::HedgeEvent;
 //! use resilience4cata::testing::{self, ManualClock};

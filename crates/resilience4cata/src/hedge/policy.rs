@@ -108,10 +108,7 @@ policy_kind! {
     }
 
     fn check(inner: &Inner, id: &str, _: bool, c: &HedgeConfig) -> Result<(), RegistryError> {
-        match c.enabled {
-            true => inner.require_async_clock(id, "this async method hedges its attempts"),
-            false => Ok(()),
-        }
+        inner.require_async_clock_if(c.enabled, id, "this async method hedges its attempts")
     }
 
     fn new_state(inner: &Inner, instance: Arc<str>, config: HedgeConfig, events: Publisher<HedgeEvent>) -> HedgeState {

@@ -100,6 +100,12 @@ impl Fixture {
     fn cancelled(&self) -> Vec<u32> {
         self.cancelled.lock().unwrap().clone()
     }
+
+    /// The snapshot's `(hedged_calls, hedge_wins)`.
+    fn hedged_and_won(&self) -> (u64, u64) {
+        let s = self.hedge.state().snapshot();
+        (s.hedged_calls, s.hedge_wins)
+    }
 }
 
 fn hedged(attempt: u32) -> HedgeEvent {
@@ -117,8 +123,7 @@ fn a_first_attempt_within_the_delay_is_the_only_one_and_publishes_nothing() {
     assert_eq!(f.starts(), [Duration::ZERO]);
     assert_eq!(f.clock.elapsed(), 50 * MS, "the timer that never fired left the clock at the answer");
     assert!(f.events().is_empty());
-    let s = f.hedge.state().snapshot();
-    assert_eq!((s.hedged_calls, s.hedge_wins), (0, 0));
+    assert_eq!(f.hedged_and_won(), (0, 0));
 }
 
 #[test]
@@ -129,8 +134,7 @@ fn a_slow_first_attempt_is_hedged_at_the_delay_and_dropped_when_the_hedge_wins()
     assert_eq!(f.clock.elapsed(), 300 * MS, "the hedge answered at its own finish time");
     assert_eq!(f.cancelled(), [1], "the first attempt was dropped, not run to its end");
     assert_eq!(f.events(), [hedged(2), finished(2, Some(2))]);
-    let s = f.hedge.state().snapshot();
-    assert_eq!((s.hedged_calls, s.hedge_wins), (1, 1));
+    assert_eq!(f.hedged_and_won(), (1, 1));
 }
 
 #[test]
@@ -149,8 +153,7 @@ fn when_every_attempt_fails_the_one_that_finished_last_is_returned() {
     assert_eq!(block_on(f.call(&[Step::Err(300), Step::Err(100)])), Err(1));
     assert_eq!(f.clock.elapsed(), 300 * MS);
     assert_eq!(f.events(), [hedged(2), finished(2, None)]);
-    let s = f.hedge.state().snapshot();
-    assert_eq!((s.hedged_calls, s.hedge_wins), (1, 0));
+    assert_eq!(f.hedged_and_won(), (1, 0));
 }
 
 #[test]

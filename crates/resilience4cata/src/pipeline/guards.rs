@@ -100,17 +100,9 @@ impl<E> Guards<E> {
             return self.limited(attempt);
         };
         let permit = breaker.acquire().map_err(self.wrap)?;
-        // Taken apart and rebuilt, as the generated layer's `match` does: only the value moves.
-        match self.limited(attempt) {
-            Ok(value) => {
-                permit.record(Outcome::Success);
-                Ok(value)
-            }
-            Err(e) => {
-                permit.record(self.classify_err(&e));
-                Err(e)
-            }
-        }
+        let result = self.limited(attempt);
+        permit.record_result(&result, |e| self.classify_err(e));
+        result
     }
 
     #[inline]
@@ -191,16 +183,9 @@ impl<E> Guards<E> {
             return self.limited_async(attempt, waits_async, reserved).await;
         };
         let permit = breaker.acquire().map_err(self.wrap)?; // a refused attempt gives `reserved` back
-        match self.limited_async(attempt, waits_async, reserved).await {
-            Ok(value) => {
-                permit.record(Outcome::Success);
-                Ok(value)
-            }
-            Err(e) => {
-                permit.record(self.classify_err(&e));
-                Err(e)
-            }
-        }
+        let result = self.limited_async(attempt, waits_async, reserved).await;
+        permit.record_result(&result, |e| self.classify_err(e));
+        result
     }
 
     async fn limited_async<T, Fut>(

@@ -61,26 +61,21 @@ impl sealed::Sealed for Rejecting {}
 impl sealed::Sealed for AsyncOnly {}
 impl sealed::Sealed for Hedged {}
 
-impl BuilderTypestate for Plain {
-    type Rejecting = Rejecting;
-    type AsyncOnly = AsyncOnly;
-    type Hedged = Hedged;
+/// The transition table: each state and where adding a rejecting, an async-only and a hedge policy
+/// takes it.
+macro_rules! transitions {
+    ($($state:ident => ($rejecting:ident, $async_only:ident, $hedged:ident)),* $(,)?) => {$(
+        impl BuilderTypestate for $state {
+            type Rejecting = $rejecting;
+            type AsyncOnly = $async_only;
+            type Hedged = $hedged;
+        }
+    )*};
 }
 
-impl BuilderTypestate for Rejecting {
-    type Rejecting = Rejecting;
-    type AsyncOnly = AsyncOnly;
-    type Hedged = AsyncOnly;
-}
-
-impl BuilderTypestate for AsyncOnly {
-    type Rejecting = AsyncOnly;
-    type AsyncOnly = AsyncOnly;
-    type Hedged = AsyncOnly;
-}
-
-impl BuilderTypestate for Hedged {
-    type Rejecting = AsyncOnly;
-    type AsyncOnly = AsyncOnly;
-    type Hedged = Hedged;
+transitions! {
+    Plain => (Rejecting, AsyncOnly, Hedged),
+    Rejecting => (Rejecting, AsyncOnly, AsyncOnly),
+    AsyncOnly => (AsyncOnly, AsyncOnly, AsyncOnly),
+    Hedged => (AsyncOnly, AsyncOnly, Hedged),
 }

@@ -5,19 +5,9 @@ use crate::metric_handles::metric_handles;
 metric_handles! {
     /// One instance's handles: increments never allocate.
     RateLimiterMetrics for "rate_limiter" {
-        permitted: counter "permitted_total",
-        rejected: counter "rejected_total",
-    }
-}
-
-impl RateLimiterMetrics {
-    /// A `Permitted` event.
-    pub(crate) fn permitted(&self) {
-        self.permitted.increment(1);
-    }
-
-    /// A `Rejected` event.
-    pub(crate) fn rejected(&self) {
-        self.rejected.increment(1);
+        permitted: counter "permitted_total" => /// A `Permitted` event.
+            fn permitted,
+        rejected: counter "rejected_total" => /// A `Rejected` event.
+            fn rejected,
     }
 }

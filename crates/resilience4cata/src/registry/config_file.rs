@@ -281,6 +281,16 @@ mod tests {
         RegistryConfig::from_toml(text, "app.toml").unwrap_err()
     }
 
+    /// The error `text` gives: `code`, and a message naming each of `says`.
+    fn err_saying(text: &str, code: &str, says: &[&str]) -> RegistryError {
+        let e = err(text);
+        assert_eq!(e.code(), code, "{e}");
+        for part in says {
+            assert!(e.to_string().contains(part), "names {part:?}: {e}");
+        }
+        e
+    }
+
     #[test]
     fn parses_the_key_tree() {
         let c = RegistryConfig::from_toml(
@@ -326,32 +336,37 @@ mod tests {
 
     #[test]
     fn unknown_key_names_path_and_line() {
-        let e = err("[defaults.retry]\ndelay = \"1s\"\nmax_attemps = 3\n");
-        assert_eq!(e.code(), "R4C-CFG-002");
-        assert!(e.to_string().contains("app.toml:3"), "{e}");
-        assert!(e.to_string().contains("defaults.retry"), "{e}");
-        assert!(e.to_string().contains("max_attempts"), "lists the valid keys: {e}");
+        // `max_attempts`: the valid keys are listed.
+        err_saying(
+            "[defaults.retry]\ndelay = \"1s\"\nmax_attemps = 3\n",
+            "R4C-CFG-002",
+            &["app.toml:3", "defaults.retry", "max_attempts"],
+        );
     }
 
     #[test]
     fn bad_values_name_path_and_line() {
-        let e = err("[configs.x.retry]\n\ndelay = \"10 parsecs\"\n");
-        assert_eq!(e.code(), "R4C-CFG-003");
-        assert!(e.to_string().contains("app.toml:3"), "{e}");
-        assert!(e.to_string().contains("configs.x.retry.delay"), "{e}");
+        err_saying(
+            "[configs.x.retry]\n\ndelay = \"10 parsecs\"\n",
+            "R4C-CFG-003",
+            &["app.toml:3", "configs.x.retry.delay"],
+        );
         assert_eq!(err("[defaults.retry]\njitter = \"sometimes\"\n").code(), "R4C-CFG-003");
         assert_eq!(err("[defaults.retry]\nmax_attempts = \"three\"\n").code(), "R4C-CFG-003");
     }
 
     #[test]
     fn out_of_range_values_name_path_and_line() {
-        let e = err("[defaults.retry]\ndelay = \"1s\"\nmax_attempts = 0\n");
-        assert_eq!(e.code(), "R4C-CFG-004");
-        assert!(e.to_string().contains("app.toml:3: `defaults.retry.max_attempts`"), "{e}");
-        assert!(e.to_string().contains("at least 1"), "{e}");
-        let e = err("[configs.slow.circuit_breaker]\nminimum_calls = 5\n\nfailure_rate_threshold = 0\n");
-        assert_eq!(e.code(), "R4C-CFG-004");
-        assert!(e.to_string().contains("app.toml:4: `configs.slow.circuit_breaker.failure_rate_threshold`"), "{e}");
+        err_saying(
+            "[defaults.retry]\ndelay = \"1s\"\nmax_attempts = 0\n",
+            "R4C-CFG-004",
+            &["app.toml:3: `defaults.retry.max_attempts`", "at least 1"],
+        );
+        err_saying(
+            "[configs.slow.circuit_breaker]\nminimum_calls = 5\n\nfailure_rate_threshold = 0\n",
+            "R4C-CFG-004",
+            &["app.toml:4: `configs.slow.circuit_breaker.failure_rate_threshold`"],
+        );
         let e = err("[instances]\n\"shop::Api::get\".bulkhead.max_concurrent_calls = 0\n");
         assert!(e.to_string().contains("app.toml:2: `instances.shop::Api::get.bulkhead.max_concurrent_calls`"), "{e}");
         let e = err("[defaults]\nrate_limiter = { permits = 3, period = \"0\" }\n");
@@ -371,9 +386,11 @@ mod tests {
     #[test]
     fn non_ascii_durations_are_bad_values_not_panics() {
         for text in ["1µs", "€5s", "PT1€", "5é"] {
-            let e = err(&format!("[defaults.retry]\ndelay = \"{text}\"\n"));
-            assert_eq!(e.code(), "R4C-CFG-003", "{text}: {e}");
-            assert!(e.to_string().contains("app.toml:2: `defaults.retry.delay`"), "{e}");
+            err_saying(
+                &format!("[defaults.retry]\ndelay = \"{text}\"\n"),
+                "R4C-CFG-003",
+                &["app.toml:2: `defaults.retry.delay`"],
+            );
         }
     }
 

@@ -75,6 +75,15 @@ impl Inner {
         ))
     }
 
+    /// [`require_async_clock`](Self::require_async_clock) where the method `needs` one: its waits
+    /// happen inside a future; `Ok` otherwise.
+    pub(crate) fn require_async_clock_if(&self, needs: bool, id: &str, why: &str) -> Result<(), RegistryError> {
+        match needs {
+            true => self.require_async_clock(id, why),
+            false => Ok(()),
+        }
+    }
+
     /// The sites of a policy whose calls may wait for a slot or a permit (bulkhead, rate limiter):
     /// a `shared` instance needs the registry's store, and an async method that may wait
     /// (`max_wait`, or a round trip to the store) a clock that can wait in a future (`why`).
@@ -89,10 +98,7 @@ impl Inner {
         if shared {
             self.require_shared_store(id)?;
         }
-        match is_async && enabled && (!max_wait.is_zero() || shared) {
-            true => self.require_async_clock(id, why),
-            false => Ok(()),
-        }
+        self.require_async_clock_if(is_async && enabled && (!max_wait.is_zero() || shared), id, why)
     }
 }
 

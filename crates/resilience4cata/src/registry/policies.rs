@@ -398,6 +398,19 @@ mod tests {
         source[start..].split('"').next()
     }
 
+    /// `name`, `runtime_fn`, `builder` and `field_ty` of a macro-side `PolicySpec` source: written
+    /// out, or given by `policy_spec!(module, Prefix, …)` (the module name twice, then
+    /// `<Prefix>ConfigBuilder` and `<Prefix>Policy`).
+    fn spec_fields(source: &str) -> [Option<String>; 4] {
+        if let Some(start) = source.find("policy_spec!(") {
+            let mut args = source[start + "policy_spec!(".len()..].split(',').map(str::trim);
+            let (module, prefix) = (args.next().unwrap(), args.next().unwrap());
+            return [module.into(), module.into(), format!("{prefix}ConfigBuilder"), format!("{prefix}Policy")]
+                .map(Some);
+        }
+        ["name", "runtime_fn", "builder", "field_ty"].map(|field| spec_field(source, field).map(str::to_string))
+    }
+
     /// A policy half-registered (in the macro's `POLICIES` but not in `for_each_policy!`, or the
     /// other way round, or in another order, or with another constructor, builder or facade)
     /// fails here.
@@ -415,10 +428,9 @@ mod tests {
         assert_eq!(modules, listed, "policy/mod.rs POLICIES vs registry::for_each_policy!");
         for [name, constructor, builder, facade] in expected {
             let source = std::fs::read_to_string(dir.join(format!("{name}.rs"))).unwrap();
-            let spec = |field| spec_field(&source, field);
             assert_eq!(
-                [spec("name"), spec("runtime_fn"), spec("builder"), spec("field_ty")],
-                [Some(*name), Some(*constructor), Some(*builder), Some(*facade)],
+                spec_fields(&source),
+                [Some(*name), Some(*constructor), Some(*builder), Some(*facade)].map(|f| f.map(str::to_string)),
                 "policy/{name}.rs"
             );
         }

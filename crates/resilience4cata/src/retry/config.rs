@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::registry::KeyProblem;
+use crate::registry::{KeyProblem, layered_builder};
 
 /// How the base wait grows between attempts.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -97,10 +97,6 @@ impl RetryConfig {
         self.budget_percent > 0.0
     }
 }
-
-// Also re-exported here for branches begun when the macro lived in this file.
-#[allow(unused_imports)]
-pub(crate) use crate::registry::layered_builder;
 
 layered_builder! {
     /// Retry settings to layer over the defaults: each setter is named after its attribute key and

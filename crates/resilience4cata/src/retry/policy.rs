@@ -47,10 +47,7 @@ policy_kind! {
     }
 
     fn check(inner: &Inner, id: &str, is_async: bool, _: &RetryConfig) -> Result<(), RegistryError> {
-        match is_async {
-            true => inner.require_async_clock(id, "this async method waits between attempts"),
-            false => Ok(()),
-        }
+        inner.require_async_clock_if(is_async, id, "this async method waits between attempts")
     }
 
     fn new_state(inner: &Inner, instance: Arc<str>, config: RetryConfig, events: Publisher<RetryEvent>) -> RetryState {

@@ -21,7 +21,6 @@
 //! `Registry::shutdown` interrupts the waits between attempts, not a running attempt's deadline.
 //!
 //! ```
-//! # #![allow(async_fn_in_trait)]
 //! use std::time::Duration;
 //! use resilience4cata::testing::{self, ManualClock};
 //! use resilience4cata::{Rejection, ResilienceError, resilient};

@@ -76,10 +76,7 @@ policy_kind! {
     }
 
     fn check(inner: &Inner, id: &str, _: bool, c: &TimeoutConfig) -> Result<(), RegistryError> {
-        match c.enabled {
-            true => inner.require_async_clock(id, "this async method runs under a timeout"),
-            false => Ok(()),
-        }
+        inner.require_async_clock_if(c.enabled, id, "this async method runs under a timeout")
     }
 
     fn new_state(
