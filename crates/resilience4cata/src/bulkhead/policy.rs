@@ -109,10 +109,19 @@ impl BulkheadPolicy {
             return Ok(BulkheadPermit { state: None, fleet: false });
         }
         if state.shared.is_some() {
-            let fleet = state.fleet_slot(SlotPool::wait_sync)?;
-            return with_fleet(state, fleet, self.acquire_local());
+            return self.acquire_shared();
         }
         self.acquire_local()
+    }
+
+    /// A fleet slot first (shared bulkheads), then the local one. Out of line, as the slow path
+    /// of [`acquire_local`](Self::acquire_local): the pass path of a local bulkhead inlines.
+    #[cold]
+    #[inline(never)]
+    fn acquire_shared(&self) -> Result<BulkheadPermit<'_>, Rejection> {
+        let state = &*self.state;
+        let fleet = state.fleet_slot(SlotPool::wait_sync)?;
+        with_fleet(state, fleet, self.acquire_local())
     }
 
     #[inline]
@@ -121,6 +130,15 @@ impl BulkheadPolicy {
         if state.slots.try_acquire() {
             return Ok(BulkheadPermit::new(state));
         }
+        self.acquire_local_slow()
+    }
+
+    /// No slot free at first sight: refuse at once, or park for one up to `max_wait`. Out of
+    /// line, so the pass path above stays small enough to inline into the generated method.
+    #[cold]
+    #[inline(never)]
+    fn acquire_local_slow(&self) -> Result<BulkheadPermit<'_>, Rejection> {
+        let state = &*self.state;
         if state.config.max_wait.is_zero() {
             return Err(state.refuse());
         }
