@@ -18,7 +18,6 @@ use crate::shared::{BreakerLink, RemoteOpen, SharedPublisher};
 #[derive(Clone)]
 pub struct CircuitBreakerPolicy {
     state: Arc<CircuitBreakerState>,
-    enabled: bool,
 }
 
 impl fmt::Debug for CircuitBreakerPolicy {
@@ -33,8 +32,7 @@ impl CircuitBreakerPolicy {
             let breaker: std::sync::Weak<dyn RemoteOpen> = Arc::downgrade(&state) as _;
             link.attach(breaker);
         }
-        let enabled = state.config.enabled;
-        CircuitBreakerPolicy { state, enabled }
+        CircuitBreakerPolicy { state }
     }
 
     /// The instance id.
@@ -46,11 +44,11 @@ impl CircuitBreakerPolicy {
     /// `Rejection::CallNotPermitted`, in which case the method must not be called.
     ///
     /// Closed: one atomic load, no lock, no allocation, no clock read unless slow-call tracking is on.
+    /// A breaker turned off by configuration (`enabled = false`) admits every call unrecorded; that
+    /// is decided out of line, from a flag its state word carries, so a breaker turned on pays no
+    /// test for it.
     #[inline]
     pub fn acquire(&self) -> Result<Permit<'_>, Rejection> {
-        if !self.enabled {
-            return Ok(Permit { state: &self.state, ticket: Ticket::UNGUARDED });
-        }
         match self.state.acquire() {
             Ok(ticket) => Ok(Permit { state: &self.state, ticket }),
             Err(rejection) => Err(rejection),

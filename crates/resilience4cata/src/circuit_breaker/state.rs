@@ -117,20 +117,39 @@ const FORCED_OPEN: u64 = 3;
 const DISABLED: u64 = 4;
 /// Internal: a transition into Closed is clearing the window.
 const CHANGING: u64 = 5;
-const CODE_BITS: u32 = 3;
-const CODE_MASK: u64 = (1 << CODE_BITS) - 1;
+const CODE_MASK: u64 = 0b111;
+/// Flag of a closed word: failures or slow calls wait for `minimum_calls`, so every success must
+/// judge the window (set and cleared by judgements, within one epoch; see `mark_pending`).
+const PENDING: u64 = 1 << 3;
+/// Flag fixed for the instance's life (every word carries it or none does): a closed call cannot
+/// take the fast path, because slow-call tracking is on, the window counts time, or the breaker is
+/// turned off by configuration (`enabled = false`).
+const NOT_FAST: u64 = 1 << 4;
+/// Flag of a ticket, never of the live word: the ticket was admitted off the fast path, so its
+/// word never equals the live word and its outcome never takes the fast recording path.
+const MARK: u64 = 1 << 5;
+const EPOCH_SHIFT: u32 = 6;
+/// A word with none of these bits is closed, has no failure waiting, and records successes on the
+/// fast path: `acquire` tests them all at once, and a ticket issued there carries such a word.
+const FAST_MASK: u64 = CODE_MASK | PENDING | NOT_FAST;
 
 fn code(word: u64) -> u64 {
     word & CODE_MASK
 }
 
 fn epoch(word: u64) -> u64 {
-    word >> CODE_BITS
+    word >> EPOCH_SHIFT
 }
 
-/// The word of state `to` one epoch after `word`.
+/// The word of state `to` one epoch after `word` (keeps `NOT_FAST`, drops `PENDING`).
 fn next(word: u64, to: u64) -> u64 {
-    ((epoch(word) + 1) << CODE_BITS) | to
+    ((epoch(word) + 1) << EPOCH_SHIFT) | (word & NOT_FAST) | to
+}
+
+/// Whether `word` (live) is the state a ticket's word was admitted under: same epoch and state,
+/// whatever the `PENDING` and `MARK` flags.
+fn same_state(word: u64, ticket: u64) -> bool {
+    (word ^ ticket) & !(PENDING | MARK) == 0
 }
 
 fn state_of(code: u64) -> State {
@@ -143,8 +162,9 @@ fn state_of(code: u64) -> State {
     }
 }
 
-/// What an admitted call carries to its outcome: the state word it was admitted under and, with
-/// slow-call tracking, the coarse time it started.
+/// What an admitted call carries to its outcome: the state word it was admitted under (with `MARK`
+/// unless it was admitted on the fast path) and, with slow-call tracking, the coarse time it
+/// started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ticket {
     word: u64,
@@ -153,7 +173,7 @@ pub(crate) struct Ticket {
 
 impl Ticket {
     /// The ticket of a breaker turned off by configuration: records nothing, releases nothing.
-    pub(crate) const UNGUARDED: Ticket = Ticket { word: DISABLED, started: 0 };
+    pub(crate) const UNGUARDED: Ticket = Ticket { word: DISABLED | MARK, started: 0 };
 }
 
 /// The state word and the time of the last opening: read together, written rarely.
@@ -178,8 +198,6 @@ pub(crate) struct CircuitBreakerState {
     slow_nanos: Option<u64>,
     /// Whether recording reads the coarse clock (slow-call tracking or a time window).
     reads_clock: bool,
-    /// A count window without slow-call tracking: a success needs no clock and no outcome bits.
-    plain_successes: bool,
     wait_nanos: u64,
     min_calls: u64,
     permitted: u64,
@@ -201,14 +219,16 @@ impl CircuitBreakerState {
         if reads_clock {
             timer.keep_coarse_fresh();
         }
+        // A count window without slow-call tracking, turned on: a success needs no clock and no
+        // outcome bits, so the closed words leave `NOT_FAST` clear.
+        let first = if reads_clock || !config.enabled { CLOSED | NOT_FAST } else { CLOSED };
         CircuitBreakerState {
-            word: CachePadded::new(Word { word: AtomicU64::new(CLOSED), opened_at: AtomicU64::new(0) }),
+            word: CachePadded::new(Word { word: AtomicU64::new(first), opened_at: AtomicU64::new(0) }),
             window: Window::new(&config),
             probes: Probes::new(),
             not_permitted: CachePadded::new(AtomicU64::new(0)),
             slow_nanos,
             reads_clock,
-            plain_successes: !reads_clock,
             wait_nanos: nanos(config.wait_in_open),
             min_calls: u64::from(config.effective_minimum_calls()),
             permitted: u64::from(config.permitted_calls_in_half_open),
@@ -247,25 +267,31 @@ impl CircuitBreakerState {
         }
     }
 
-    /// Admits a call or refuses it. Closed: one load (plus a coarse clock load with slow-call tracking).
+    /// Admits a call or refuses it. Closed on the fast path: one load and one test (a closed
+    /// breaker off the fast path adds an out-of-line call, and a coarse clock load with slow-call
+    /// tracking).
     #[inline]
     pub(crate) fn acquire(&self) -> Result<Ticket, Rejection> {
         let word = self.load();
-        if code(word) == CLOSED {
-            return Ok(self.ticket(word));
+        if word & FAST_MASK == 0 {
+            return Ok(Ticket { word, started: 0 });
         }
         self.acquire_otherwise(word)
     }
 
+    /// A ticket admitted off the fast path (marked: its outcome is recorded out of line).
     #[inline]
     fn ticket(&self, word: u64) -> Ticket {
         let started = if self.slow_nanos.is_some() { self.timer.coarse_now() } else { 0 };
-        Ticket { word, started }
+        Ticket { word: word | MARK, started }
     }
 
     #[cold]
     #[inline(never)]
     fn acquire_otherwise(&self, mut word: u64) -> Result<Ticket, Rejection> {
+        if !self.config.enabled {
+            return Ok(Ticket::UNGUARDED); // turned off by configuration: a plain call
+        }
         loop {
             match code(word) {
                 CLOSED | DISABLED => return Ok(self.ticket(word)),
@@ -311,19 +337,16 @@ impl CircuitBreakerState {
     }
 
     /// Records the outcome of the call admitted with `ticket`. The common case, a success of a call
-    /// admitted by the current closed state of a count window without slow-call tracking, is a few
-    /// loads and one plain store, inlined into the caller; everything else is out of line.
+    /// admitted on the fast path (closed, a count window without slow-call tracking, no failure
+    /// waiting for `minimum_calls`) while that word is still current, is one load and compare and
+    /// one increment of this thread's success stripe, inlined into the caller; everything else is
+    /// out of line. A ticket's word equals the live word only if it was admitted on the fast path
+    /// (others carry `MARK`) and nothing changed since, not even `PENDING`: so the compare alone
+    /// says the fast path applies, and that no judgement is due.
     #[inline]
     pub(crate) fn record(&self, ticket: Ticket, outcome: Outcome) {
-        if self.plain_successes
-            && outcome == Outcome::Success
-            && ticket.word == self.load()
-            && code(ticket.word) == CLOSED
-            && let Window::Count(window) = &self.window
-        {
-            if window.add_success() {
-                self.judge_closed(ticket.word, 0);
-            }
+        if outcome == Outcome::Success && ticket.word == self.load() {
+            self.window.add_plain_success();
             return self.recorded(0);
         }
         self.record_otherwise(ticket, outcome);
@@ -353,7 +376,7 @@ impl CircuitBreakerState {
         let Some(bits) = self.bits(ticket, outcome, now) else {
             return self.ignored();
         };
-        if self.load() != ticket.word {
+        if !same_state(self.load(), ticket.word) {
             return; // admitted under an earlier state
         }
         let judge = self.window.record(bits, now);
@@ -369,7 +392,8 @@ impl CircuitBreakerState {
             self.probes.give_back(epoch(ticket.word));
             return self.ignored();
         };
-        if self.load() != ticket.word {
+        let word = ticket.word & !MARK;
+        if self.load() != word {
             return;
         }
         let permitted = self.shared.as_ref().map_or(self.permitted, |link| link.probe_quota(self.permitted));
@@ -379,9 +403,9 @@ impl CircuitBreakerState {
             Done::Last(tally) => {
                 self.recorded(bits);
                 if self.exceeds(&tally) {
-                    self.open(ticket.word);
+                    self.open(word);
                 } else {
-                    self.close(ticket.word, false);
+                    self.close(word, false);
                 }
             }
         }
@@ -429,13 +453,37 @@ impl CircuitBreakerState {
         });
     }
 
+    /// Judges the closed window of the ticket's word `admitted`: opens if a rate reaches its
+    /// threshold, and mirrors into the word whether failures wait for `minimum_calls`.
     #[cold]
     #[inline(never)]
-    fn judge_closed(&self, word: u64, now: u64) {
+    fn judge_closed(&self, admitted: u64, now: u64) {
         let tally = self.window.tally(now);
-        self.window.note_judged(&tally);
+        let waiting = self.window.note_judged(&tally);
         if tally.calls >= self.min_calls && self.exceeds(&tally) {
-            self.open(word);
+            // The word may differ from the ticket's by `PENDING` alone: open from the live one.
+            let mut word = self.load();
+            while same_state(word, admitted) && !self.open(word) {
+                word = self.load();
+            }
+        } else {
+            self.mark_pending(admitted, waiting);
+        }
+    }
+
+    /// Sets (or clears) `PENDING` on the live word while it is still the closed state of the
+    /// ticket's word `admitted`, so that successes take the out-of-line path (which judges) while
+    /// failures wait for `minimum_calls`. A word with `NOT_FAST` never takes the fast path: the flag
+    /// would change nothing there, and is left alone. Setting it changes the word but not its
+    /// epoch: tickets admitted before are still recorded (out of line, by `same_state`).
+    fn mark_pending(&self, admitted: u64, waiting: bool) {
+        let mut word = self.load();
+        while same_state(word, admitted) && word & NOT_FAST == 0 && (word & PENDING != 0) != waiting {
+            let to = word ^ PENDING;
+            match self.word.word.compare_exchange(word, to, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return,
+                Err(seen) => word = seen,
+            }
         }
     }
 
@@ -448,15 +496,16 @@ impl CircuitBreakerState {
                 || reaches(t.slow, self.config.slow_call_rate_threshold))
     }
 
-    fn open(&self, from: u64) {
+    /// Opens from exactly `from`; false if another thread moved first.
+    fn open(&self, from: u64) -> bool {
         let now = self.timer.now();
         self.word.opened_at.fetch_max(now, Ordering::AcqRel);
         self.remote_until.store(0, Ordering::Release);
-        if self.swap_state(from, OPEN)
-            && let Some(link) = &self.shared
-        {
+        let moved = self.swap_state(from, OPEN);
+        if moved && let Some(link) = &self.shared {
             link.opened(now);
         }
+        moved
     }
 
     /// Moves from exactly `from` to `to` (no preparation needed); false if another thread moved first.
