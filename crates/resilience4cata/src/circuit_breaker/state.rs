@@ -122,8 +122,9 @@ const CODE_MASK: u64 = 0b111;
 /// judge the window (set and cleared by judgements, within one epoch; see `mark_pending`).
 const PENDING: u64 = 1 << 3;
 /// Flag fixed for the instance's life (every word carries it or none does): a closed call cannot
-/// take the fast path, because slow-call tracking is on, the window counts time, or the breaker is
-/// turned off by configuration (`enabled = false`).
+/// take the fast path, because slow-call tracking is on, the window counts time, the breaker is
+/// turned off by configuration (`enabled = false`), or listeners were registered on the builder
+/// (they hear every outcome: the out-of-line path publishes it).
 const NOT_FAST: u64 = 1 << 4;
 /// Flag of a ticket, never of the live word: the ticket was admitted off the fast path, so its
 /// word never equals the live word and its outcome never takes the fast recording path.
@@ -219,9 +220,11 @@ impl CircuitBreakerState {
         if reads_clock {
             timer.keep_coarse_fresh();
         }
-        // A count window without slow-call tracking, turned on: a success needs no clock and no
-        // outcome bits, so the closed words leave `NOT_FAST` clear.
-        let first = if reads_clock || !config.enabled { CLOSED | NOT_FAST } else { CLOSED };
+        // A count window without slow-call tracking, turned on, without builder listeners: a
+        // success needs no clock, no outcome bits and (unless a subscription or tracing wants it)
+        // no event, so the closed words leave `NOT_FAST` clear.
+        let not_fast = reads_clock || !config.enabled || events.has_listeners();
+        let first = if not_fast { CLOSED | NOT_FAST } else { CLOSED };
         CircuitBreakerState {
             word: CachePadded::new(Word { word: AtomicU64::new(first), opened_at: AtomicU64::new(0) }),
             window: Window::new(&config),
@@ -249,6 +252,12 @@ impl CircuitBreakerState {
 
     fn load(&self) -> u64 {
         self.word.word.load(Ordering::Acquire)
+    }
+
+    /// Whether the live word carries `PENDING` (for the models).
+    #[cfg(all(test, loom))]
+    pub(crate) fn pending(&self) -> bool {
+        self.load() & PENDING != 0
     }
 
     /// The current state (a transition into Closed in progress reads as Closed once it finishes).
@@ -347,7 +356,13 @@ impl CircuitBreakerState {
     pub(crate) fn record(&self, ticket: Ticket, outcome: Outcome) {
         if outcome == Outcome::Success && ticket.word == self.load() {
             self.window.add_plain_success();
-            return self.recorded(0);
+            #[cfg(feature = "metrics")]
+            self.events.metrics().recorded(false, false);
+            // No builder listener (else `NOT_FAST`): only a subscription or tracing may want it.
+            if self.events.is_watched() {
+                self.publish_recorded(0);
+            }
+            return;
         }
         self.record_otherwise(ticket, outcome);
     }
