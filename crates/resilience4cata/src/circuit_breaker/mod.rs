@@ -99,14 +99,17 @@
 //! current window's counts and rates, and the refusals since the last reset.
 //!
 //! # Cost
-//! A closed breaker admits a call with one atomic load. On a count window it records a fast success
-//! with a plain load and store on a counter stripe of its own thread, with no read-modify-write and
-//! no shared cache line written; a failure or slow call then places those successes into the ring
-//! (a few read-modify-writes, off the success path). A time window adds one to its current second's
-//! bucket (one read-modify-write). No lock, no allocation, and no clock read unless slow-call
-//! tracking or a time window is configured (then one coarse reading: an atomic load). Rates are
-//! computed only when a failure or slow call is recorded, once per second on a time window, or while
-//! failures wait for `minimum_calls`.
+//! A closed breaker admits a call with one atomic load and one test. On a count window it records a
+//! fast success with one more load and compare of the state word and a plain load and store on a
+//! counter stripe of its own thread: no read-modify-write, no shared cache line written, and no test
+//! of the configuration (the state word carries what the configuration decides). A failure or slow
+//! call then places those successes into the ring (a few read-modify-writes, off the success path).
+//! Listeners registered on the builder, slow-call tracking, a time window, and failures waiting for
+//! `minimum_calls` send outcomes through the out-of-line path (one call more). A time window adds
+//! one to its current second's bucket (one read-modify-write). No lock, no allocation, and no clock
+//! read unless slow-call tracking or a time window is configured (then one coarse reading: an atomic
+//! load). Rates are computed only when a failure or slow call is recorded, once per second on a time
+//! window, or while failures wait for `minimum_calls`.
 //!
 //! Measured by `crates/bench` (`crates/bench/callgrind.sh breaker_closed`, `cargo bench -p bench
 //! --bench breaker`): the instructions, time and allocations of a closed-breaker success through a

@@ -1,12 +1,25 @@
 //! The lock-free state machine of one breaker instance.
 //!
-//! The state and its epoch share one `AtomicU64` (`epoch << 3 | state`); every transition is a
-//! compare-and-set that bumps the epoch, so exactly one thread wins it and publishes the event. A
+//! The state and its epoch share one `AtomicU64` (`epoch << 6 | flags | state`); every transition is
+//! a compare-and-set that bumps the epoch, so exactly one thread wins it and publishes the event. A
 //! call's [`Ticket`] carries the word it was admitted under: its outcome is recorded only while
-//! that word is still current, so nothing from an earlier state leaks into a later one.
+//! that word's epoch and state are still current, so nothing from an earlier state leaks into a
+//! later one.
 //!
 //! - Closed: an admitted call costs one load of the word; its outcome goes into the window, which
 //!   is judged only when it could have crossed a threshold (see `window.rs`).
+//! - The fast path: three flag bits make the common case one test and one compare. `NOT_FAST` is
+//!   fixed for the instance (slow-call tracking, a time window, `enabled = false` or builder
+//!   listeners: every word carries it or none does); `PENDING` is set on a closed word while
+//!   failures wait for `minimum_calls` (a judgement sets or clears it with a compare-and-set that
+//!   keeps the epoch; every transition drops it); `MARK` is set on tickets admitted off the fast
+//!   path and never on the live word. `acquire` admits on the fast path when the word has no state
+//!   code and neither flag (one masked test); `record` then takes the fast path exactly when the
+//!   ticket's word still equals the live word, which implies: closed, a count window, no judgement
+//!   due, no listener, same epoch. Everything else (a changed flag included) goes out of line and
+//!   compares epoch and state only, so a ticket admitted before `PENDING` was set is still recorded.
+//!   A breaker turned off by configuration admits every call unrecorded from the out-of-line path
+//!   (its state word and the handle's controls work as before; they just never reach its calls).
 //! - Open: the time it opened is kept beside the word, written (`fetch_max`, so it only moves
 //!   forward) before the compare-and-set that publishes `Open`; the first call at or after
 //!   `opened_at + wait_in_open` moves it to half-open. Refusals read the exact clock.
