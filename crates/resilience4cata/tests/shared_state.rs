@@ -127,7 +127,10 @@ fn a_store_that_cannot_answer_degrades_to_the_local_limiter_and_recovers() {
     stock.down.store(true, Ordering::SeqCst);
     let seen: Arc<Mutex<Vec<SharedStateEvent>>> = Arc::default();
     let sink = Arc::clone(&seen);
-    let registry = Registry::builder()
+    // The manual clock stands still, so "5" does not depend on how fast this machine runs the
+    // calls (on the system clock a permit dated at the coarse reading's lag could cost the fifth).
+    let clock = resilience4cata::testing::ManualClock::new();
+    let registry = resilience4cata::testing::registry(&clock)
         .shared_state(stock.clone())
         .listen(move |e: &SharedStateEvent| sink.lock().unwrap().push(e.clone()))
         .rate_limiter_instance("prices", |r| r.shared(true).permits(5).lease(1))
