@@ -147,6 +147,13 @@ pub(crate) struct RateLimiterState {
     /// How far the coarse reading may trail real time (`Timer::coarse_lag`): the pass path dates
     /// its permits that much after the reading.
     pub(super) lag: u64,
+    /// The timer's coarse reading (`Timer::coarse_cell`), kept here so the pass path reads it
+    /// through one pointer instead of two.
+    /// (std's atomic, as the clock's, also under loom.)
+    coarse: Arc<CachePadded<std::sync::atomic::AtomicU64>>,
+    /// Enabled, not shared, and a bounded `lag`, fixed once built: the one test before the pass
+    /// path's GCRA. Every other case takes [`pass_other`](Self::pass_other).
+    local: bool,
     max_wait: u64,
     pub(super) timer: Arc<Timer>,
     events: Publisher<RateLimiterEvent>,
@@ -163,9 +170,14 @@ impl RateLimiterState {
         events: Publisher<RateLimiterEvent>,
     ) -> Self {
         timer.keep_coarse_fresh();
+        let lag = timer.coarse_lag();
         RateLimiterState {
             gcra: AtomicGcra::new(&config),
-            lag: timer.coarse_lag(),
+            lag,
+            coarse: timer.coarse_cell(),
+            // No ticker (`lag = u64::MAX`): the pass path could never admit, so every call goes
+            // straight to the exact clock, as it would after the pass path's refusal.
+            local: config.enabled && lag != u64::MAX,
             max_wait: nanos(config.max_wait),
             instance,
             config,
@@ -187,6 +199,7 @@ impl RateLimiterState {
         let pool = Arc::new(pool);
         store.share_rate_limiter(Arc::clone(&pool));
         self.shared = Some(pool);
+        self.local = false;
         self
     }
 
@@ -202,9 +215,25 @@ impl RateLimiterState {
         }
     }
 
-    /// The pass path: disabled, or a permit at the coarse time (one atomic load + one CAS).
+    /// The pass path: a permit at the coarse time (one flag test, one atomic load, one CAS), or
+    /// [`pass_other`](Self::pass_other) for a disabled, shared or unticked limiter.
     #[inline(always)]
     pub(super) fn pass(&self) -> bool {
+        if !self.local {
+            return self.pass_other();
+        }
+        if self.gcra.try_acquire(self.coarse.load(std::sync::atomic::Ordering::Relaxed), self.lag) {
+            self.permitted(Duration::ZERO);
+            return true;
+        }
+        false
+    }
+
+    /// The pass path of the rest: disabled (passes), shared (a leased permit at the coarse time
+    /// unless degraded), or the local GCRA at the coarse time (degraded, or no ticker).
+    #[cold]
+    #[inline(never)]
+    fn pass_other(&self) -> bool {
         if !self.config.enabled {
             return true;
         }
