@@ -69,7 +69,13 @@ impl Gcra {
     /// [`decide`](Self::decide) with no `max_wait`, in fewer instructions (`next ≥ now`).
     #[inline(always)]
     fn permit_now(&self, tat: u64, now: u64, lag: u64) -> Option<u64> {
-        let next = tat.max(now.saturating_add(lag)).saturating_add(self.interval);
+        self.permit_dated(tat, now, now.saturating_add(lag))
+    }
+
+    /// [`permit_now`](Self::permit_now) with the date `now + lag` already added (`dated ≥ now`).
+    #[inline(always)]
+    fn permit_dated(&self, tat: u64, now: u64, dated: u64) -> Option<u64> {
+        let next = tat.max(dated).saturating_add(self.interval);
         (next - now <= self.tolerance).then_some(next)
     }
 
@@ -98,6 +104,20 @@ impl AtomicGcra {
     pub(crate) fn try_acquire(&self, now: u64, lag: u64) -> bool {
         let mut tat = self.tat.load(Ordering::Relaxed);
         while let Some(next) = self.gcra.permit_now(tat, now, lag) {
+            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(current) => tat = current,
+            }
+        }
+        false
+    }
+
+    /// [`try_acquire`](Self::try_acquire) with the date `now + lag` already added
+    /// (`dated ≥ now`), for a caller that knows the add cannot overflow.
+    #[inline(always)]
+    pub(crate) fn try_acquire_dated(&self, now: u64, dated: u64) -> bool {
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        while let Some(next) = self.gcra.permit_dated(tat, now, dated) {
             match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return true,
                 Err(current) => tat = current,
@@ -138,6 +158,11 @@ impl AtomicGcra {
     }
 }
 
+/// The largest coarse-clock lag the pass path dates permits with a plain add (one hour; the
+/// system clock's is 2 ms, the manual clock's 0): a larger one, or none bounded (`u64::MAX`, no
+/// ticker), takes `pass_other`, whose add saturates.
+const PASS_LAG_BOUND: u64 = 3_600_000_000_000;
+
 /// A rate limiter instance's shared state: one per instance id.
 #[derive(Debug)]
 pub(crate) struct RateLimiterState {
@@ -176,8 +201,9 @@ impl RateLimiterState {
             lag,
             coarse: timer.coarse_cell(),
             // No ticker (`lag = u64::MAX`): the pass path could never admit, so every call goes
-            // straight to the exact clock, as it would after the pass path's refusal.
-            local: config.enabled && lag != u64::MAX,
+            // straight to the exact clock, as it would after the pass path's refusal. A lag of at
+            // most `PASS_LAG_BOUND` lets the pass path date permits with a plain add.
+            local: config.enabled && lag <= PASS_LAG_BOUND,
             max_wait: nanos(config.max_wait),
             instance,
             config,
@@ -222,7 +248,10 @@ impl RateLimiterState {
         if !self.local {
             return self.pass_other();
         }
-        if self.gcra.try_acquire(self.coarse.load(std::sync::atomic::Ordering::Relaxed), self.lag) {
+        let now = self.coarse.load(std::sync::atomic::Ordering::Relaxed);
+        // No overflow: `lag ≤ PASS_LAG_BOUND`, and a reading counts nanoseconds from the clock's
+        // origin (the registry's start, or a manual clock's zero), far below `u64::MAX − 1 h`.
+        if self.gcra.try_acquire_dated(now, now.wrapping_add(self.lag)) {
             self.permitted(Duration::ZERO);
             return true;
         }
