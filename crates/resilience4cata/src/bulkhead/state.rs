@@ -149,7 +149,7 @@ impl Slots {
         }
     }
 
-    /// Takes a slot if one is free, else joins the end of the queue.
+    /// Takes a slot if one is free and nobody waits, else joins the end of the queue.
     pub(crate) fn enqueue(&self, wake: Wake) -> Queued {
         let mut queue = self.lock();
         let mut word = self.word.load(Ordering::Relaxed);
