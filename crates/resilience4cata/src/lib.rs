@@ -16,6 +16,7 @@ pub mod hedge;
 mod metric_handles;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_counters;
+mod pass_or;
 pub mod pipeline;
 pub mod rate_limiter;
 mod registry;

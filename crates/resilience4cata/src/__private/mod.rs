@@ -27,6 +27,7 @@ pub use crate::fallback::FallbackContext;
 pub use crate::fallback::policy::FallbackPolicy;
 pub use crate::hedge::HedgeConfigBuilder;
 pub use crate::hedge::policy::HedgePolicy;
+pub use crate::pass_or::PassOr;
 pub use crate::rate_limiter::RateLimiterConfigBuilder;
 pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;

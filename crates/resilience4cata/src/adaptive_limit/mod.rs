@@ -27,6 +27,8 @@
 //! millisecond of the system clock: ample against a 5 s `latency_timeout`); Gradient2 and Vegas
 //! read the exact clock twice per call, since their signal is the latency itself, and the coarse
 //! one once windows' fastest calls take 100 ms or more (`docs/adaptive-limit.md` states the cost).
+//! The async form takes its slot when `acquire_async` is called (the generated code awaits it at
+//! once), so its future is ready on the first poll and only a refusal or a wait runs in a future.
 //!
 //! ```
 //! use resilience4cata::testing::{self, ManualClock};

@@ -1,6 +1,7 @@
 //! The adaptive limit facade the generated code holds and takes a slot from; the instance's state
 //! and the permit that reports the call's outcome back to the algorithm live in `state.rs`.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::state::AdaptiveLimitState;
@@ -8,6 +9,7 @@ pub use super::state::{AdaptiveLimitPermit, LimitOutcome};
 use super::{AdaptiveLimitConfig, AdaptiveLimitConfigBuilder, AdaptiveLimitEvent, AdaptiveLimitSnapshot};
 use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::pass_or::PassOr;
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
@@ -31,13 +33,39 @@ impl AdaptiveLimitPolicy {
     /// `Rejection::LimitExceeded`. Finish the permit with the call's outcome.
     #[inline]
     pub fn acquire(&self) -> Result<AdaptiveLimitPermit<'_>, Rejection> {
-        self.state.pass().unwrap_or_else(|| self.state.wait())
+        match self.state.pass() {
+            Some(permit) => Ok(permit),
+            None => self.acquire_slow(),
+        }
+    }
+
+    /// Past the pass path, sync: a disabled limit's empty permit, a refusal, or the wait.
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow(&self) -> Result<AdaptiveLimitPermit<'_>, Rejection> {
+        self.state.decide_slow().unwrap_or_else(|| self.state.wait())
     }
 
     /// The async form of [`acquire`](Self::acquire): waits in the future, blocks no thread.
-    #[inline]
-    pub async fn acquire_async(&self) -> Result<AdaptiveLimitPermit<'_>, Rejection> {
+    ///
+    /// The pass path runs when this is *called*, before any future exists: a free slot is taken
+    /// then, and the future is ready on its first poll; a refusal and the wait for a slot run in
+    /// the future. The generated code awaits the call at once, so the two moments are the same; a
+    /// future dropped unpolled gives its slot back as an unfinished permit does.
+    #[inline(always)]
+    pub fn acquire_async(
+        &self,
+    ) -> PassOr<AdaptiveLimitPermit<'_>, impl Future<Output = Result<AdaptiveLimitPermit<'_>, Rejection>> + Send + '_>
+    {
         match self.state.pass() {
+            Some(permit) => PassOr::Passed { permit: Some(permit) },
+            None => PassOr::Slow { future: self.acquire_slow_async() },
+        }
+    }
+
+    /// Past the pass path, async: a disabled limit's empty permit, a refusal, or the wait.
+    async fn acquire_slow_async(&self) -> Result<AdaptiveLimitPermit<'_>, Rejection> {
+        match self.state.decide_slow() {
             Some(decided) => decided,
             None => self.state.wait_async().await,
         }

@@ -213,6 +213,9 @@ pub(crate) struct AdaptiveLimitState {
     slots: Slots,
     engine: Engine,
     pub(crate) timer: Arc<Timer>,
+    /// The timer's coarse reading (`Timer::coarse_cell`, std's atomic also under loom), kept here
+    /// so a call dated on the coarse clock reads it through one pointer instead of two.
+    coarse: Arc<CachePadded<std::sync::atomic::AtomicU64>>,
     events: Publisher<AdaptiveLimitEvent>,
 }
 
@@ -240,6 +243,7 @@ impl AdaptiveLimitState {
             engine: Engine::new(&config),
             instance,
             config,
+            coarse: timer.coarse_cell(),
             timer,
         }
     }
@@ -260,9 +264,10 @@ impl AdaptiveLimitState {
     /// or on the coarse one while the dependency's fastest calls take 100 ms or more.
     #[inline]
     fn now(&self) -> u64 {
+        let coarse = || self.coarse.load(std::sync::atomic::Ordering::Relaxed); // `Timer::coarse_now`
         match &self.engine {
-            Engine::Aimd(_) => self.timer.coarse_now(),
-            Engine::Windowed(windowed) if windowed.coarse() => self.timer.coarse_now(),
+            Engine::Aimd(_) => coarse(),
+            Engine::Windowed(windowed) if windowed.coarse() => coarse(),
             Engine::Windowed(_) => self.timer.measure(),
         }
     }
@@ -274,14 +279,25 @@ impl AdaptiveLimitState {
         AdaptiveLimitPermit { state: Some(self), start: self.now(), in_flight }
     }
 
-    /// The pass path: a slot, or a refusal when `max_wait` is zero; `None` when the call must wait.
+    /// The pass path: a free slot of an enabled limit; `None` for everything else
+    /// ([`acquire_slow`](Self::acquire_slow) or the async wait).
     #[inline]
-    pub(crate) fn pass(&self) -> Option<Result<AdaptiveLimitPermit<'_>, Rejection>> {
+    pub(crate) fn pass(&self) -> Option<AdaptiveLimitPermit<'_>> {
+        if self.config.enabled
+            && let Some(n) = self.slots.try_acquire()
+        {
+            return Some(self.permit(n));
+        }
+        None
+    }
+
+    /// Past the pass path, without waiting: a disabled limit's empty permit (`Some(Ok)`), a
+    /// refusal when `max_wait` is zero (`Some(Err)`), or `None` when the call must wait for a slot.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn decide_slow(&self) -> Option<Result<AdaptiveLimitPermit<'_>, Rejection>> {
         if !self.config.enabled {
             return Some(Ok(AdaptiveLimitPermit { state: None, start: 0, in_flight: 0 }));
-        }
-        if let Some(n) = self.slots.try_acquire() {
-            return Some(Ok(self.permit(n)));
         }
         if self.config.max_wait.is_zero() {
             return Some(Err(self.refuse()));

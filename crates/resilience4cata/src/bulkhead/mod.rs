@@ -9,8 +9,10 @@
 //! is the innermost policy, so it holds a slot only while the method runs: never during a retry's
 //! backoff, and a timeout that cuts an attempt off frees its slot.
 //!
-//! Pass path: one compare-and-set on one atomic word to take a slot, one to give it back; no lock,
-//! no clock read, no allocation. Waiting (only with `max_wait > 0`): callers queue in arrival order
+//! Pass path: one flag test and one compare-and-set on one atomic word to take a slot, one
+//! fetch-sub to give it back; no lock, no clock read, no allocation. The async form takes the slot
+//! when `acquire_async` is called (the generated code awaits it at once), so its future is ready
+//! on the first poll and only a wait runs in a future. Waiting (only with `max_wait > 0`): callers queue in arrival order
 //! behind a mutex that only the wait path touches, and a freed slot is handed straight to the oldest
 //! waiter, so newcomers cannot overtake the queue. Sync methods park their thread; async methods wait
 //! in a future, without boxing, and leave the queue when dropped. `Registry::shutdown` ends every

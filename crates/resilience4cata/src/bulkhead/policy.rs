@@ -1,5 +1,6 @@
 //! The bulkhead instance the generated code takes a slot from around the call to the delegate.
 
+use std::future::Future;
 use std::sync::Arc;
 #[cfg(feature = "tower")]
 use std::task::Poll;
@@ -10,6 +11,7 @@ use super::state::{Queued, Wake};
 use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapshot};
 use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::pass_or::PassOr;
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 use crate::shared::{Answer, SharedPublisher, SlotPool};
@@ -19,10 +21,19 @@ use crate::shared::{Answer, SharedPublisher, SlotPool};
 #[derive(Debug)]
 #[must_use = "the slot is given back as soon as the permit is dropped"]
 pub struct BulkheadPermit<'a> {
-    /// `None` for a disabled bulkhead, which counts nothing.
-    state: Option<&'a BulkheadState>,
-    /// Whether it holds one of the fleet's slots too (shared bulkheads).
-    fleet: bool,
+    state: &'a BulkheadState,
+    held: Held,
+}
+
+/// What a [`BulkheadPermit`] holds: one test on drop tells the pass path's local slot from the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    /// A local slot (every slot of a bulkhead that is not shared).
+    Local,
+    /// A local slot and one of the fleet's (shared bulkheads).
+    WithFleet,
+    /// Nothing: a disabled bulkhead counts nothing.
+    Nothing,
 }
 
 impl<'a> BulkheadPermit<'a> {
@@ -30,7 +41,7 @@ impl<'a> BulkheadPermit<'a> {
     /// so the slot is given back whatever an observer does.
     #[inline]
     fn new(state: &'a BulkheadState) -> Self {
-        let permit = BulkheadPermit { state: Some(state), fleet: false };
+        let permit = BulkheadPermit { state, held: Held::Local };
         state.permitted();
         permit
     }
@@ -39,9 +50,19 @@ impl<'a> BulkheadPermit<'a> {
 impl Drop for BulkheadPermit<'_> {
     #[inline]
     fn drop(&mut self) {
-        if let Some(state) = self.state {
-            state.finished(self.fleet);
+        match self.held {
+            Held::Local => self.state.finished(false),
+            held => finish_other(self.state, held),
         }
+    }
+}
+
+/// The drop of a disabled bulkhead's permit (nothing) or of a shared one's (its fleet slot too).
+#[cold]
+#[inline(never)]
+fn finish_other(state: &BulkheadState, held: Held) {
+    if held == Held::WithFleet {
+        state.finished(true);
     }
 }
 
@@ -104,39 +125,45 @@ impl BulkheadPolicy {
     /// `Rejection::BulkheadFull`. Hold the permit while the call runs.
     #[inline]
     pub fn acquire(&self) -> Result<BulkheadPermit<'_>, Rejection> {
+        match self.pass() {
+            Some(permit) => Ok(permit),
+            None => self.acquire_slow(),
+        }
+    }
+
+    /// The pass path of both forms: a free local slot of an enabled bulkhead that is not shared
+    /// (one flag test and one compare-and-set); `None` for everything else (the slow paths).
+    #[inline]
+    fn pass(&self) -> Option<BulkheadPermit<'_>> {
+        let state = &*self.state;
+        if state.local && state.slots.try_acquire() {
+            return Some(BulkheadPermit::new(state));
+        }
+        None
+    }
+
+    /// Past the pass path, sync: a disabled bulkhead's empty permit, a shared bulkhead's fleet
+    /// slot then local slot, or no slot free at first sight (refuse at once, or park for one up to
+    /// `max_wait`). Out of line, so the pass path stays small enough to inline into the generated
+    /// method.
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if !state.config.enabled {
-            return Ok(BulkheadPermit { state: None, fleet: false });
+            return Ok(BulkheadPermit { state, held: Held::Nothing });
         }
-        if state.shared.is_some() {
-            return self.acquire_shared();
+        if state.shared.is_none() {
+            return self.acquire_local_slow();
         }
-        self.acquire_local()
-    }
-
-    /// A fleet slot first (shared bulkheads), then the local one. Out of line, as the slow path
-    /// of [`acquire_local`](Self::acquire_local): the pass path of a local bulkhead inlines.
-    #[cold]
-    #[inline(never)]
-    fn acquire_shared(&self) -> Result<BulkheadPermit<'_>, Rejection> {
-        let state = &*self.state;
         let fleet = state.fleet_slot(SlotPool::wait_sync)?;
-        with_fleet(state, fleet, self.acquire_local())
+        let local = match state.slots.try_acquire() {
+            true => Ok(BulkheadPermit::new(state)),
+            false => self.acquire_local_slow(),
+        };
+        with_fleet(state, fleet, local)
     }
 
-    #[inline]
-    fn acquire_local(&self) -> Result<BulkheadPermit<'_>, Rejection> {
-        let state = &*self.state;
-        if state.slots.try_acquire() {
-            return Ok(BulkheadPermit::new(state));
-        }
-        self.acquire_local_slow()
-    }
-
-    /// No slot free at first sight: refuse at once, or park for one up to `max_wait`. Out of
-    /// line, so the pass path above stays small enough to inline into the generated method.
-    #[cold]
-    #[inline(never)]
     fn acquire_local_slow(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if state.config.max_wait.is_zero() {
@@ -147,11 +174,27 @@ impl BulkheadPolicy {
 
     /// The async form of [`acquire`](Self::acquire): waiters are served in arrival order, and
     /// dropping the future leaves the queue.
-    #[inline]
-    pub async fn acquire_async(&self) -> Result<BulkheadPermit<'_>, Rejection> {
+    ///
+    /// The pass path runs when this is *called*, before any future exists: a free slot is taken
+    /// (and `Permitted` published) then, and the future only hands it over, ready on its first
+    /// poll; the wait for a slot (and the shared and disabled cases) runs in the future. The
+    /// generated code awaits the call at once, so the two moments are the same; a future dropped
+    /// unpolled gives its slot back as any permit does.
+    #[inline(always)]
+    pub fn acquire_async(
+        &self,
+    ) -> PassOr<BulkheadPermit<'_>, impl Future<Output = Result<BulkheadPermit<'_>, Rejection>> + Send + '_> {
+        match self.pass() {
+            Some(permit) => PassOr::Passed { permit: Some(permit) },
+            None => PassOr::Slow { future: self.acquire_slow_async() },
+        }
+    }
+
+    /// Past the pass path, async: as [`acquire_slow`](Self::acquire_slow), waiting in the future.
+    async fn acquire_slow_async(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if !state.config.enabled {
-            return Ok(BulkheadPermit { state: None, fleet: false });
+            return Ok(BulkheadPermit { state, held: Held::Nothing });
         }
         if let Some(pool) = &state.shared {
             let fleet = match pool.is_degraded() || pool.try_take() {
@@ -167,7 +210,6 @@ impl BulkheadPolicy {
         self.acquire_local_async().await
     }
 
-    #[inline]
     async fn acquire_local_async(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
         if state.slots.try_acquire() {
@@ -188,7 +230,9 @@ fn with_fleet<'a>(
 ) -> Result<BulkheadPermit<'a>, Rejection> {
     match (local, &state.shared) {
         (Ok(mut permit), _) => {
-            permit.fleet = fleet;
+            if fleet {
+                permit.held = Held::WithFleet;
+            }
             Ok(permit)
         }
         (Err(refused), Some(pool)) if fleet => {
@@ -284,7 +328,7 @@ policy_kind! {
             );
             let pool = Arc::new(pool);
             store.share_bulkhead(Arc::clone(&pool));
-            state.shared = Some(pool);
+            state.share(pool);
         }
         state
     }

@@ -1,11 +1,19 @@
 //! The bulkhead's slots: one atomic word for the pass path, a FIFO queue behind a mutex for waiters.
 //!
 //! The word holds `waiting << 32 | in_flight`. A call takes a slot with one compare-and-set when
-//! `in_flight < max`, and gives it back with one compare-and-set when nobody waits. When someone
-//! waits, the slot is *handed* to the oldest waiter instead of being freed, so `in_flight` stays at
-//! `max` and a newcomer cannot overtake the queue. Invariant: `waiting > 0` implies
-//! `in_flight == max`; every change of `waiting` happens under the queue's lock, together with the
-//! queue itself.
+//! nobody waits and `in_flight < max` (the whole word below `max`), and gives it back with one
+//! fetch-sub. When someone waited, the releaser then takes the queue's lock and *hands* the freed
+//! slot to the oldest waiter (`in_flight + 1`, `waiting − 1` in one add), so a newcomer cannot
+//! overtake the queue: the pass path never takes a slot while anybody waits, and a caller that
+//! finds no free slot joins the end of the queue under the same lock.
+//!
+//! Invariants: every change of `waiting` happens under the queue's lock, together with the queue
+//! itself, so `waiting` is the queue's length. `waiting > 0` implies `in_flight == max`, except
+//! between a release's fetch-sub (which saw `waiting > 0`) and its hand-off under the lock: in that
+//! window the freed slot belongs to the queue (no one outside it can take it, and a caller that
+//! arrives joins the queue), and the hand-off, a loop under the lock while `waiting > 0` and
+//! `in_flight < max`, restores the invariant. While the lock is held and `waiting > 0`,
+//! `in_flight` can only fall (fast releases), so the hand-off's add can never pass `max`.
 
 use std::collections::BTreeMap;
 use std::future::poll_fn;
@@ -84,20 +92,22 @@ struct Queue {
 #[derive(Debug)]
 pub(crate) struct Slots {
     word: CachePadded<AtomicU64>,
-    max: u32,
+    /// `max_concurrent_calls`, widened once so the pass path compares the word with it directly.
+    max: u64,
     queue: Mutex<Queue>,
 }
 
 impl Slots {
     pub(crate) fn new(max: u32) -> Self {
-        Slots { word: CachePadded::new(AtomicU64::new(0)), max, queue: Mutex::default() }
+        Slots { word: CachePadded::new(AtomicU64::new(0)), max: u64::from(max), queue: Mutex::default() }
     }
 
-    /// The pass path: a slot if one is free (one compare-and-set).
+    /// The pass path: a slot if one is free and nobody waits (one compare-and-set). The whole
+    /// word is below `max` exactly when `waiting == 0` and `in_flight < max`.
     #[inline]
     pub(crate) fn try_acquire(&self) -> bool {
         let mut word = self.word.load(Ordering::Relaxed);
-        while in_flight(word) < self.max {
+        while word < self.max {
             match self.word.compare_exchange_weak(word, word + 1, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return true,
                 Err(current) => word = current,
@@ -106,45 +116,46 @@ impl Slots {
         false
     }
 
-    /// Gives a slot back: freed when nobody waits (one compare-and-set), else handed to the oldest
-    /// waiter.
+    /// Gives a slot back (one fetch-sub); when somebody was waiting, hands it to the oldest waiter.
     #[inline]
     pub(crate) fn release(&self) {
-        let mut word = self.word.load(Ordering::Relaxed);
-        while waiting(word) == 0 {
-            match self.word.compare_exchange_weak(word, word - 1, Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return,
-                Err(current) => word = current,
-            }
+        let before = self.word.fetch_sub(1, Ordering::Release);
+        if waiting(before) != 0 {
+            self.hand_off();
         }
-        self.hand_off();
     }
 
+    /// Hands freed slots to the oldest waiters while both exist (`waiting > 0` and
+    /// `in_flight < max`), one at a time under the lock, waking each after the lock is released.
     #[cold]
+    #[inline(never)]
     fn hand_off(&self) {
-        let mut queue = self.lock();
-        let woken = match queue.waiting.pop_first() {
-            Some((ticket, wake)) => {
-                self.word.fetch_sub(ONE_WAITER, Ordering::AcqRel);
-                queue.granted.push(ticket);
-                Some(wake)
+        loop {
+            let mut queue = self.lock();
+            let word = self.word.load(Ordering::Acquire);
+            if waiting(word) == 0 || u64::from(in_flight(word)) >= self.max {
+                return;
             }
-            None => {
-                self.word.fetch_sub(1, Ordering::AcqRel);
-                None
-            }
-        };
-        drop(queue);
-        woken.into_iter().for_each(Wake::wake);
+            let Some((ticket, wake)) = queue.waiting.pop_first() else {
+                debug_assert_eq!(waiting(word), 0, "`waiting` counts the queue, under its lock");
+                return;
+            };
+            // `waiting` cannot change while the lock is held and `in_flight` can only fall, so
+            // this leaves `in_flight ≤ max`.
+            self.word.fetch_sub(ONE_WAITER - 1, Ordering::AcqRel);
+            queue.granted.push(ticket);
+            drop(queue);
+            wake.wake();
+        }
     }
 
-    /// Takes a slot if one is free, else joins the end of the queue.
+    /// Takes a slot if one is free and nobody waits, else joins the end of the queue.
     pub(crate) fn enqueue(&self, wake: Wake) -> Queued {
         let mut queue = self.lock();
         let mut word = self.word.load(Ordering::Relaxed);
         loop {
-            let (next, acquired) =
-                if in_flight(word) < self.max { (word + 1, true) } else { (word + ONE_WAITER, false) };
+            // Behind anybody already waiting, even while a released slot is on its way to them.
+            let (next, acquired) = if word < self.max { (word + 1, true) } else { (word + ONE_WAITER, false) };
             match self.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) if acquired => return Queued::Acquired,
                 Ok(_) => break,
@@ -189,7 +200,8 @@ impl Slots {
         Withdrawn::WithSlot
     }
 
-    /// `(in_flight, waiting)` right now; slots handed to a waiter count as in flight.
+    /// `(in_flight, waiting)` right now; slots handed to a waiter count as in flight. A slot
+    /// being handed over (between a release and its hand-off) counts as free for that moment.
     pub(crate) fn load(&self) -> (u32, u32) {
         let word = self.word.load(Ordering::Relaxed);
         (in_flight(word), waiting(word))
@@ -209,7 +221,11 @@ pub(crate) struct BulkheadState {
     pub(super) timer: Arc<Timer>,
     events: Publisher<BulkheadEvent>,
     /// `shared = true`: the fleet's slots this process holds (local slots alone while degraded).
+    /// Set through [`share`](Self::share).
     pub(super) shared: Option<Arc<SlotPool>>,
+    /// Enabled and not shared, fixed once built: the one test of the pass path, which needs only
+    /// the local slots.
+    pub(super) local: bool,
 }
 
 impl BulkheadState {
@@ -219,7 +235,22 @@ impl BulkheadState {
         timer: Arc<Timer>,
         events: Publisher<BulkheadEvent>,
     ) -> Self {
-        BulkheadState { slots: Slots::new(config.max_concurrent_calls), instance, config, timer, events, shared: None }
+        let local = config.enabled;
+        BulkheadState {
+            slots: Slots::new(config.max_concurrent_calls),
+            instance,
+            config,
+            timer,
+            events,
+            shared: None,
+            local,
+        }
+    }
+
+    /// Shares the instance's slots with the fleet through `pool` (`shared = true`).
+    pub(super) fn share(&mut self, pool: Arc<SlotPool>) {
+        self.shared = Some(pool);
+        self.local = false;
     }
 
     /// A fleet slot before the local one (shared bulkheads): `Ok(true)` held, `Ok(false)` decided

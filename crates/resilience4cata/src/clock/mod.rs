@@ -189,6 +189,13 @@ impl Timer {
         self.coarse.load(Ordering::Relaxed)
     }
 
+    /// The cell [`coarse_now`](Self::coarse_now) loads, fixed for the timer's life: a policy that
+    /// keeps it beside its own state reads the coarse clock with one pointer hop fewer than
+    /// through the timer (the rate limiter's pass path).
+    pub(crate) fn coarse_cell(&self) -> Arc<CachePadded<AtomicU64>> {
+        Arc::clone(&self.coarse)
+    }
+
     /// The most [`coarse_now`](Self::coarse_now) may trail real time, in nanoseconds: 0 on the
     /// manual clock; on the system clock the ticker's period plus as much again for a late wake-up
     /// ([`system::COARSE_LAG`]), or `u64::MAX` when no ticker runs (then the coarse reading moves

@@ -16,7 +16,9 @@
 //! (reserving it, so waiters are served in turn) and is refused otherwise with
 //! [`Rejection::RateLimitExceeded`](crate::Rejection::RateLimitExceeded), whose `retry_after` says
 //! when the next permit frees up. Sync methods wait on the caller's thread, async methods in a
-//! future; both on the registry's clock. A wait cut short (the future dropped, or
+//! future; both on the registry's clock. The async form runs the pass path when `acquire_async` is
+//! called (the generated code awaits it at once), so its future is ready on the first poll and
+//! only the exact-clock decision and the wait run in a future. A wait cut short (the future dropped, or
 //! `Registry::shutdown`) keeps its reserved permit used: the limiter errs towards fewer calls.
 //!
 //! Clock reads: the pass path reads the registry's *coarse* clock (one atomic load), which trails

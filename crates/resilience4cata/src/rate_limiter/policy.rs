@@ -1,5 +1,6 @@
 //! The rate limiter instance the generated code asks for a permit before each attempt.
 
+use std::future::Future;
 use std::sync::Arc;
 #[cfg(feature = "tower")]
 use std::time::Duration;
@@ -11,6 +12,7 @@ use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterEvent, RateL
 use crate::clock::Interrupted;
 use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::pass_or::PassOr;
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 use crate::shared::SharedPublisher;
@@ -41,9 +43,18 @@ impl RateLimiterPolicy {
 
     /// The async form of [`acquire`](Self::acquire): waits without blocking a thread. Dropping the
     /// future while it waits gives up the call; its reserved permit stays used.
-    #[inline]
-    pub async fn acquire_async(&self) -> Result<(), Rejection> {
-        if self.state.pass() { Ok(()) } else { self.state.acquire_slow_async().await }
+    ///
+    /// The pass path runs when this is *called*, before any future exists: a permit free at the
+    /// coarse time is taken (and `Permitted` published) then, and the future is ready on its first
+    /// poll; deciding on the exact clock and waiting run in the future. The generated code awaits
+    /// the call at once, so the two moments are the same; a future dropped unpolled keeps its
+    /// permit used, as a wait cut short does.
+    #[inline(always)]
+    pub fn acquire_async(&self) -> PassOr<(), impl Future<Output = Result<(), Rejection>> + Send + '_> {
+        match self.state.pass() {
+            true => PassOr::Passed { permit: Some(()) },
+            false => PassOr::Slow { future: self.state.acquire_slow_async() },
+        }
     }
 }
 

@@ -69,7 +69,13 @@ impl Gcra {
     /// [`decide`](Self::decide) with no `max_wait`, in fewer instructions (`next ≥ now`).
     #[inline(always)]
     fn permit_now(&self, tat: u64, now: u64, lag: u64) -> Option<u64> {
-        let next = tat.max(now.saturating_add(lag)).saturating_add(self.interval);
+        self.permit_dated(tat, now, now.saturating_add(lag))
+    }
+
+    /// [`permit_now`](Self::permit_now) with the date `now + lag` already added (`dated ≥ now`).
+    #[inline(always)]
+    fn permit_dated(&self, tat: u64, now: u64, dated: u64) -> Option<u64> {
+        let next = tat.max(dated).saturating_add(self.interval);
         (next - now <= self.tolerance).then_some(next)
     }
 
@@ -98,6 +104,20 @@ impl AtomicGcra {
     pub(crate) fn try_acquire(&self, now: u64, lag: u64) -> bool {
         let mut tat = self.tat.load(Ordering::Relaxed);
         while let Some(next) = self.gcra.permit_now(tat, now, lag) {
+            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(current) => tat = current,
+            }
+        }
+        false
+    }
+
+    /// [`try_acquire`](Self::try_acquire) with the date `now + lag` already added
+    /// (`dated ≥ now`), for a caller that knows the add cannot overflow.
+    #[inline(always)]
+    pub(crate) fn try_acquire_dated(&self, now: u64, dated: u64) -> bool {
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        while let Some(next) = self.gcra.permit_dated(tat, now, dated) {
             match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return true,
                 Err(current) => tat = current,
@@ -138,6 +158,11 @@ impl AtomicGcra {
     }
 }
 
+/// The largest coarse-clock lag the pass path dates permits with a plain add (one hour; the
+/// system clock's is 2 ms, the manual clock's 0): a larger one, or none bounded (`u64::MAX`, no
+/// ticker), takes `pass_other`, whose add saturates.
+const PASS_LAG_BOUND: u64 = 3_600_000_000_000;
+
 /// A rate limiter instance's shared state: one per instance id.
 #[derive(Debug)]
 pub(crate) struct RateLimiterState {
@@ -147,6 +172,13 @@ pub(crate) struct RateLimiterState {
     /// How far the coarse reading may trail real time (`Timer::coarse_lag`): the pass path dates
     /// its permits that much after the reading.
     pub(super) lag: u64,
+    /// The timer's coarse reading (`Timer::coarse_cell`), kept here so the pass path reads it
+    /// through one pointer instead of two.
+    /// (std's atomic, as the clock's, also under loom.)
+    coarse: Arc<CachePadded<std::sync::atomic::AtomicU64>>,
+    /// Enabled, not shared, and a bounded `lag`, fixed once built: the one test before the pass
+    /// path's GCRA. Every other case takes [`pass_other`](Self::pass_other).
+    local: bool,
     max_wait: u64,
     pub(super) timer: Arc<Timer>,
     events: Publisher<RateLimiterEvent>,
@@ -163,9 +195,15 @@ impl RateLimiterState {
         events: Publisher<RateLimiterEvent>,
     ) -> Self {
         timer.keep_coarse_fresh();
+        let lag = timer.coarse_lag();
         RateLimiterState {
             gcra: AtomicGcra::new(&config),
-            lag: timer.coarse_lag(),
+            lag,
+            coarse: timer.coarse_cell(),
+            // No ticker (`lag = u64::MAX`): the pass path could never admit, so every call goes
+            // straight to the exact clock, as it would after the pass path's refusal. A lag of at
+            // most `PASS_LAG_BOUND` lets the pass path date permits with a plain add.
+            local: config.enabled && lag <= PASS_LAG_BOUND,
             max_wait: nanos(config.max_wait),
             instance,
             config,
@@ -187,6 +225,7 @@ impl RateLimiterState {
         let pool = Arc::new(pool);
         store.share_rate_limiter(Arc::clone(&pool));
         self.shared = Some(pool);
+        self.local = false;
         self
     }
 
@@ -202,9 +241,28 @@ impl RateLimiterState {
         }
     }
 
-    /// The pass path: disabled, or a permit at the coarse time (one atomic load + one CAS).
+    /// The pass path: a permit at the coarse time (one flag test, one atomic load, one CAS), or
+    /// [`pass_other`](Self::pass_other) for a disabled, shared or unticked limiter.
     #[inline(always)]
     pub(super) fn pass(&self) -> bool {
+        if !self.local {
+            return self.pass_other();
+        }
+        let now = self.coarse.load(std::sync::atomic::Ordering::Relaxed);
+        // No overflow: `lag ≤ PASS_LAG_BOUND`, and a reading counts nanoseconds from the clock's
+        // origin (the registry's start, or a manual clock's zero), far below `u64::MAX − 1 h`.
+        if self.gcra.try_acquire_dated(now, now.wrapping_add(self.lag)) {
+            self.permitted(Duration::ZERO);
+            return true;
+        }
+        false
+    }
+
+    /// The pass path of the rest: disabled (passes), shared (a leased permit at the coarse time
+    /// unless degraded), or the local GCRA at the coarse time (degraded, or no ticker).
+    #[cold]
+    #[inline(never)]
+    fn pass_other(&self) -> bool {
         if !self.config.enabled {
             return true;
         }
