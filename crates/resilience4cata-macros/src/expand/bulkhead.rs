@@ -8,8 +8,9 @@ use super::Ctx;
 use crate::validate::Settings;
 
 /// `'bulkhead: { let slot = match self.<field>.acquire() { Ok(s) => s, Err(r) => break 'bulkhead … };
-/// let r = <inner>; drop(slot); r }`: bound by a `let`, so an async method's future does not keep
-/// the whole `Result` the acquisition returned across the delegate's await (issue 16).
+/// <inner> }`: bound by a `let`, so an async method's future does not keep the whole `Result` the
+/// acquisition returned across the delegate's await (issue 16); the slot drops when the block
+/// ends, after `<inner>` is evaluated, as the block's locals do.
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
     let acquire = ctx.acquire();
     let refusal = ctx.refusal(quote!(__r4c_rejection));
@@ -19,9 +20,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> 
                 ::core::result::Result::Ok(__r4c_slot) => __r4c_slot,
                 ::core::result::Result::Err(__r4c_rejection) => break '__r4c_bulkhead #refusal,
             };
-            let __r4c_value = #inner;
-            ::core::mem::drop(__r4c_slot);
-            __r4c_value
+            #inner
         }
     }
 }
