@@ -127,9 +127,36 @@ fn body(model: &Model, method: &Method) -> TokenStream {
     };
     let block = protected(&host, method);
     match method.form {
-        Form::ImplFuture { .. } | Form::AsyncFn => quote!(async move { #block }),
+        Form::ImplFuture { .. } | Form::AsyncFn => async_body(method, block),
         _ => block,
     }
+}
+
+/// `#[inline(always)] async move { block }`: the method's future, whose poll is always inlined into
+/// the caller's.
+///
+/// `#[inline(always)]` on the method only inlines the function that *builds* the future; the
+/// future's poll is a function of its own, which LLVM weighs like any other. The poll of even a
+/// one-policy method (the delegate's future nested in ours, the state switch, the panics of a
+/// resumed-after-completion future) costs more than LLVM's threshold, so it stayed out of line and
+/// every awaited call paid a call, a prologue saving six registers, a jump table on the state byte
+/// and the output's trip through memory. The attribute on the `async` block (accepted on stable
+/// as the function's tail expression) marks that poll `alwaysinline`. The runtime keeps the rare
+/// paths out of it: a retry's wait and a timeout's race against its timer are futures whose polls
+/// are never inlined. Issue 16, `crates/bench` user-shaped rows: retry, first attempt ok, async
+/// 107 → 57 instructions per call, timeout not firing 144 → 91 (see docs/benchmarks.md, "Where
+/// the async instructions went").
+///
+/// A hedged method keeps the plain `async move`: `HedgePolicy::run` is an `async fn` whose poll
+/// LLVM keeps out of line, so forcing ours inline only moved instructions around it
+/// (`user_hedge/ours_async` 143 → 145). Splitting `run` as `TimeoutPolicy::run_pinned` is split
+/// (an always-inlined first poll, the race in a never-inlined future) measured 111 with the
+/// attribute; drop this exception then.
+fn async_body(method: &Method, block: TokenStream) -> TokenStream {
+    if crate::policy::hedged(method) {
+        return quote!(async move { #block });
+    }
+    quote!(#[inline(always)] async move { #block })
 }
 
 /// The statements of a protected method: the chain of layers around one call of what `host`

@@ -127,7 +127,12 @@ fn ask(ctx: &Ctx<'_>, settings: &Settings, subject: Subject, give_up: TokenStrea
         None => (from(quote!(retry_now_from)), from(quote!(decide_from))),
     };
     let held = subject.held();
+    // The retry is borrowed again from `self`, which the method's future holds anyway: the binding
+    // before the loop then ends at `start()` and is not kept in the future across the attempt's
+    // await, which a first attempt that succeeds never needs.
+    let field = ctx.field();
     quote! {
+        let __r4c_retry = &#field;
         let __r4c_quick = #quick;
         let __r4c_wait = if __r4c_quick { ::core::option::Option::None } else { #decide };
         if !__r4c_quick {

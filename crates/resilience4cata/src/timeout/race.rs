@@ -8,7 +8,7 @@
 
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
-use std::task::Poll;
+use std::task::{Context, Poll};
 
 use crate::clock::Timer;
 
@@ -22,31 +22,54 @@ pub(crate) enum Race<T> {
 }
 
 /// Polls the attempt once, in place: most attempts finish here, before any timer exists.
-#[inline]
-pub(crate) fn first_poll<F: Future>(attempt: Pin<&mut F>) -> impl Future<Output = Poll<F::Output>> {
-    let mut attempt = Some(attempt);
-    poll_fn(move |cx| Poll::Ready(attempt.take().map_or(Poll::Pending, |a| a.poll(cx))))
+#[inline(always)]
+pub(crate) fn first_poll<F: Future>(attempt: Pin<&mut F>) -> FirstPoll<'_, F> {
+    FirstPoll(attempt)
+}
+
+/// The future of [`first_poll`]: ready at once with the attempt's first `Poll`. A hand-written
+/// future rather than a `poll_fn`, for its always-inlined `poll`: LLVM kept `PollFn::poll` out of
+/// line, so the common path paid a call, a prologue and the result's trip through memory.
+#[derive(Debug)]
+pub(crate) struct FirstPoll<'a, F>(Pin<&'a mut F>);
+
+impl<F: Future> Future for FirstPoll<'_, F> {
+    type Output = Poll<F::Output>;
+
+    /// Polled once by its one caller (`TimeoutPolicy::run_pinned`), which never polls it again
+    /// after it is ready.
+    #[inline(always)]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Poll<F::Output>> {
+        Poll::Ready(self.0.as_mut().poll(cx))
+    }
 }
 
 /// The slow path, once the attempt has returned `Pending`: only now is the timer created. It is
 /// polled first, in the same round as that `Pending` (so on the manual clock it takes its place
 /// among the pending waits before the attempt is polled again); from then on the attempt is
 /// polled first, so an attempt that finishes at the deadline wins.
-pub(crate) async fn against_the_clock<F: Future>(
-    timer: &Timer,
+///
+/// Its poll is never inlined (the `async` block's `#[inline(never)]`): the caller's poll, inlined
+/// into the method's, keeps only a call to it.
+#[allow(clippy::manual_async_fn)] // an `async fn` would carry `#[inline(never)]` to its constructor, not its poll
+pub(crate) fn against_the_clock<'a, F: Future>(
+    timer: &'a Timer,
     deadline: u64,
-    mut attempt: Pin<&mut F>,
-) -> Race<F::Output> {
-    let mut alarm = pin!(timer.deadline_async(deadline));
-    let mut armed = false;
-    poll_fn(|cx| {
-        if armed && let Poll::Ready(output) = attempt.as_mut().poll(cx) {
-            return Poll::Ready(Race::Finished(output));
-        }
-        armed = true;
-        alarm.as_mut().poll(cx).map(|()| Race::TimedOut)
-    })
-    .await
+    mut attempt: Pin<&'a mut F>,
+) -> impl Future<Output = Race<F::Output>> + 'a {
+    #[inline(never)]
+    async move {
+        let mut alarm = pin!(timer.deadline_async(deadline));
+        let mut armed = false;
+        poll_fn(|cx| {
+            if armed && let Poll::Ready(output) = attempt.as_mut().poll(cx) {
+                return Poll::Ready(Race::Finished(output));
+            }
+            armed = true;
+            alarm.as_mut().poll(cx).map(|()| Race::TimedOut)
+        })
+        .await
+    }
 }
 
 #[cfg(test)]
