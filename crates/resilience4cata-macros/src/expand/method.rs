@@ -147,15 +147,10 @@ fn body(model: &Model, method: &Method) -> TokenStream {
 /// 107 → 57 instructions per call, timeout not firing 144 → 91 (see docs/benchmarks.md, "Where
 /// the async instructions went").
 ///
-/// A hedged method keeps the plain `async move`: `HedgePolicy::run` is an `async fn` whose poll
-/// LLVM keeps out of line, so forcing ours inline only moved instructions around it
-/// (`user_hedge/ours_async` 143 → 145). Splitting `run` as `TimeoutPolicy::run_pinned` is split
-/// (an always-inlined first poll, the race in a never-inlined future) measured 111 with the
-/// attribute; drop this exception then.
-fn async_body(method: &Method, block: TokenStream) -> TokenStream {
-    if crate::policy::hedged(method) {
-        return quote!(async move { #block });
-    }
+/// A hedged method takes the attribute too: `HedgePolicy::run` is split as
+/// `TimeoutPolicy::run_pinned` is (an always-inlined first poll, the race in a never-inlined
+/// future); `user_hedge/ours_async` 143 → 111.
+fn async_body(_method: &Method, block: TokenStream) -> TokenStream {
     quote!(#[inline(always)] async move { #block })
 }
 

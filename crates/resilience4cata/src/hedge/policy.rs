@@ -1,11 +1,11 @@
 //! The hedge instance the generated code runs an async method's attempts through.
 
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::Poll;
 
-use super::race::race;
+use super::race::{first_poll, race};
 use super::state::HedgeState;
 use super::{HedgeConfig, HedgeConfigBuilder, HedgeEvent, HedgeSnapshot};
 use crate::error::{RegistryError, async_only};
@@ -37,46 +37,57 @@ impl HedgePolicy {
     /// timer created; extra attempts are boxed as they start. The first `Ok` is returned and every
     /// other attempt dropped with the call's future; when every attempt failed, the failure of the
     /// one that finished last.
-    #[inline]
-    pub async fn run<T, E, F, Fut>(&self, mut attempt: F, stops: impl Fn(&E) -> bool) -> Result<T, E>
+    ///
+    /// Split as `TimeoutPolicy::run_pinned` is: the future's poll is always inlined (an `async`
+    /// block marked `#[inline(always)]`, which an `async fn` cannot be) and holds only the common
+    /// path, the first attempt's first poll (`first_poll`, whose poll is always inlined too). The
+    /// race against the delay, for a first attempt that failed or is still pending after that
+    /// poll, is a future of its own that is never inlined (`race`), so the caller's poll does not
+    /// grow by the timer's code and the race's state. Issue 16, `user_hedge/ours_async` in
+    /// `crates/bench`: 143 → 111 instructions per call, with the generated method's own poll
+    /// always inlined.
+    #[inline(always)]
+    pub fn run<T, E, F, Fut>(&self, mut attempt: F, stops: impl Fn(&E) -> bool) -> impl Future<Output = Result<T, E>>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
         let state = &*self.state;
-        if !state.config.enabled {
-            return attempt().await;
-        }
-        let mut first = pin!(Some(attempt()));
-        let polled = poll_fn(|cx| Poll::Ready(first.as_mut().as_pin_mut().map_or(Poll::Pending, |f| f.poll(cx)))).await;
-        match polled {
-            Poll::Ready(Ok(value)) => Ok(value),
-            Poll::Ready(Err(error)) => {
-                first.set(None);
-                race(state, first, Some(error), &mut attempt, &stops).await
+        #[inline(always)]
+        async move {
+            if !state.config.enabled {
+                return attempt().await;
             }
-            Poll::Pending => race(state, first, None, &mut attempt, &stops).await,
+            let mut first = pin!(Some(attempt()));
+            match first_poll(first.as_mut()).await {
+                Poll::Ready(Ok(value)) => Ok(value),
+                Poll::Ready(Err(error)) => {
+                    first.set(None);
+                    race(state, first, Some(error), &mut attempt, &stops).await
+                }
+                Poll::Pending => race(state, first, None, &mut attempt, &stops).await,
+            }
         }
     }
 
     /// [`run`](HedgePolicy::run), also counting into `attempts` every attempt started (a refused
     /// one included): what a fallback outside the hedge reports as `FallbackContext::attempts`.
-    #[inline]
-    pub async fn run_counting<T, E, F, Fut>(
+    #[inline(always)]
+    pub fn run_counting<T, E, F, Fut>(
         &self,
         attempts: &mut u32,
         mut attempt: F,
         stops: impl Fn(&E) -> bool,
-    ) -> Result<T, E>
+    ) -> impl Future<Output = Result<T, E>>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let counted = || {
+        let counted = move || {
             *attempts += 1;
             attempt()
         };
-        self.run(counted, stops).await
+        self.run(counted, stops)
     }
 
     /// `max_hedged_attempts` when the hedge is enabled.

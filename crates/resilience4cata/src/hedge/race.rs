@@ -102,66 +102,97 @@ impl<T, E, Fut: Future<Output = Result<T, E>>> Call<E, Fut> {
     }
 }
 
+/// Polls the first attempt once, in place: most calls finish here, before any timer exists.
+#[inline(always)]
+pub(crate) fn first_poll<Fut: Future>(first: Pin<&mut Option<Fut>>) -> FirstPoll<'_, Fut> {
+    FirstPoll(first)
+}
+
+/// The future of [`first_poll`]: ready at once with the first attempt's first `Poll` (`Pending`
+/// if there is no attempt, which its one caller never asks). A hand-written future rather than a
+/// `poll_fn`, for its always-inlined `poll`, as the timeout's `FirstPoll`.
+#[derive(Debug)]
+pub(crate) struct FirstPoll<'a, Fut>(Pin<&'a mut Option<Fut>>);
+
+impl<Fut: Future> Future for FirstPoll<'_, Fut> {
+    type Output = Poll<Fut::Output>;
+
+    /// Polled once by its one caller (`HedgePolicy::run`), which never polls it again after it
+    /// is ready.
+    #[inline(always)]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Poll<Fut::Output>> {
+        Poll::Ready(self.0.as_mut().as_pin_mut().map_or(Poll::Pending, |attempt| attempt.poll(cx)))
+    }
+}
+
 /// Runs the call to its end from where [`HedgePolicy::run`](super::HedgePolicy::run) left it:
 /// `first` is the first attempt (already polled once, `None` when it failed there with
 /// `first_failure`).
-pub(crate) async fn race<T, E, F, Fut>(
-    state: &HedgeState,
-    mut first: Pin<&mut Option<Fut>>,
+///
+/// Its poll is never inlined (the `async` block's `#[inline(never)]`): the caller's poll, inlined
+/// into the method's, keeps only a call to it.
+#[allow(clippy::manual_async_fn)] // an `async fn` would carry `#[inline(never)]` to its constructor, not its poll
+pub(crate) fn race<'a, T, E, F, Fut>(
+    state: &'a HedgeState,
+    mut first: Pin<&'a mut Option<Fut>>,
     first_failure: Option<E>,
-    make: &mut F,
-    stops: &impl Fn(&E) -> bool,
-) -> Result<T, E>
+    make: &'a mut F,
+    stops: &'a impl Fn(&E) -> bool,
+) -> impl Future<Output = Result<T, E>>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
-    let limit = 1 + state.config.max_hedged_attempts;
-    let mut call: Call<E, Fut> = Call { started: 1, limit, extras: Vec::new(), last: None, stopped: false, due: false };
-    // The first attempt was polled in this round already: poll it again only in the next.
-    let mut skip_first = first_failure.is_none();
-    if let Some(error) = first_failure {
-        call.failed(error, stops);
-    }
-    let at_once = state.config.delay.is_zero();
-    let mut alarm = pin!(None);
-    poll_fn(|cx| {
-        if let Some(value) = call.poll_running(&mut first, std::mem::take(&mut skip_first), state, stops, cx) {
-            return Poll::Ready(Ok(value));
+    #[inline(never)]
+    async move {
+        let limit = 1 + state.config.max_hedged_attempts;
+        let mut call: Call<E, Fut> =
+            Call { started: 1, limit, extras: Vec::new(), last: None, stopped: false, due: false };
+        // The first attempt was polled in this round already: poll it again only in the next.
+        let mut skip_first = first_failure.is_none();
+        if let Some(error) = first_failure {
+            call.failed(error, stops);
         }
-        loop {
-            let running = first.is_some() || !call.extras.is_empty();
-            if call.may_start() && (call.due || at_once || !running) {
-                alarm.set(None); // every start restarts the delay
-                if let Some(value) = call.start(state, make(), stops, cx) {
-                    return Poll::Ready(Ok(value));
-                }
-                continue;
-            }
-            if !running {
-                state.all_failed(call.started);
-                return Poll::Ready(Err(call.last.take().expect("a call with nothing running has failed")));
-            }
-            if !call.may_start() {
-                alarm.set(None);
-                return Poll::Pending;
-            }
-            if alarm.is_none() {
-                alarm.set(Some(state.timer.sleep_async(state.config.delay)));
-            }
-            let Some(timer) = alarm.as_mut().as_pin_mut() else { return Poll::Pending };
-            let Poll::Ready(fired) = timer.poll(cx) else { return Poll::Pending };
-            alarm.set(None);
-            if fired.is_err() {
-                call.stopped = true; // `Registry::shutdown`: start nothing more
-                continue;
-            }
-            // The clock moved: an attempt that finishes exactly now wins over the next start.
-            call.due = true;
-            if let Some(value) = call.poll_running(&mut first, false, state, stops, cx) {
+        let at_once = state.config.delay.is_zero();
+        let mut alarm = pin!(None);
+        poll_fn(|cx| {
+            if let Some(value) = call.poll_running(&mut first, std::mem::take(&mut skip_first), state, stops, cx) {
                 return Poll::Ready(Ok(value));
             }
-        }
-    })
-    .await
+            loop {
+                let running = first.is_some() || !call.extras.is_empty();
+                if call.may_start() && (call.due || at_once || !running) {
+                    alarm.set(None); // every start restarts the delay
+                    if let Some(value) = call.start(state, make(), stops, cx) {
+                        return Poll::Ready(Ok(value));
+                    }
+                    continue;
+                }
+                if !running {
+                    state.all_failed(call.started);
+                    return Poll::Ready(Err(call.last.take().expect("a call with nothing running has failed")));
+                }
+                if !call.may_start() {
+                    alarm.set(None);
+                    return Poll::Pending;
+                }
+                if alarm.is_none() {
+                    alarm.set(Some(state.timer.sleep_async(state.config.delay)));
+                }
+                let Some(timer) = alarm.as_mut().as_pin_mut() else { return Poll::Pending };
+                let Poll::Ready(fired) = timer.poll(cx) else { return Poll::Pending };
+                alarm.set(None);
+                if fired.is_err() {
+                    call.stopped = true; // `Registry::shutdown`: start nothing more
+                    continue;
+                }
+                // The clock moved: an attempt that finishes exactly now wins over the next start.
+                call.due = true;
+                if let Some(value) = call.poll_running(&mut first, false, state, stops, cx) {
+                    return Poll::Ready(Ok(value));
+                }
+            }
+        })
+        .await
+    }
 }
