@@ -6,7 +6,7 @@
 use proc_macro2::{Group, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{ImplItem, ImplItemFn, Visibility};
+use syn::{ImplItem, ImplItemFn, ReturnType, Signature, Visibility};
 
 use super::{ClassModel, inner_ident, policies};
 use crate::expand::method::{protected, signature};
@@ -79,16 +79,40 @@ fn inherent_block(model: &ClassModel, inners: Vec<TokenStream>) -> TokenStream {
 /// The protected method: the user's signature and attributes (but `#[inline]`, which goes with
 /// the body) around the chain of layers. Always inlined, as the trait style's methods are (see
 /// `expand::method`): the chain is small, the body stays out of line unless the user asks.
+///
+/// An async method's body is `#[inline(always)] async move { … }`, as the trait style's (see
+/// `expand::method::async_body`), so the future's poll is inlined into the caller's too. An
+/// `async fn` cannot carry that attribute to its future, so it is written
+/// `fn … -> impl Future<Output = R>` (`async_fn_signature`): the future is `Send` exactly when the
+/// body's is (an `impl Trait` return leaks its auto traits, as an `async fn`'s does), it captures
+/// every lifetime and type parameter in scope, as an `async fn`'s does, and it satisfies a trait's
+/// `async fn` or `-> impl Future<…>` declaration alike.
 fn outer(f: &ImplItemFn, method: &Method, host: &Host) -> TokenStream {
     let attrs = f.attrs.iter().filter(|a| !a.path().is_ident("inline"));
-    let (vis, defaultness, sig) = (&f.vis, &f.defaultness, signature(method));
+    let (vis, defaultness, mut sig) = (&f.vis, &f.defaultness, signature(method));
     let block = protected(host, method);
-    // An `async fn` stays one, so its future is `Send` exactly when the body's is.
     let body = match method.form {
-        Form::ImplFuture { .. } => quote!(async move { #block }),
+        Form::ImplFuture { .. } => quote!(#[inline(always)] async move { #block }),
+        Form::AsyncFn => {
+            async_fn_signature(&mut sig);
+            quote!(#[inline(always)] async move { #block })
+        }
         _ => block,
     };
     quote!(#(#attrs)* #[inline(always)] #vis #defaultness #sig { #body })
+}
+
+/// `async fn m(…) -> R` becomes `fn m(…) -> impl Future<Output = R>`. The `impl` type is spanned
+/// at the macro's call site, whose edition is this crate's (2024): its lifetime capture rules are
+/// those of an `async fn` (every lifetime in scope, elided ones included) whatever the edition of
+/// the crate that writes the impl.
+fn async_fn_signature(sig: &mut Signature) {
+    sig.asyncness = None;
+    let output = match &sig.output {
+        ReturnType::Default => quote!(()),
+        ReturnType::Type(_, ty) => quote!(#ty),
+    };
+    sig.output = syn::parse_quote!(-> impl ::core::future::Future<Output = #output>);
 }
 
 /// The body moved aside: the method as written, renamed, private and hidden; it keeps the user's

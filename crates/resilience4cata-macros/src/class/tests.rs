@@ -58,7 +58,8 @@ fn a_trait_impl_keeps_its_items_and_puts_inner_methods_in_an_inherent_block() {
     assert_contains(
         &out,
         &[
-            "impl < T : Sync > Api for Client < T > { type Error = String ; # [inline (always)] async fn get (& self) -> Result < u32 , Self :: Error >",
+            // An `async fn` is desugared, so its future's poll can be always inlined (`emit::outer`).
+            "impl < T : Sync > Api for Client < T > { type Error = String ; # [inline (always)] fn get (& self) -> impl :: core :: future :: Future < Output = Result < u32 , Self :: Error > > { # [inline (always)] async move {",
             "impl < T : Sync > Client < T > { # [doc (hidden)] # [allow (non_snake_case)] async fn __r4c_inner_Api_get (& self) -> Result < u32 , < Self as Api > :: Error > { Err (< Self as Api > :: Error :: new ()) } }",
             "Self :: __r4c_inner_Api_get (self ,) . await",
             "pub (crate) struct ClientApiPolicies",
