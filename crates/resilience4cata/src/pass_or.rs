@@ -7,6 +7,13 @@
 //! then paid a call to that poll (registers saved and restored, a jump on its state), the result
 //! moved out through memory, and an out-of-line drop of the finished future, on every call. A
 //! [`PassOr::Passed`] is the pass path's value and a discriminant, polled and dropped inline.
+//!
+//! The permit is held as it is (not in an `Option`), and the first poll hands it out by replacing
+//! the whole future with [`PassOr::Taken`] (`project_replace`): the common path writes the
+//! variant, tests it and writes `Taken`, where an `Option` taken in place also wrote, reloaded
+//! and tested the option's tag. Issue 16, `crates/bench` user-shaped rows: rate limiter async
+//! 109 → 106, bulkhead async 137 → 133, adaptive limit async 174 → 169, stack async 232 → 204
+//! instructions per call. (Keeping the `Option` and only adding `Taken`: 108, 135, 176, 210.)
 
 // The projection type `pin_project!` generates has undocumented fields.
 #![allow(missing_docs)]
@@ -23,24 +30,32 @@ pin_project! {
     /// The async acquisition of a policy: already passed (ready on the first poll), or its slow
     /// path still to run.
     #[project = PassOrProj]
+    #[project_replace = PassOrReplaced]
     #[derive(Debug)]
     #[must_use = "futures do nothing unless polled; a passed acquisition holds its permit until dropped"]
     pub enum PassOr<T, F> {
-        /// The pass path took the permit when the acquisition was called; `None` once polled.
-        Passed { permit: Option<T> },
+        /// The pass path took the permit when the acquisition was called.
+        Passed { permit: T },
         /// The slow path, run by polling.
         Slow { #[pin] future: F },
+        /// The passed permit was handed out by the first poll.
+        Taken,
     }
 }
 
 impl<T, F: Future<Output = Result<T, Rejection>>> Future for PassOr<T, F> {
     type Output = Result<T, Rejection>;
 
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            PassOrProj::Passed { permit } => Poll::Ready(Ok(permit.take().expect("polled after completion"))),
-            PassOrProj::Slow { future } => poll_slow(future, cx),
+    #[inline(always)]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.as_mut().project() {
+            PassOrProj::Passed { .. } => {}
+            PassOrProj::Slow { future } => return poll_slow(future, cx),
+            PassOrProj::Taken => panic!("polled after completion"),
+        }
+        match self.project_replace(PassOr::Taken) {
+            PassOrReplaced::Passed { permit } => Poll::Ready(Ok(permit)),
+            _ => unreachable!("a passed acquisition"),
         }
     }
 }

@@ -58,7 +58,7 @@ impl AdaptiveLimitPolicy {
     ) -> PassOr<AdaptiveLimitPermit<'_>, impl Future<Output = Result<AdaptiveLimitPermit<'_>, Rejection>> + Send + '_>
     {
         match self.state.pass() {
-            Some(permit) => PassOr::Passed { permit: Some(permit) },
+            Some(permit) => PassOr::Passed { permit },
             None => PassOr::Slow { future: self.acquire_slow_async() },
         }
     }

@@ -185,7 +185,7 @@ impl BulkheadPolicy {
         &self,
     ) -> PassOr<BulkheadPermit<'_>, impl Future<Output = Result<BulkheadPermit<'_>, Rejection>> + Send + '_> {
         match self.pass() {
-            Some(permit) => PassOr::Passed { permit: Some(permit) },
+            Some(permit) => PassOr::Passed { permit },
             None => PassOr::Slow { future: self.acquire_slow_async() },
         }
     }

@@ -52,7 +52,7 @@ impl RateLimiterPolicy {
     #[inline(always)]
     pub fn acquire_async(&self) -> PassOr<(), impl Future<Output = Result<(), Rejection>> + Send + '_> {
         match self.state.pass() {
-            true => PassOr::Passed { permit: Some(()) },
+            true => PassOr::Passed { permit: () },
             false => PassOr::Slow { future: self.state.acquire_slow_async() },
         }
     }
