@@ -108,7 +108,9 @@ use proc_macro::TokenStream;
 /// each annotated method in place: its body moves into a private hidden method, and the method
 /// runs it through the policies in `self.<field>`, so the type's calls to itself are protected
 /// too. Ids are `<module_path>::<Type>::<method>` (`<module_path>::<Type>::<Trait>::<method>`).
-/// Attributes on the block apply to every method with a `self` receiver; an `async fn` stays one.
+/// Attributes on the block apply to every method with a `self` receiver; an `async fn` is emitted as
+/// `fn … -> impl Future<Output = R>` (its future's poll always inlined, still `Send` exactly when the
+/// body's future is).
 /// One class-style block per type, and one per trait impl (a second would generate its struct
 /// again); methods that take no policy may live in other blocks of the type.
 ///
