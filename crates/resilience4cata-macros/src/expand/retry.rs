@@ -46,7 +46,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
             #[allow(unused_imports)]
             use #p::{ProbeFallback as _, ProbeRejection as _};
             let __r4c_retry = &#field;
-            let mut __r4c_call = __r4c_retry.start();
+            let __r4c_call = __r4c_retry.start();
             #rounds
         }};
     }
@@ -225,6 +225,9 @@ fn by_error_peeled(
                 ::core::result::Result::Ok(__r4c_value) => break '__r4c_retry ::core::result::Result::Ok(__r4c_value),
                 ::core::result::Result::Err(__r4c_error) => __r4c_error,
             };
+            // Mutable from here: the call's state goes to memory (the policy's slow path takes
+            // it by reference) only once an attempt failed.
+            let mut __r4c_call = __r4c_call;
             loop {
                 {
                     let __r4c_error = __r4c_failed;
