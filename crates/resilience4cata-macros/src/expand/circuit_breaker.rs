@@ -54,6 +54,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
             let __r4c_permit = match #field.acquire() {
                 ::core::result::Result::Ok(__r4c_permit) => __r4c_permit,
                 ::core::result::Result::Err(__r4c_rejection) => {
+                    ::core::hint::cold_path();
                     break '__r4c_circuit_breaker ::core::result::Result::Err(
                         (&#p::Reject::<#err>::new()).reject(__r4c_rejection),
                     );
