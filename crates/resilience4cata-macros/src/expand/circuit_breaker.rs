@@ -14,7 +14,7 @@ use super::{Ctx, private};
 use crate::validate::{Setting, Settings, Value};
 
 /// `'breaker: { let permit = match self.<field>.acquire() { Ok(p) => p, Err(r) => break 'breaker Err(…) }; …;
-/// permit.record(outcome); result }`.
+/// match result { Ok(v) => { permit.record(Success); Ok(v) } Err(e) => { permit.record(outcome); Err(e) } } }`.
 ///
 /// The permit is bound by a `let` rather than matched in place: a `match` keeps its scrutinee, the
 /// whole `Result<Permit, Rejection>`, alive to its end, so in an async method it was stored in
@@ -28,34 +28,24 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     let of_error = quote! {
         #p::Outcome::of_error((&#p::Probe(__r4c_error)).rejection(), || #ignored, || #recorded)
     };
-    // Each arm records its own outcome. A sync method's arms also rebuild the result they return
-    // (the `Err` arm, marked cold, classifies the error by reference before moving it back out),
-    // so LLVM knows on the `Ok` path that the layer's value is `Ok` and the outer layers and the
-    // caller test nothing more (issue 16, user-shaped sync: breaker_closed 33 → 29, stack 110 →
-    // 94; recording in each arm around the unchanged result measured 45 and 107). An async
-    // method records in each arm of a match on a reference (`user_breaker_closed/ours_async`
-    // 80 → 77).
-    let record = if ctx.is_async() {
-        quote! {
-            match &__r4c_result {
-                ::core::result::Result::Ok(_) => __r4c_permit.record(#p::Outcome::Success),
-                ::core::result::Result::Err(__r4c_error) => __r4c_permit.record(#of_error),
+    // Each arm records its own outcome and rebuilds the result it returns (the `Err` arm, marked
+    // cold, classifies the error by reference before moving it back out), so LLVM knows on the
+    // `Ok` path that the layer's value is `Ok` and the outer layers and the caller test nothing
+    // more (issue 16, user-shaped: breaker_closed sync 33 → 29, async 80 → 73; stack sync 110 →
+    // 94, async 230 → 212). Recording the outcome computed by a match on `&result`, then returning
+    // `result`, made LLVM test the enum's discriminant against the rejections' bit sets; recording
+    // in each arm of that match without rebuilding the value measured breaker_closed sync 45.
+    let record = quote! {
+        match __r4c_result {
+            ::core::result::Result::Ok(__r4c_value) => {
+                __r4c_permit.record(#p::Outcome::Success);
+                ::core::result::Result::Ok(__r4c_value)
             }
-            __r4c_result
-        }
-    } else {
-        quote! {
-            match __r4c_result {
-                ::core::result::Result::Ok(__r4c_value) => {
-                    __r4c_permit.record(#p::Outcome::Success);
-                    ::core::result::Result::Ok(__r4c_value)
-                }
-                ::core::result::Result::Err(__r4c_failed) => {
-                    ::core::hint::cold_path();
-                    let __r4c_error = &__r4c_failed;
-                    __r4c_permit.record(#of_error);
-                    ::core::result::Result::Err(__r4c_failed)
-                }
+            ::core::result::Result::Err(__r4c_failed) => {
+                ::core::hint::cold_path();
+                let __r4c_error = &__r4c_failed;
+                __r4c_permit.record(#of_error);
+                ::core::result::Result::Err(__r4c_failed)
             }
         }
     };
