@@ -1,4 +1,6 @@
 //! The retry layer: a `loop` around the inner layers that asks the policy only after a failure.
+//! A sync method without a classifier makes its first attempt before the loop, straight-line, and
+//! enters the loop only after a failure (see `by_error_peeled`).
 //!
 //! Without a classifier, `Ok` leaves the loop at once; an `Err` is `NotRetryable` when it is an open
 //! breaker's refusal (found by autoref specialisation, whatever the patterns say), matches
@@ -37,6 +39,17 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     // end the call mid-loop: then each attempt reports itself as it starts.
     let starting = crate::order::cut_short(ctx.method, ctx.policy)
         .then(|| quote!(__r4c_attempts = __r4c_call.attempts().saturating_add(1);));
+    if !ctx.is_async() && settings.get("classifier").is_none() {
+        let ask = |give_up| ask(ctx, settings, Subject::Error, give_up);
+        let rounds = by_error_peeled(settings, inner, ask, gave_up, starting);
+        return quote! {{
+            #[allow(unused_imports)]
+            use #p::{ProbeFallback as _, ProbeRejection as _};
+            let __r4c_retry = &#field;
+            let __r4c_call = __r4c_retry.start();
+            #rounds
+        }};
+    }
     let round = match settings.get("classifier") {
         Some(classifier) => {
             let again = |give_up: TokenStream| ask(ctx, settings, Subject::Result, give_up);
@@ -177,6 +190,59 @@ fn by_error(
                     #p::Failure::Retryable
                 };
                 #again
+            }
+        }
+    }
+}
+
+/// The rounds of a sync method without a classifier, its first attempt before the loop: a first
+/// attempt that succeeds leaves the labelled block straight-line, without entering the loop, so
+/// the loop's set-up (the inner layers' fields hoisted into registers, spilled to the stack under
+/// register pressure) is paid only after a failure. The loop judges the failure it holds, asks the
+/// retry, then makes the next attempt; the failure is moved into the judging block, so it drops
+/// where a round of a loop around the whole attempt drops it: after the retry's answer (and wait),
+/// before the next attempt starts. Issue 16, `user_stack/ours_sync` 135 → 117.
+fn by_error_peeled(
+    settings: &Settings,
+    inner: TokenStream,
+    again: impl FnOnce(TokenStream) -> TokenStream,
+    gave_up: TokenStream,
+    starting: Option<TokenStream>,
+) -> TokenStream {
+    let p = private();
+    let abort = [settings.get("abort_on"), settings.get("abort_on_if")].into_iter().flatten().map(test_error);
+    let retry: Vec<_> =
+        [settings.get("retry_on"), settings.get("retry_on_if")].into_iter().flatten().map(test_error).collect();
+    let outside_retry_on = (!retry.is_empty()).then(|| quote!(|| !(#(#retry)||*)));
+    let again = again(quote! {
+        #gave_up
+        break ::core::result::Result::Err(__r4c_error);
+    });
+    quote! {
+        '__r4c_retry: {
+            #starting
+            let mut __r4c_failed = match #inner {
+                ::core::result::Result::Ok(__r4c_value) => break '__r4c_retry ::core::result::Result::Ok(__r4c_value),
+                ::core::result::Result::Err(__r4c_error) => __r4c_error,
+            };
+            // Mutable from here: the call's state goes to memory (the policy's slow path takes
+            // it by reference) only once an attempt failed.
+            let mut __r4c_call = __r4c_call;
+            loop {
+                {
+                    let __r4c_error = __r4c_failed;
+                    let __r4c_failure = if (&#p::Probe(&__r4c_error)).is_call_not_permitted() #(|| #abort)* #outside_retry_on {
+                        #p::Failure::NotRetryable
+                    } else {
+                        #p::Failure::Retryable
+                    };
+                    #again
+                }
+                #starting
+                __r4c_failed = match #inner {
+                    ::core::result::Result::Ok(__r4c_value) => break ::core::result::Result::Ok(__r4c_value),
+                    ::core::result::Result::Err(__r4c_error) => __r4c_error,
+                };
             }
         }
     }
