@@ -310,7 +310,7 @@ mod tests {
         let starts = [
             ("Retry", "let mut __r4c_call = __r4c_retry . start ()"),
             ("CircuitBreaker", "self . __r4c_circuit_breaker_get . acquire ()"),
-            ("RateLimiter", "self . __r4c_rate_limiter_get . acquire_async ()"),
+            ("RateLimiter", "self . __r4c_rate_limiter_get . pass_now ()"),
             ("AdaptiveLimit", "self . __r4c_adaptive_limit_get . acquire_async ()"),
             ("Timeout", "let __r4c_attempt = :: core :: pin :: pin ! (async"),
             ("Bulkhead", "self . __r4c_bulkhead_get . acquire_async ()"),

@@ -11,7 +11,21 @@ use crate::validate::Settings;
 /// the acquisition's `Result` ends with the `if let`, so an async method's future does not keep it
 /// across the inner layers' awaits, as a `match` around `<inner>` would (issue 16).
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
-    let acquire = ctx.acquire();
+    // Async: the pass path is a plain call, and the slow path's future exists only when it fails,
+    // so a passing call stores nothing of it in the method's future.
+    let acquire = match ctx.is_async() {
+        true => {
+            let field = ctx.field();
+            quote! {
+                if #field.pass_now() {
+                    ::core::result::Result::Ok(())
+                } else {
+                    #field.acquire_slow_async().await
+                }
+            }
+        }
+        false => ctx.acquire(),
+    };
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
         '__r4c_rate_limiter: {

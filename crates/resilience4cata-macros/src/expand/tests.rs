@@ -180,7 +180,7 @@ fn layers_nest_in_the_fixed_order_whatever_order_they_are_written_in() {
     let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("missing `{needle}` in\n{out}"));
     let order = [
         at("let mut __r4c_call = __r4c_retry . start ()"),
-        at("self . __r4c_rate_limiter_get . acquire_async () . await"),
+        at("self . __r4c_rate_limiter_get . pass_now ()"),
         at("let __r4c_attempt = :: core :: pin :: pin ! (async"),
         at("self . __r4c_bulkhead_get . acquire_async () . await"),
         at("< D as Api > :: get (& self . delegate ,) . await"),

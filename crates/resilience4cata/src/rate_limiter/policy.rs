@@ -56,6 +56,23 @@ impl RateLimiterPolicy {
             false => PassOr::Slow { future: self.state.acquire_slow_async() },
         }
     }
+
+    /// The pass path of [`acquire_async`](Self::acquire_async) alone, for the generated code:
+    /// `true`, a permit was taken now (and `Permitted` published); `false`, the call must await
+    /// [`acquire_slow_async`](Self::acquire_slow_async). An async method then builds no future on
+    /// the pass path.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn pass_now(&self) -> bool {
+        self.state.pass()
+    }
+
+    /// The rest of [`acquire_async`](Self::acquire_async) after [`pass_now`](Self::pass_now)
+    /// said `false`: decide on the exact clock, wait in the future.
+    #[doc(hidden)]
+    pub fn acquire_slow_async(&self) -> impl Future<Output = Result<(), Rejection>> + Send + '_ {
+        self.state.acquire_slow_async()
+    }
 }
 
 /// A permit taken ahead of its call by a tower service under backpressure (`poll_ready`): handed
