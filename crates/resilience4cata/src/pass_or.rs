@@ -11,9 +11,8 @@
 //! The permit is held as it is (not in an `Option`), and the first poll hands it out by replacing
 //! the whole future with [`PassOr::Taken`] (`project_replace`): the common path writes the
 //! variant, tests it and writes `Taken`, where an `Option` taken in place also wrote, reloaded
-//! and tested the option's tag. Issue 16, `crates/bench` user-shaped rows: rate limiter async
-//! 109 → 106, bulkhead async 137 → 133, adaptive limit async 174 → 169, stack async 232 → 204
-//! instructions per call. (Keeping the `Option` and only adding `Taken`: 108, 135, 176, 210.)
+//! and tested the option's tag. The figures are in `docs/benchmarks.md` (the async rate
+//! limiter, bulkhead, adaptive limit and stack rows).
 
 // The projection type `pin_project!` generates has undocumented fields.
 #![allow(missing_docs)]

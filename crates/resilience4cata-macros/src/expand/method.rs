@@ -143,13 +143,12 @@ fn body(model: &Model, method: &Method) -> TokenStream {
 /// and the output's trip through memory. The attribute on the `async` block (accepted on stable
 /// as the function's tail expression) marks that poll `alwaysinline`. The runtime keeps the rare
 /// paths out of it: a retry's wait and a timeout's race against its timer are futures whose polls
-/// are never inlined. Issue 16, `crates/bench` user-shaped rows: retry, first attempt ok, async
-/// 107 → 57 instructions per call, timeout not firing 144 → 91 (see docs/benchmarks.md, "Where
-/// the async instructions went").
+/// are never inlined. The figures are in docs/benchmarks.md ("Now: issue 16's
+/// targets").
 ///
 /// A hedged method takes the attribute too: `HedgePolicy::run` is split as
 /// `TimeoutPolicy::run_pinned` is (an always-inlined first poll, the race in a never-inlined
-/// future); `user_hedge/ours_async` 143 → 105.
+/// future).
 fn async_body(_method: &Method, block: TokenStream) -> TokenStream {
     quote!(#[inline(always)] async move { #block })
 }

@@ -128,7 +128,7 @@ impl Ctx<'_> {
     /// `Err(<E as ResilienceError>::from_rejection(rejection))`: a policy's refusal as the method's
     /// error (the body requires `E: ResilienceError`, `[R4C-SIG-010]`). The path is marked cold
     /// (`core::hint::cold_path`, no instruction): LLVM then lays the layers out for the permitted
-    /// call (issue 16, `user_stack/ours_sync` 113 → 110 with the breaker's refusal marked too).
+    /// call (`user_stack/ours_sync` in docs/benchmarks.md).
     pub(crate) fn refusal(&self, rejection: TokenStream) -> TokenStream {
         let p = private();
         let err = self.err_type();

@@ -201,7 +201,7 @@ fn by_error(
 /// register pressure) is paid only after a failure. The loop judges the failure it holds, asks the
 /// retry, then makes the next attempt; the failure is moved into the judging block, so it drops
 /// where a round of a loop around the whole attempt drops it: after the retry's answer (and wait),
-/// before the next attempt starts. Issue 16, `user_stack/ours_sync` 135 → 117.
+/// before the next attempt starts. (`user_stack/ours_sync` in docs/benchmarks.md.)
 fn by_error_peeled(
     settings: &Settings,
     inner: TokenStream,

@@ -14,8 +14,8 @@ use crate::retry::policy::{RetryCall, RetryPolicy};
 /// this future, instead of the clock's sleep *and* the user's error type inline. That keeps the
 /// glue small enough for LLVM to inline at the caller's `.await`, where it sees the future already
 /// finished and drops nothing, so a first attempt that succeeds pays neither the call to the drop
-/// glue nor the stores its escape forces (issue 16: retry, first attempt ok, async: 84 → 76 instructions
-/// per call in the user-shaped harness; docs/benchmarks.md, "Where the async instructions went").
+/// glue nor the stores its escape forces (docs/benchmarks.md, "Where the async instructions
+/// went", has the figures).
 ///
 /// The future's poll is never inlined (the `async` block's `#[inline(never)]`; on an `async fn` the
 /// attribute would go to the function that builds the future): the generated method's poll is

@@ -43,9 +43,8 @@ impl HedgePolicy {
     /// path, the first attempt's first poll (`first_poll`, whose poll is always inlined too). The
     /// race against the delay, for a first attempt that failed or is still pending after that
     /// poll, is a future of its own that is never inlined (`race`), so the caller's poll does not
-    /// grow by the timer's code and the race's state. Issue 16, `user_hedge/ours_async` in
-    /// `crates/bench`: 143 → 105 instructions per call, with the generated method's own poll
-    /// always inlined.
+    /// grow by the timer's code and the race's state. The figures are in `docs/benchmarks.md`
+    /// (`user_hedge/ours_async`).
     #[inline(always)]
     pub fn run<T, E, F, Fut>(&self, mut attempt: F, stops: impl Fn(&E) -> bool) -> impl Future<Output = Result<T, E>>
     where

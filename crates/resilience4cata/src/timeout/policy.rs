@@ -50,8 +50,8 @@ impl TimeoutPolicy {
     /// only the common path, the deadline's reading and the attempt's first poll (`first_poll`,
     /// whose poll is always inlined too). The race against the timer, for an attempt still pending
     /// after its first poll, is a future of its own that is never inlined (`against_the_clock`),
-    /// so the caller's poll does not grow by the timer's code and state. Issue 16,
-    /// `user_timeout/ours_async` in `crates/bench`: 144 → 91 instructions per call.
+    /// so the caller's poll does not grow by the timer's code and state. The figures are
+    /// in `docs/benchmarks.md` (`user_timeout/ours_async`).
     #[inline(always)]
     pub fn run_pinned<F: Future>(
         &self,
