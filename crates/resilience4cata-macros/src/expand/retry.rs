@@ -171,11 +171,7 @@ fn by_error(
     again: impl FnOnce(TokenStream) -> TokenStream,
     gave_up: TokenStream,
 ) -> TokenStream {
-    let p = private();
-    let abort = [settings.get("abort_on"), settings.get("abort_on_if")].into_iter().flatten().map(test_error);
-    let retry: Vec<_> =
-        [settings.get("retry_on"), settings.get("retry_on_if")].into_iter().flatten().map(test_error).collect();
-    let outside_retry_on = (!retry.is_empty()).then(|| quote!(|| !(#(#retry)||*)));
+    let failure = failure_by_patterns(settings);
     let again = again(quote! {
         #gave_up
         break ::core::result::Result::Err(__r4c_error);
@@ -184,11 +180,7 @@ fn by_error(
         match #inner {
             ::core::result::Result::Ok(__r4c_value) => break ::core::result::Result::Ok(__r4c_value),
             ::core::result::Result::Err(__r4c_error) => {
-                let __r4c_failure = if (&#p::Probe(&__r4c_error)).is_call_not_permitted() #(|| #abort)* #outside_retry_on {
-                    #p::Failure::NotRetryable
-                } else {
-                    #p::Failure::Retryable
-                };
+                #failure
                 #again
             }
         }
@@ -209,11 +201,7 @@ fn by_error_peeled(
     gave_up: TokenStream,
     starting: Option<TokenStream>,
 ) -> TokenStream {
-    let p = private();
-    let abort = [settings.get("abort_on"), settings.get("abort_on_if")].into_iter().flatten().map(test_error);
-    let retry: Vec<_> =
-        [settings.get("retry_on"), settings.get("retry_on_if")].into_iter().flatten().map(test_error).collect();
-    let outside_retry_on = (!retry.is_empty()).then(|| quote!(|| !(#(#retry)||*)));
+    let failure = failure_by_patterns(settings);
     let again = again(quote! {
         #gave_up
         break ::core::result::Result::Err(__r4c_error);
@@ -231,11 +219,7 @@ fn by_error_peeled(
             loop {
                 {
                     let __r4c_error = __r4c_failed;
-                    let __r4c_failure = if (&#p::Probe(&__r4c_error)).is_call_not_permitted() #(|| #abort)* #outside_retry_on {
-                        #p::Failure::NotRetryable
-                    } else {
-                        #p::Failure::Retryable
-                    };
+                    #failure
                     #again
                 }
                 #starting
@@ -245,6 +229,23 @@ fn by_error_peeled(
                 };
             }
         }
+    }
+}
+
+/// `let __r4c_failure = …;`: how a round without a classifier judges `__r4c_error` (an open
+/// breaker's refusal and `abort_on` are not retryable, nor an error outside a given `retry_on`).
+fn failure_by_patterns(settings: &Settings) -> TokenStream {
+    let p = private();
+    let abort = [settings.get("abort_on"), settings.get("abort_on_if")].into_iter().flatten().map(test_error);
+    let retry: Vec<_> =
+        [settings.get("retry_on"), settings.get("retry_on_if")].into_iter().flatten().map(test_error).collect();
+    let outside_retry_on = (!retry.is_empty()).then(|| quote!(|| !(#(#retry)||*)));
+    quote! {
+        let __r4c_failure = if (&#p::Probe(&__r4c_error)).is_call_not_permitted() #(|| #abort)* #outside_retry_on {
+            #p::Failure::NotRetryable
+        } else {
+            #p::Failure::Retryable
+        };
     }
 }
 

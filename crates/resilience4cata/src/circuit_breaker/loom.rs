@@ -108,23 +108,29 @@ fn loom_a_given_back_probe_is_neither_lost_nor_doubled() {
     });
 }
 
+/// Two threads each fail once, then call again: neither may be admitted after it saw the breaker
+/// open.
+fn two_failing_callers(cb: &Arc<CircuitBreakerState>) {
+    let failing: Vec<_> = (0..2)
+        .map(|_| {
+            let cb = Arc::clone(cb);
+            thread::spawn(move || {
+                call(&cb, Outcome::Failure);
+                let seen = cb.state();
+                let admitted = call(&cb, Outcome::Success);
+                assert!(!(seen == State::Open && admitted), "admitted after seeing the breaker open");
+            })
+        })
+        .collect();
+    failing.into_iter().for_each(|h| h.join().unwrap());
+}
+
 #[test]
 fn loom_the_breaker_opens_once_and_an_open_breaker_never_admits() {
     loom::model(|| {
         let clock = ManualClock::new();
         let (cb, transitions) = breaker(&clock, 1);
-        let failing: Vec<_> = (0..2)
-            .map(|_| {
-                let cb = Arc::clone(&cb);
-                thread::spawn(move || {
-                    call(&cb, Outcome::Failure);
-                    let seen = cb.state();
-                    let admitted = call(&cb, Outcome::Success);
-                    assert!(!(seen == State::Open && admitted), "admitted after seeing the breaker open");
-                })
-            })
-            .collect();
-        failing.into_iter().for_each(|h| h.join().unwrap());
+        two_failing_callers(&cb);
         assert_eq!(cb.state(), State::Open);
         assert_eq!(transitions.load(Ordering::SeqCst), 1, "one Closed → Open transition");
         assert!(!call(&cb, Outcome::Success));
@@ -161,18 +167,7 @@ fn loom_a_fast_path_breaker_opens_and_an_open_breaker_never_admits() {
     loom::model(|| {
         let clock = ManualClock::new();
         let cb = quiet(&clock, 1, 2, 2);
-        let failing: Vec<_> = (0..2)
-            .map(|_| {
-                let cb = Arc::clone(&cb);
-                thread::spawn(move || {
-                    call(&cb, Outcome::Failure);
-                    let seen = cb.state();
-                    let admitted = call(&cb, Outcome::Success);
-                    assert!(!(seen == State::Open && admitted), "admitted after seeing the breaker open");
-                })
-            })
-            .collect();
-        failing.into_iter().for_each(|h| h.join().unwrap());
+        two_failing_callers(&cb);
         assert_eq!(cb.state(), State::Open);
         assert!(!call(&cb, Outcome::Success));
     });
