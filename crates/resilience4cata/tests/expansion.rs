@@ -178,7 +178,7 @@ fn an_open_breaker_nested_in_the_error_is_never_retried() {
     let (inventory, _, events) = wrap([Err(refused())]);
     assert_eq!(inventory.stock("sku-1"), Err(refused()));
     assert_eq!(inventory.delegate().calls(), 1, "retry_on matches everything, yet CallNotPermitted stops it");
-    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::Refused)]);
 
     let full = || Rejected(Rejection::BulkheadFull { instance: "inner".into() });
     let (inventory, _, _) = wrap([Err(full()), Ok(1)]);
@@ -202,7 +202,7 @@ fn classifier_retries_rejected_ok_and_fail_gives_up_at_once() {
     let refused = Rejected(Rejection::CallNotPermitted { instance: "inner".into() });
     let (inventory, _, events) = wrap([Err(refused.clone())]);
     assert_eq!(inventory.classified(), Err(refused), "a classifier's Retry does not retry an open breaker");
-    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::Refused)]);
 }
 
 #[test]
