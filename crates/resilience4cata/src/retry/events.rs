@@ -118,3 +118,24 @@ pub enum GiveUpReason {
     /// ```
     Refused,
 }
+
+impl GiveUpReason {
+    /// Every reason, in declaration order: for an exporter that creates each `reason` series at 0
+    /// before the first give-up. The enum is `#[non_exhaustive]`, so the list may grow.
+    ///
+    /// ```
+    /// use resilience4cata::GiveUpReason;
+    ///
+    /// assert!(GiveUpReason::ALL.contains(&GiveUpReason::Refused));
+    /// assert_eq!(GiveUpReason::ALL.len(), 7);
+    /// ```
+    pub const ALL: &'static [GiveUpReason] = &[
+        GiveUpReason::MaxAttempts,
+        GiveUpReason::MaxDuration,
+        GiveUpReason::NotRetryable,
+        GiveUpReason::Interrupted,
+        GiveUpReason::ClassifierFailed,
+        GiveUpReason::BudgetExhausted,
+        GiveUpReason::Refused,
+    ];
+}

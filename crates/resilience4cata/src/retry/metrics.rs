@@ -57,6 +57,11 @@ mod tests {
     use crate::registry::Registered;
 
     #[test]
+    fn every_reason_has_its_label() {
+        assert!(super::REASONS.iter().map(|(r, _)| r).eq(crate::GiveUpReason::ALL));
+    }
+
+    #[test]
     fn retries_and_give_ups_are_counted_per_instance_and_reason() {
         let clock = ManualClock::new();
         let (policy, snapshotter) = recording_on(&clock, |registry| {
