@@ -335,7 +335,8 @@ async fn the_first_paint_shows_the_instances_and_their_state_before_any_poll() {
     assert_eq!(other, Vec::<&String>::new());
 }
 
-const BUTTONS: &str = "String(document.querySelectorAll('article[data-policy=\"circuit_breaker\"] button[data-action]').length)";
+const BUTTONS: &str =
+    "String(document.querySelectorAll('article[data-policy=\"circuit_breaker\"] button[data-action]').length)";
 
 /// Issue 30: breaker buttons exist only where they can work. Without a token, none render, even
 /// after the page has polled; with one, each breaker card has its three.
@@ -390,7 +391,9 @@ async fn a_refusal_has_one_colour_on_every_card() {
     }
     let mut browser = open_dashboard_in(admin.url(), "Open").await;
     fn fig(policy: &str, name: &str, what: &str) -> String {
-        format!("(() => {{ const v = document.querySelector('article[data-policy=\"{policy}\"] [data-fig=\"{name}\"] .v'); return v ? {what} : ''; }})()")
+        format!(
+            "(() => {{ const v = document.querySelector('article[data-policy=\"{policy}\"] [data-fig=\"{name}\"] .v'); return v ? {what} : ''; }})()"
+        )
     }
     fn text(policy: &str, name: &str) -> String {
         fig(policy, name, "v.textContent")
@@ -399,7 +402,9 @@ async fn a_refusal_has_one_colour_on_every_card() {
         fig(policy, name, "getComputedStyle(v).color")
     }
     fn legend(label: &str) -> String {
-        format!("getComputedStyle([...document.querySelectorAll('.legend span')].find(s => s.textContent === '{label}').querySelector('i')).backgroundColor")
+        format!(
+            "getComputedStyle([...document.querySelectorAll('.legend span')].find(s => s.textContent === '{label}').querySelector('i')).backgroundColor"
+        )
     }
     // Five more refusals while the page listens: they reach its chart through the event stream.
     let (seen, browser) = tokio::task::spawn_blocking(move || {

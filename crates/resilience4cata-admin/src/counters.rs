@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use resilience4cata::{GiveUpReason, RegistrySnapshot, RetryEvent};
 use resilience4cata::adaptive_limit::AdaptiveLimitEvent;
 use resilience4cata::events::AnyEvent;
 use resilience4cata::fallback::FallbackEvent;
 use resilience4cata::hedge::HedgeEvent;
+use resilience4cata::{GiveUpReason, RegistrySnapshot, RetryEvent};
 use serde::Serialize;
 
 /// One retry instance's counts since the admin started.

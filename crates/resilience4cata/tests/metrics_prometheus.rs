@@ -82,9 +82,15 @@ fn series(name: &str, instance: &str, extra: Option<(&str, &str)>) -> String {
 /// Every series a dashboard over the `metrics` feature queries, for the two methods above.
 fn expected() -> Vec<String> {
     let mut all = vec![series("retry_retries_total", PRICE, None)];
-    for reason in
-        ["max_attempts", "max_duration", "not_retryable", "interrupted", "classifier_failed", "budget_exhausted", "refused"]
-    {
+    for reason in [
+        "max_attempts",
+        "max_duration",
+        "not_retryable",
+        "interrupted",
+        "classifier_failed",
+        "budget_exhausted",
+        "refused",
+    ] {
         all.push(series("retry_gave_up_total", PRICE, Some(("reason", reason))));
     }
     for outcome in ["success", "failure", "ignored", "not_permitted"] {
@@ -97,7 +103,8 @@ fn expected() -> Vec<String> {
     for name in ["rate_limiter_permitted_total", "rate_limiter_rejected_total", "timeout_timed_out_total"] {
         all.push(series(name, PRICE, None));
     }
-    for name in ["bulkhead_permitted_total", "bulkhead_rejected_total", "bulkhead_in_flight", "fallback_applied_total"] {
+    for name in ["bulkhead_permitted_total", "bulkhead_rejected_total", "bulkhead_in_flight", "fallback_applied_total"]
+    {
         all.push(series(name, PRICE, None));
     }
     for name in ["hedge_attempts_total", "hedge_wins_total", "hedge_all_failed_total"] {

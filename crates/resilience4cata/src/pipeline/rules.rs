@@ -106,7 +106,11 @@ impl<T, E> Rules<T, E> {
         let not_retryable = self.is_call_not_permitted(e)
             || abort_on.as_ref().is_some_and(|abort| abort(e))
             || retry_on.as_ref().is_some_and(|retry| !retry(e));
-        if not_retryable { Failure::not_retried(self.find_rejection.and_then(|find| find(e))) } else { Failure::Retryable }
+        if not_retryable {
+            Failure::not_retried(self.find_rejection.and_then(|find| find(e)))
+        } else {
+            Failure::Retryable
+        }
     }
 
     /// The generated code's classifier round: `Success` accepts the outcome (whatever it is),
