@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use resilience4cata::circuit_breaker::State;
 use resilience4cata_examples::demo::{Demo, DemoOptions, Narrator, Phase};
 
 /// Each phase lasts 15 s × this: 3 s, long enough for the breaker to open and to recover.
@@ -261,3 +262,210 @@ async fn an_operator_drives_the_breaker_from_the_page() {
 }
 
 const NOTE: &str = "document.querySelector('article[data-policy=\"circuit_breaker\"] .note')?.textContent ?? ''";
+
+/// A registry with one pipeline: a retry (2 attempts) around a breaker that opens after two
+/// failures, on the manual clock so the retry's waits take no time.
+fn retried_breaker(id: &str) -> (resilience4cata::Registry, resilience4cata::Pipeline<u32, std::io::Error>) {
+    let clock = resilience4cata::testing::ManualClock::new();
+    let registry = resilience4cata::testing::registry(&clock).build().unwrap();
+    let calls = resilience4cata::Pipeline::builder(&registry, id)
+        .retry_with(|r| r.max_attempts(2).delay(Duration::from_millis(10)))
+        .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2).wait_in_open(Duration::from_secs(600)))
+        .build::<u32, std::io::Error>()
+        .unwrap();
+    (registry, calls)
+}
+
+fn down() -> Result<u32, std::io::Error> {
+    Err(std::io::Error::other("down"))
+}
+
+/// Issue 30, "the dashboard's first paint": with every request of the page's own blocked, the
+/// DOM right after load already lists the instances and the breaker's state: they came with the
+/// page. Without a token, no breaker button and no token field either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_paint_shows_the_instances_and_their_state_before_any_poll() {
+    if !chromium_available() {
+        return;
+    }
+    let _one_browser = BROWSER.lock().await;
+    let (registry, calls) = retried_breaker("first-paint::Api::get");
+    let _ = calls.execute(down); // two failed attempts: the breaker opens, the retry gives up
+    assert_eq!(registry.circuit_breaker("first-paint::Api::get").unwrap().state(), State::Open);
+    let admin = resilience4cata_admin::serve("127.0.0.1:0", registry.clone(), Default::default()).await.unwrap();
+    let url = admin.url();
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard-first-paint.png");
+    let (shown, errors) = tokio::task::spawn_blocking({
+        let shot = shot.clone();
+        move || {
+            let mut browser = cdp::Browser::launch();
+            browser.block_urls(&["*/snapshot", "*/counters", "*/events"]);
+            browser.navigate(&url);
+            poll(&mut browser, "document.readyState", |s| s == "complete");
+            let shown = browser.eval(
+                "JSON.stringify({ instances: document.getElementById('s-instances').textContent, \
+                 updated: document.getElementById('s-updated').textContent, \
+                 state: document.querySelector('article[data-policy=\"circuit_breaker\"]')?.dataset.state, \
+                 badge: document.querySelector('article[data-policy=\"circuit_breaker\"] .badge')?.textContent, \
+                 failed: document.querySelector('article[data-policy=\"retry\"] [data-fig=\"failed\"] .v')?.textContent, \
+                 cards: [...document.querySelectorAll('article')].map(a => a.dataset.policy + ' ' + a.dataset.instance), \
+                 buttons: document.querySelectorAll('button[data-action]').length, \
+                 tokenField: !!document.getElementById('token') })",
+            );
+            browser.screenshot(&shot);
+            (shown, std::mem::take(&mut browser.errors))
+        }
+    })
+    .await
+    .unwrap();
+    let shown: serde_json::Value = serde_json::from_str(shown.as_str().unwrap()).unwrap();
+    println!("at load: {shown}; screenshot: {}", shot.display());
+    assert_eq!(shown["instances"], "2", "the retry and the breaker");
+    assert_ne!(shown["updated"], "never");
+    assert_eq!(shown["state"], "Open");
+    assert_eq!(shown["badge"], "open");
+    assert_eq!(shown["failed"], "0", "the admin started after that call: nothing counted yet, but the card is there");
+    let cards = shown["cards"].as_array().unwrap();
+    assert!(cards.contains(&"circuit_breaker first-paint::Api::get".into()), "{cards:?}");
+    assert!(cards.contains(&"retry first-paint::Api::get".into()), "{cards:?}");
+    assert_eq!(shown["buttons"], 0, "no token: no breaker controls");
+    assert_eq!(shown["tokenField"], false);
+    // The only errors: the blocked requests themselves.
+    let other: Vec<_> = errors.iter().filter(|e| !e.contains("ERR_BLOCKED_BY_CLIENT")).collect();
+    assert_eq!(other, Vec::<&String>::new());
+}
+
+const BUTTONS: &str =
+    "String(document.querySelectorAll('article[data-policy=\"circuit_breaker\"] button[data-action]').length)";
+
+/// Issue 30: breaker buttons exist only where they can work. Without a token, none render, even
+/// after the page has polled; with one, each breaker card has its three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn breaker_buttons_render_only_when_the_admin_has_a_token() {
+    if !chromium_available() {
+        return;
+    }
+    let _one_browser = BROWSER.lock().await;
+    let (registry, _calls) = retried_breaker("buttons::Api::get");
+    let without = resilience4cata_admin::serve("127.0.0.1:0", registry.clone(), Default::default()).await.unwrap();
+    let options = resilience4cata_admin::AdminOptions::new().token("s3cret");
+    let with = resilience4cata_admin::serve("127.0.0.1:0", registry.clone(), options).await.unwrap();
+    let (without, with) = (without.url(), with.url());
+    let counts = tokio::task::spawn_blocking(move || {
+        let mut browser = cdp::Browser::launch();
+        browser.navigate(&without);
+        wait_for(&mut browser, |state| state == "Closed");
+        // Live, and polled at least once since: the buttons would have been added by now.
+        poll(&mut browser, CONNECTION, |c| c == "live");
+        let first = browser.eval("document.getElementById('s-updated').textContent");
+        poll(&mut browser, "document.getElementById('s-updated').textContent", |t| Some(t) != first.as_str());
+        let none = (browser.eval(BUTTONS), browser.eval("String(!!document.getElementById('ctl'))"));
+        browser.navigate(&with);
+        wait_for(&mut browser, |state| state == "Closed");
+        let three = (browser.eval(BUTTONS), browser.eval("String(!!document.getElementById('ctl'))"));
+        assert_eq!(browser.errors, Vec::<String>::new());
+        (none, three)
+    })
+    .await
+    .unwrap();
+    assert_eq!(counts.0, ("0".into(), "false".into()), "no token: no buttons, no token field");
+    assert_eq!(counts.1, ("3".into(), "true".into()), "a token: force open, disable, reset");
+}
+
+/// Issue 30, "refusals read as failures": the calls an open breaker refused are "refused" on the
+/// retry card as on the breaker card, in the one refusal colour (the legend's), apart from the
+/// failures in theirs; the retry's chart paints its refused give-ups in that colour too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_has_one_colour_on_every_card() {
+    if !chromium_available() {
+        return;
+    }
+    let _one_browser = BROWSER.lock().await;
+    const ID: &str = "refusals::Api::get";
+    let (registry, calls) = retried_breaker(ID);
+    let admin = resilience4cata_admin::serve("127.0.0.1:0", registry.clone(), Default::default()).await.unwrap();
+    // One call fails twice and opens the breaker (gave up: max attempts); five more are refused.
+    let calls = Arc::new(calls);
+    for _ in 0..6 {
+        let _ = calls.execute(down);
+    }
+    let mut browser = open_dashboard_in(admin.url(), "Open").await;
+    fn fig(policy: &str, name: &str, what: &str) -> String {
+        format!(
+            "(() => {{ const v = document.querySelector('article[data-policy=\"{policy}\"] [data-fig=\"{name}\"] .v'); return v ? {what} : ''; }})()"
+        )
+    }
+    fn text(policy: &str, name: &str) -> String {
+        fig(policy, name, "v.textContent")
+    }
+    fn colour(policy: &str, name: &str) -> String {
+        fig(policy, name, "getComputedStyle(v).color")
+    }
+    fn legend(label: &str) -> String {
+        format!(
+            "getComputedStyle([...document.querySelectorAll('.legend span')].find(s => s.textContent === '{label}').querySelector('i')).backgroundColor"
+        )
+    }
+    // Five more refusals while the page listens: they reach its chart through the event stream.
+    let (seen, browser) = tokio::task::spawn_blocking(move || {
+        poll(&mut browser, &text("retry", "refused"), |n| n == "5");
+        poll(&mut browser, CONNECTION, |c| c == "live");
+        for _ in 0..5 {
+            let _ = calls.execute(down);
+        }
+        poll(&mut browser, &text("retry", "refused"), |n| n == "10");
+        let buckets = |key: &str| {
+            format!("(() => {{ const t = {{ ok: 0, retry: 0, reject: 0, fail: 0 }}; for (const b of (series.get('{key}|{ID}')?.buckets.values() ?? [])) for (const k in t) t[k] += b[k]; return JSON.stringify(t); }})()")
+        };
+        poll(&mut browser, &buckets("retries"), |t| t.contains("\"reject\":5"));
+        let mut seen = std::collections::BTreeMap::new();
+        for (name, expression) in [
+            ("retry refused", text("retry", "refused")),
+            ("retry failed", text("retry", "failed")),
+            ("breaker refused", text("circuit_breaker", "refused")),
+            ("breaker failed", text("circuit_breaker", "failed")),
+            ("retry refused colour", colour("retry", "refused")),
+            ("breaker refused colour", colour("circuit_breaker", "refused")),
+            ("retry failed colour", colour("retry", "failed")),
+            ("breaker failed colour", colour("circuit_breaker", "failed")),
+            ("legend refused", legend("refused")),
+            ("legend failed", legend("failed")),
+            ("retry chart", buckets("retries")),
+            ("breaker chart", buckets("circuit_breakers")),
+        ] {
+            seen.insert(name, browser.eval(&expression).as_str().unwrap_or_default().to_owned());
+        }
+        let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard-refusals.png");
+        browser.screenshot(&shot);
+        println!("screenshot: {}", shot.display());
+        (seen, browser)
+    })
+    .await
+    .unwrap();
+    println!("{seen:#?}");
+    assert_eq!((seen["retry refused"].as_str(), seen["breaker refused"].as_str()), ("10", "10"));
+    assert_eq!(seen["retry failed"], "1", "the one call that failed twice");
+    // (The breaker's "failed" counts its current window, emptied when it opened: its figure is
+    // there for its colour.)
+    assert!(seen["breaker failed"].parse::<u64>().is_ok());
+    assert_eq!(seen["retry refused colour"], seen["breaker refused colour"]);
+    assert_eq!(seen["retry refused colour"], seen["legend refused"]);
+    assert_eq!(seen["retry failed colour"], seen["breaker failed colour"]);
+    assert_eq!(seen["retry failed colour"], seen["legend failed"]);
+    assert_ne!(seen["retry refused colour"], seen["retry failed colour"]);
+    assert_eq!(seen["retry chart"], r#"{"ok":0,"retry":0,"reject":5,"fail":0}"#, "refused, not failed");
+    assert_eq!(seen["breaker chart"], r#"{"ok":0,"retry":0,"reject":5,"fail":0}"#);
+    assert_eq!(browser.errors, Vec::<String>::new());
+}
+
+/// [`open_dashboard`], waiting for the breaker card to show `state`.
+async fn open_dashboard_in(url: String, state: &'static str) -> cdp::Browser {
+    tokio::task::spawn_blocking(move || {
+        let mut browser = cdp::Browser::launch();
+        browser.navigate(&url);
+        wait_for(&mut browser, |s| s == state);
+        browser
+    })
+    .await
+    .unwrap()
+}

@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use resilience4cata::RetryEvent;
 use resilience4cata::adaptive_limit::AdaptiveLimitEvent;
 use resilience4cata::events::AnyEvent;
 use resilience4cata::fallback::FallbackEvent;
 use resilience4cata::hedge::HedgeEvent;
+use resilience4cata::{GiveUpReason, RegistrySnapshot, RetryEvent};
 use serde::Serialize;
 
 /// One retry instance's counts since the admin started.
@@ -18,7 +18,7 @@ use serde::Serialize;
 pub(crate) struct RetryCounts {
     /// `Retrying` events: waits before another attempt.
     pub(crate) retries: u64,
-    /// `GaveUp` events by reason (`"MaxAttempts"`, `"BudgetExhausted"`, …).
+    /// `GaveUp` events by reason (`"MaxAttempts"`, `"Refused"`, …).
     pub(crate) gave_up: BTreeMap<String, u64>,
 }
 
@@ -69,6 +69,26 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
+    /// These counts with every instance `snapshot` lists at 0 where nothing was counted yet: each
+    /// retry (with every give-up reason), hedge and adaptive limit is there from the start, so
+    /// `/counters`, `/metrics` and the page show its series before its first event. Fallbacks are
+    /// not registered instances (no snapshot): they appear with their first application.
+    pub(crate) fn with_registered(mut self, snapshot: &RegistrySnapshot) -> Counts {
+        for r in snapshot.retries() {
+            let counts = self.retries.entry(r.instance.to_string()).or_default();
+            for reason in GiveUpReason::ALL {
+                counts.gave_up.entry(format!("{reason:?}")).or_default();
+            }
+        }
+        for h in snapshot.hedges() {
+            self.hedges.entry(h.instance.to_string()).or_default();
+        }
+        for a in snapshot.adaptive_limits() {
+            self.adaptive_limits.entry(a.instance.to_string()).or_default();
+        }
+        self
+    }
+
     /// Counts `event` if it is one the admin keeps counts of.
     pub(crate) fn record(&mut self, event: &AnyEvent) {
         match event {
@@ -141,8 +161,6 @@ impl SharedCounts {
 mod tests {
     use std::sync::Arc;
     use std::time::Duration;
-
-    use resilience4cata::GiveUpReason;
 
     use super::*;
 

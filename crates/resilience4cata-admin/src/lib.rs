@@ -104,5 +104,5 @@ pub fn router(registry: Registry, options: AdminOptions) -> Router {
 async fn counters_route(
     axum::extract::State(state): axum::extract::State<Arc<AdminState>>,
 ) -> axum::Json<counters::Counts> {
-    axum::Json(state.counts())
+    axum::Json(state.counts(&state.registry.snapshot()))
 }

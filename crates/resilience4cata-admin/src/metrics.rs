@@ -2,7 +2,8 @@
 //!
 //! The recorder is never installed as the process's global one, so the application's own metrics
 //! (and the runtime's `metrics` feature) are untouched. Every scrape sets the gauges from a fresh
-//! snapshot and the counters from the admin's event counts, then renders.
+//! snapshot and the counters from the admin's event counts, then renders. Every registered
+//! instance has its series from the first scrape, at 0 until something is counted.
 
 use std::sync::Arc;
 
@@ -55,7 +56,8 @@ impl Exporter {
 
 /// The scrape handler.
 pub(crate) async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
-    let text = state.exporter.render(&state.registry.snapshot(), &state.counts());
+    let snapshot = state.registry.snapshot();
+    let text = state.exporter.render(&snapshot, &state.counts(&snapshot));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text)
 }
 

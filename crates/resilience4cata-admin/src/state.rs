@@ -1,6 +1,6 @@
 //! What every route shares: the registry, the options, the admin's own counts and recorder.
 
-use resilience4cata::Registry;
+use resilience4cata::{Registry, RegistrySnapshot};
 
 use crate::AdminOptions;
 use crate::counters::{Counts, SharedCounts};
@@ -28,8 +28,8 @@ impl AdminState {
         }
     }
 
-    /// The counts so far.
-    pub(crate) fn counts(&self) -> Counts {
-        self.counts.get()
+    /// The counts so far, every registered instance of `snapshot` included (at 0 until counted).
+    pub(crate) fn counts(&self, snapshot: &RegistrySnapshot) -> Counts {
+        self.counts.get().with_registered(snapshot)
     }
 }

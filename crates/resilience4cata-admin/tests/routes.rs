@@ -347,3 +347,71 @@ fn the_default_address_is_loopback() {
     let addr: std::net::SocketAddr = DEFAULT_ADDR.parse().unwrap();
     assert!(addr.ip().is_loopback());
 }
+
+/// Issue 30, "Counters appear late": right after the registry's instances are built, before any
+/// call, the first scrape already has every series a dashboard queries, at 0 (and `/counters`
+/// lists every retry, hedge and adaptive limit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_series_is_there_at_zero_before_any_call() {
+    let (registry, _calls, _clock) = registry();
+    let _searches = Pipeline::builder(&registry, "shop::Api::search")
+        .hedge_with(|h| h.delay(Duration::from_millis(50)))
+        .adaptive_limit()
+        .timeout()
+        .build::<u32, std::io::Error>()
+        .unwrap();
+    let server = start(&registry, AdminOptions::new()).await;
+    let text = reqwest::get(url(&server, "/metrics")).await.unwrap().text().await.unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    let value = |metric: &str, labels: &[(&str, &str)]| {
+        let sample = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == metric && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)));
+        match sample.map(|s| &s.value) {
+            Some(prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v)) => Some(*v),
+            _ => None,
+        }
+    };
+    let (calls, search) = (("instance", BREAKER), ("instance", "shop::Api::search"));
+    let mut zeros: Vec<(&str, Vec<(&str, &str)>)> = vec![("r4c_retry_retries_total", vec![calls])];
+    for reason in resilience4cata::GiveUpReason::ALL {
+        let reason: &str = format!("{reason:?}").leak();
+        zeros.push(("r4c_retry_gave_up_total", vec![calls, ("reason", reason)]));
+    }
+    for outcome in ["won_by_extra", "won_by_first", "all_failed"] {
+        zeros.push(("r4c_hedge_hedged_calls_total", vec![search, ("outcome", outcome)]));
+    }
+    zeros.push(("r4c_hedge_extra_attempts_total", vec![search]));
+    for direction in ["increase", "decrease"] {
+        zeros.push(("r4c_adaptive_limit_changes_total", vec![search, ("direction", direction)]));
+    }
+    zeros.push(("r4c_adaptive_limit_rejected_total", vec![search]));
+    zeros.push(("r4c_adaptive_limit_in_flight", vec![search]));
+    zeros.push(("r4c_timeout_timed_out_total", vec![search]));
+    zeros.push(("r4c_circuit_breaker_not_permitted_calls", vec![calls]));
+    zeros.push(("r4c_bulkhead_in_flight", vec![calls]));
+    zeros.push(("r4c_admin_events_lost_total", vec![]));
+    let missing: Vec<_> = zeros.iter().filter(|(m, labels)| value(m, labels) != Some(0.0)).collect();
+    assert!(missing.is_empty(), "absent or not 0 before any call: {missing:?}\n{text}");
+    assert_eq!(value("r4c_circuit_breaker_state", &[calls, ("state", "closed")]), Some(1.0));
+    assert_eq!(value_of(&server, "/counters", &["retries", BREAKER, "gave_up", "Refused"]).await, Some(0));
+    assert_eq!(value_of(&server, "/counters", &["hedges", "shop::Api::search", "hedged_calls"]).await, Some(0));
+}
+
+/// The page is served with the snapshot and counts of that moment in it, so it paints them before
+/// its first request; and it says whether the breaker controls exist (only with a token).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_carries_the_first_snapshot_and_whether_controls_exist() {
+    let (registry, _calls, _clock) = registry();
+    for (options, controls) in [(AdminOptions::new(), false), (AdminOptions::new().token(TOKEN), true)] {
+        let server = start(&registry, options).await;
+        let page = reqwest::get(url(&server, "/")).await.unwrap().text().await.unwrap();
+        let block = &page[page.find(r#"<script id="initial" type="application/json">"#).unwrap()..];
+        let json = &block[block.find('>').unwrap() + 1..block.find("</script>").unwrap()];
+        let initial: Value = serde_json::from_str(json).unwrap();
+        assert_eq!(initial["controls"], controls);
+        assert_eq!(initial["snapshot"]["circuit_breakers"][0]["instance"], BREAKER);
+        assert_eq!(initial["counters"]["retries"][BREAKER]["retries"], 0);
+    }
+}

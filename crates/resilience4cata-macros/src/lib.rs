@@ -87,7 +87,7 @@ use proc_macro::TokenStream;
 ///                 Ok(v) => break Ok(v),
 ///                 Err(e) => {
 ///                     let failure = if is_open_breaker(&e) || matches!(&e, InventoryError::NotFound) {
-///                         Failure::NotRetryable
+///                         Failure::not_retried(e.rejection()) // `Refused` for a policy's refusal
 ///                     } else {
 ///                         Failure::Retryable
 ///                     };

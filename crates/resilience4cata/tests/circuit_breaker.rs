@@ -74,7 +74,7 @@ fn seed_report_an_open_breaker_stops_the_retries_at_once() {
         matches!(err, ReportError::Rejected(Rejection::CallNotPermitted { ref instance }) if &**instance == REPORT)
     );
     assert_eq!(reports.delegate().calls.load(Ordering::SeqCst), 2, "the method ran twice");
-    assert_eq!(events.gave_up(), [(3, GiveUpReason::NotRetryable)], "the third attempt was refused");
+    assert_eq!(events.gave_up(), [(3, GiveUpReason::Refused)], "the third attempt was refused");
     // Waits of 1 s and then 2 s (exponential backoff, the seed's default), not the two more after.
     assert_eq!(clock.elapsed(), Duration::from_secs(3));
     assert_eq!(events.transitions(), [(State::Closed, State::Open)]);
@@ -85,9 +85,12 @@ fn seed_report_an_open_breaker_stops_the_retries_at_once() {
     }
     assert_eq!(reports.delegate().calls.load(Ordering::SeqCst), 2);
     assert_eq!(clock.elapsed(), Duration::from_secs(3));
-    assert_eq!(events.gave_up()[1..], [(1, GiveUpReason::NotRetryable); 3]);
+    assert_eq!(events.gave_up()[1..], [(1, GiveUpReason::Refused); 3]);
     let snapshot = registry.circuit_breaker(REPORT).unwrap().snapshot();
     assert_eq!((snapshot.state, snapshot.not_permitted_calls), (State::Open, 4));
+    // Every call the breaker refused is a refusal in the retry's count too, none a failure.
+    let refused = events.gave_up().iter().filter(|(_, r)| *r == GiveUpReason::Refused).count();
+    assert_eq!(refused as u64, snapshot.not_permitted_calls);
 }
 
 #[test]
@@ -96,7 +99,7 @@ fn seed_report_with_fixed_waits_takes_two_seconds() {
     let reports = ResilientReports::new(Down::default(), &no_jitter(&clock, &events)).unwrap();
     assert!(reports.report_fixed("r-1").is_err());
     assert_eq!(reports.delegate().calls.load(Ordering::SeqCst), 2);
-    assert_eq!(events.gave_up(), [(3, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), [(3, GiveUpReason::Refused)]);
     assert_eq!(clock.elapsed(), Duration::from_secs(2));
 }
 

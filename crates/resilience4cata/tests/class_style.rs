@@ -196,7 +196,7 @@ fn an_open_breaker_stops_the_retries_at_the_third_attempt() {
         matches!(err, ReportError::Rejected(Rejection::CallNotPermitted { ref instance }) if &**instance == REPORT)
     );
     assert_eq!(reports.calls.load(Ordering::SeqCst), 2, "the method ran twice");
-    assert_eq!(events.gave_up(), [(3, GiveUpReason::NotRetryable)], "the third attempt was refused");
+    assert_eq!(events.gave_up(), [(3, GiveUpReason::Refused)], "the third attempt was refused");
     assert_eq!(clock.elapsed(), Duration::from_secs(3)); // 1 s, then 2 s
     assert_eq!(events.transitions(), [(State::Closed, State::Open)]);
     assert_eq!(registry.circuit_breaker(REPORT).unwrap().snapshot().state, State::Open);

@@ -172,13 +172,28 @@ fn predicates_decide_like_patterns() {
     assert_eq!(inventory.delegate().calls(), 1);
 }
 
+/// A local refusal the patterns leave out is not retried either, and gives up as refused, not as
+/// a failure; a timed-out attempt the patterns leave out is a failure (`NotRetryable`).
+#[test]
+fn a_refusal_outside_retry_on_gives_up_as_refused() {
+    let full = || Rejected(Rejection::BulkheadFull { instance: "inner".into() });
+    let (inventory, _, events) = wrap([Err(full())]);
+    assert_eq!(inventory.patterns(), Err(full()), "outside retry_on");
+    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::Refused)]);
+
+    let timed_out = || Rejected(Rejection::CallTimeout { instance: "inner".into(), timeout: Duration::from_secs(1) });
+    let (inventory, _, events) = wrap([Err(timed_out())]);
+    assert_eq!(inventory.patterns(), Err(timed_out()));
+    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::NotRetryable)]);
+}
+
 #[test]
 fn an_open_breaker_nested_in_the_error_is_never_retried() {
     let refused = || Rejected(Rejection::CallNotPermitted { instance: "inner".into() });
     let (inventory, _, events) = wrap([Err(refused())]);
     assert_eq!(inventory.stock("sku-1"), Err(refused()));
     assert_eq!(inventory.delegate().calls(), 1, "retry_on matches everything, yet CallNotPermitted stops it");
-    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::Refused)]);
 
     let full = || Rejected(Rejection::BulkheadFull { instance: "inner".into() });
     let (inventory, _, _) = wrap([Err(full()), Ok(1)]);
@@ -202,7 +217,7 @@ fn classifier_retries_rejected_ok_and_fail_gives_up_at_once() {
     let refused = Rejected(Rejection::CallNotPermitted { instance: "inner".into() });
     let (inventory, _, events) = wrap([Err(refused.clone())]);
     assert_eq!(inventory.classified(), Err(refused), "a classifier's Retry does not retry an open breaker");
-    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), vec![(1, GiveUpReason::Refused)]);
 }
 
 #[test]

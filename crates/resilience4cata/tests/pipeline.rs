@@ -315,7 +315,7 @@ fn detected_nested_call_not_permitted_is_never_retried() {
         assert!(result.unwrap_err().rejection().is_some_and(Rejection::is_call_not_permitted));
         assert_eq!(calls, 1);
     }
-    assert_eq!(events.gave_up(), [(1, GiveUpReason::NotRetryable), (1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), [(1, GiveUpReason::Refused), (1, GiveUpReason::Refused)]);
 }
 
 /// Without it, a retry-only pipeline accepts any `E` and cannot look inside: documented behaviour.

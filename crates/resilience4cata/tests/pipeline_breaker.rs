@@ -48,7 +48,7 @@ fn report_pipeline(registry: &Registry) -> Pipeline<String, ReportError> {
 }
 
 /// Two calls reach the method and open the breaker, the third attempt is refused, and the retry
-/// gives up there (`NotRetryable` after 3 attempts) instead of waiting two more waits; while open,
+/// gives up there (`Refused` after 3 attempts) instead of waiting two more waits; while open,
 /// each call makes one attempt and waits nothing.
 #[test]
 fn seed_report_an_open_breaker_stops_the_retries_at_once() {
@@ -65,7 +65,7 @@ fn seed_report_an_open_breaker_stops_the_retries_at_once() {
         matches!(err, ReportError::Rejected(Rejection::CallNotPermitted { ref instance }) if &**instance == "reports::report")
     );
     assert_eq!(calls.load(Ordering::SeqCst), 2, "the method ran twice");
-    assert_eq!(events.gave_up(), [(3, GiveUpReason::NotRetryable)], "the third attempt was refused");
+    assert_eq!(events.gave_up(), [(3, GiveUpReason::Refused)], "the third attempt was refused");
     assert_eq!(clock.elapsed(), Duration::from_secs(3), "waits of 1 s and 2 s, not the two more after");
     assert_eq!(events.transitions(), [(State::Closed, State::Open)]);
 
@@ -74,7 +74,7 @@ fn seed_report_an_open_breaker_stops_the_retries_at_once() {
     }
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(clock.elapsed(), Duration::from_secs(3));
-    assert_eq!(events.gave_up()[1..], [(1, GiveUpReason::NotRetryable); 3]);
+    assert_eq!(events.gave_up()[1..], [(1, GiveUpReason::Refused); 3]);
     let snapshot = registry.circuit_breaker("reports::report").unwrap().snapshot();
     assert_eq!((snapshot.state, snapshot.not_permitted_calls), (State::Open, 4));
 }
@@ -90,7 +90,7 @@ fn seed_report_async_has_the_same_timeline() {
     }));
     assert!(matches!(err, Err(ReportError::Rejected(Rejection::CallNotPermitted { .. }))));
     assert_eq!(calls.load(Ordering::SeqCst), 2);
-    assert_eq!(events.gave_up(), [(3, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), [(3, GiveUpReason::Refused)]);
     assert_eq!(clock.elapsed(), Duration::from_secs(3));
 }
 
@@ -260,7 +260,7 @@ fn through_the_tower_layer_the_report_example_holds() {
     let err = block_on(service.oneshot("r-1".to_owned())).unwrap_err();
     assert!(matches!(err, ReportError::Rejected(Rejection::CallNotPermitted { .. })));
     assert_eq!(calls.load(Ordering::SeqCst), 2);
-    assert_eq!(events.gave_up(), [(3, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), [(3, GiveUpReason::Refused)]);
     assert_eq!(clock.elapsed(), Duration::from_secs(3));
 }
 

@@ -263,7 +263,7 @@ fn a_rejecting_pipeline_never_retries_a_nested_open_breaker() {
         Err(QuoteError::from_rejection(Rejection::CallNotPermitted { instance: "inner".into() }))
     });
     assert_eq!(calls, 1);
-    assert_eq!(events.all(), [testkit::gave_up("outer", 1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.all(), [testkit::gave_up("outer", 1, GiveUpReason::Refused)]);
 }
 
 #[resilient]

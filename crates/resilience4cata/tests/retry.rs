@@ -422,7 +422,7 @@ fn a_nested_call_not_permitted_is_never_retried() {
     let reports = ResilientReports::new(OpenBreakerInside(AtomicU32::new(0)), &registry).unwrap();
     assert!(matches!(reports.report("r"), Err(ReportError::Rejected(Rejection::CallNotPermitted { .. }))));
     assert_eq!(reports.delegate().0.load(Ordering::SeqCst), 1);
-    assert_eq!(events.gave_up(), [(1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.gave_up(), [(1, GiveUpReason::Refused)]);
     assert_eq!(clock.elapsed(), Duration::ZERO);
 }
 

@@ -130,7 +130,7 @@ fn a_nested_open_breaker_is_not_retried() {
     let err = block_on(pipeline(&registry, 5).layer().layer(inner).oneshot(1)).unwrap_err();
     assert!(err.rejection().is_some_and(Rejection::is_call_not_permitted));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    assert_eq!(events.all(), [testkit::gave_up("inventory", 1, GiveUpReason::NotRetryable)]);
+    assert_eq!(events.all(), [testkit::gave_up("inventory", 1, GiveUpReason::Refused)]);
 }
 
 /// A service that is ready only once `open` is set, counting readiness checks.

@@ -75,14 +75,16 @@ impl Default for DemoOptions {
 /// Where the console narration goes.
 pub type Narrator = Arc<dyn Fn(String) + Send + Sync>;
 
-/// Outcomes of the calls made in the current phase.
+/// How the calls made in the current phase ended (one outcome per call, whatever its retries).
 #[derive(Debug, Default)]
 struct Tally {
     ok: AtomicU64,
+    /// Ended with the service's error (a 503, a broken connection) after the retries.
     failed: AtomicU64,
+    /// Ended with the last attempt timed out: failed too.
+    failed_timed_out: AtomicU64,
     refused_open: AtomicU64,
-    timed_out: AtomicU64,
-    bulkhead_full: AtomicU64,
+    refused_bulkhead: AtomicU64,
 }
 
 impl Tally {
@@ -90,23 +92,27 @@ impl Tally {
         let counter = match outcome {
             Ok(_) => &self.ok,
             Err(PriceError::Rejected(Rejection::CallNotPermitted { .. })) => &self.refused_open,
-            Err(PriceError::Rejected(Rejection::CallTimeout { .. })) => &self.timed_out,
-            Err(PriceError::Rejected(Rejection::BulkheadFull { .. })) => &self.bulkhead_full,
+            Err(PriceError::Rejected(Rejection::BulkheadFull { .. })) => &self.refused_bulkhead,
+            Err(PriceError::Rejected(Rejection::CallTimeout { .. })) => &self.failed_timed_out,
             Err(_) => &self.failed,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A one-line summary, and the counts reset for the next phase.
-    fn take(&self) -> String {
+    /// A one-line summary, and the counts reset for the next phase. Its words are the
+    /// dashboard's: a call is "failed" (the retry card's red) or "refused" (a policy said no
+    /// without sending it: the orange of the retry and breaker cards); "attempts timed out" is the
+    /// timeout card's count, attempts and not calls, most of them retried into a success.
+    fn take(&self, attempts_timed_out: u64) -> String {
         let take = |c: &AtomicU64| c.swap(0, Ordering::Relaxed);
+        let (ok, failed, failed_timed_out) = (take(&self.ok), take(&self.failed), take(&self.failed_timed_out));
+        let (refused_open, refused_bulkhead) = (take(&self.refused_open), take(&self.refused_bulkhead));
         format!(
-            "{} ok, {} failed after retries, {} refused by the open breaker, {} timed out, {} refused by the full bulkhead",
-            take(&self.ok),
-            take(&self.failed),
-            take(&self.refused_open),
-            take(&self.timed_out),
-            take(&self.bulkhead_full)
+            "calls: {ok} ok, {} failed ({failed_timed_out} timed out on their last attempt), {} refused \
+             ({refused_open} by the open breaker, {refused_bulkhead} by the full bulkhead); \
+             attempts timed out: {attempts_timed_out}",
+            failed + failed_timed_out,
+            refused_open + refused_bulkhead,
         )
     }
 }
@@ -120,6 +126,8 @@ pub struct Demo {
     downstream: Arc<Downstream>,
     phase: Arc<AtomicU8>,
     tally: Arc<Tally>,
+    /// The timeout's `timed_out` (attempts, since built) when the last phase ended.
+    timed_out_before: AtomicU64,
     callers: Vec<JoinHandle<()>>,
     time_scale: f64,
 }
@@ -145,7 +153,8 @@ impl Demo {
             .map(|n| tokio::spawn(call_forever(Arc::clone(&prices), Arc::clone(&tally), n, scale)))
             .collect();
         let phase = Arc::new(AtomicU8::new(Phase::Healthy as u8));
-        Ok(Demo { registry, admin, downstream, phase, tally, callers, time_scale: scale })
+        let timed_out_before = AtomicU64::new(0);
+        Ok(Demo { registry, admin, downstream, phase, tally, timed_out_before, callers, time_scale: scale })
     }
 
     /// The dashboard's URL.
@@ -163,6 +172,12 @@ impl Demo {
         &self.registry
     }
 
+    /// Attempts the timeout cut off since it was built (the dashboard's timeout card).
+    fn attempts_timed_out(&self) -> u64 {
+        let snapshot = self.registry.snapshot();
+        snapshot.timeouts().iter().filter(|t| &*t.instance == PRICE_ID).map(|t| t.timed_out).sum()
+    }
+
     /// Plays the four phases once, narrating each, and returns when the last one ends.
     pub async fn run_script(&self, narrate: &Narrator) {
         for phase in Phase::ALL {
@@ -171,7 +186,13 @@ impl Demo {
             narrate(format!("== {}", phase.describe()));
             tokio::time::sleep(Duration::from_secs_f64(15.0 * self.time_scale)).await;
             let breaker = self.registry.circuit_breaker(PRICE_ID).map(|b| b.state());
-            narrate(format!("   {}; breaker {:?}", self.tally.take(), breaker.unwrap_or(State::Closed)));
+            let timed_out = self.attempts_timed_out();
+            let attempts_timed_out = timed_out.saturating_sub(self.timed_out_before.swap(timed_out, Ordering::Relaxed));
+            narrate(format!(
+                "   {}; breaker {:?}",
+                self.tally.take(attempts_timed_out),
+                breaker.unwrap_or(State::Closed)
+            ));
         }
     }
 }

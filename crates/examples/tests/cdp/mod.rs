@@ -89,6 +89,13 @@ impl Browser {
         result["result"]["value"].clone()
     }
 
+    /// Makes every later request whose URL matches one of `patterns` (`*` wildcards) fail, as if
+    /// the server never answered: what a page shows then, it had before asking.
+    pub fn block_urls(&mut self, patterns: &[&str]) {
+        self.call("Network.enable", json!({}));
+        self.call("Network.setBlockedURLs", json!({ "urls": patterns }));
+    }
+
     /// Makes the page see `prefers-color-scheme: <scheme>` (`"light"` or `"dark"`).
     pub fn color_scheme(&mut self, scheme: &str) {
         let features = json!([{ "name": "prefers-color-scheme", "value": scheme }]);

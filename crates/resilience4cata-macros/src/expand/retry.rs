@@ -2,10 +2,12 @@
 //! A sync method without a classifier makes its first attempt before the loop, straight-line, and
 //! enters the loop only after a failure (see `by_error_peeled`).
 //!
-//! Without a classifier, `Ok` leaves the loop at once; an `Err` is `NotRetryable` when it is an open
+//! Without a classifier, `Ok` leaves the loop at once; an `Err` is not retried when it is an open
 //! breaker's refusal (found by autoref specialisation, whatever the patterns say), matches
-//! `abort_on` / `abort_on_if`, or misses `retry_on` / `retry_on_if` (when any is given); otherwise
-//! `Retryable`. With a classifier, its `Verdict` decides for `Ok` and `Err` alike.
+//! `abort_on` / `abort_on_if`, or misses `retry_on` / `retry_on_if` (when any is given): it gives
+//! up as `Refused` when it carries a policy's refusal (`Failure::not_retried`), else as
+//! `NotRetryable`; otherwise it is `Retryable`. With a classifier, its `Verdict` decides for `Ok`
+//! and `Err` alike (an open breaker's refusal under `Retry` gives up as `Refused`).
 //!
 //! The wait (SPEC §7.1, "Delay from the failure"): with `delay_from = f`, `f(&error, attempt,
 //! computed)` decides it for an `Err`; without, the policy is handed the rejection the probe finds
@@ -233,7 +235,8 @@ fn by_error_peeled(
 }
 
 /// `let __r4c_failure = …;`: how a round without a classifier judges `__r4c_error` (an open
-/// breaker's refusal and `abort_on` are not retryable, nor an error outside a given `retry_on`).
+/// breaker's refusal and `abort_on` are not retryable, nor an error outside a given `retry_on`;
+/// a policy's refusal among them gives up as `Refused`).
 fn failure_by_patterns(settings: &Settings) -> TokenStream {
     let p = private();
     let abort = [settings.get("abort_on"), settings.get("abort_on_if")].into_iter().flatten().map(test_error);
@@ -242,7 +245,7 @@ fn failure_by_patterns(settings: &Settings) -> TokenStream {
     let outside_retry_on = (!retry.is_empty()).then(|| quote!(|| !(#(#retry)||*)));
     quote! {
         let __r4c_failure = if (&#p::Probe(&__r4c_error)).is_call_not_permitted() #(|| #abort)* #outside_retry_on {
-            #p::Failure::NotRetryable
+            #p::Failure::not_retried((&#p::Probe(&__r4c_error)).rejection())
         } else {
             #p::Failure::Retryable
         };
@@ -292,7 +295,7 @@ fn classified(
             }
             #p::Verdict::Retry => match &__r4c_result {
                 ::core::result::Result::Err(__r4c_error) if (&#p::Probe(__r4c_error)).is_call_not_permitted() => {
-                    #p::Failure::NotRetryable
+                    #p::Failure::Refused
                 }
                 _ => #p::Failure::Retryable,
             },

@@ -152,7 +152,10 @@ fn patterns_and_predicates_decide_the_failure() {
             fn a(&self) -> Result<u32, E>;
         }
     ));
-    assert_contains(&plain, "is_call_not_permitted () { :: resilience4cata :: __private :: Failure :: NotRetryable }");
+    assert_contains(
+        &plain,
+        "is_call_not_permitted () { :: resilience4cata :: __private :: Failure :: not_retried ((& :: resilience4cata :: __private :: Probe (& __r4c_error)) . rejection ()) }",
+    );
 }
 
 #[test]

@@ -99,22 +99,28 @@ impl<T, E> Rules<T, E> {
     }
 
     /// The generated code's `if`: an open breaker's refusal, then `abort_on`, then `retry_on`, each
-    /// consulted only if the previous one did not decide.
+    /// consulted only if the previous one did not decide. What is not retried gives up as
+    /// `Refused` when it is a policy's refusal, else `NotRetryable`.
     #[cold]
     fn judge_err(&self, e: &E, retry_on: &Option<Predicate<E>>, abort_on: &Option<Predicate<E>>) -> Failure {
         let not_retryable = self.is_call_not_permitted(e)
             || abort_on.as_ref().is_some_and(|abort| abort(e))
             || retry_on.as_ref().is_some_and(|retry| !retry(e));
-        if not_retryable { Failure::NotRetryable } else { Failure::Retryable }
+        if not_retryable {
+            Failure::not_retried(self.find_rejection.and_then(|find| find(e)))
+        } else {
+            Failure::Retryable
+        }
     }
 
     /// The generated code's classifier round: `Success` accepts the outcome (whatever it is),
-    /// `Retry` is retryable unless it is an open breaker's refusal, `Fail` gives up.
+    /// `Retry` is retryable unless it is an open breaker's refusal (given up as `Refused`), `Fail`
+    /// gives up.
     fn classified(&self, classify: &Classifier<T, E>, outcome: &Result<T, E>) -> Option<Failure> {
         match classify(outcome) {
             Verdict::Success => None,
             Verdict::Retry => match outcome {
-                Err(e) if self.is_call_not_permitted(e) => Some(Failure::NotRetryable),
+                Err(e) if self.is_call_not_permitted(e) => Some(Failure::Refused),
                 _ => Some(Failure::Retryable),
             },
             Verdict::Fail => Some(Failure::ClassifierFailed),

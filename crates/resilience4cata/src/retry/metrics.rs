@@ -6,20 +6,21 @@ use metrics::Counter;
 
 use super::GiveUpReason;
 
-const REASONS: [(GiveUpReason, &str); 6] = [
+const REASONS: [(GiveUpReason, &str); 7] = [
     (GiveUpReason::MaxAttempts, "max_attempts"),
     (GiveUpReason::MaxDuration, "max_duration"),
     (GiveUpReason::NotRetryable, "not_retryable"),
     (GiveUpReason::Interrupted, "interrupted"),
     (GiveUpReason::ClassifierFailed, "classifier_failed"),
     (GiveUpReason::BudgetExhausted, "budget_exhausted"),
+    (GiveUpReason::Refused, "refused"),
 ];
 
 /// One instance's handles: increments never allocate.
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
 pub struct RetryMetrics {
     retries: Counter,
-    gave_up: [Counter; 6],
+    gave_up: [Counter; 7],
 }
 
 impl RetryMetrics {
@@ -56,6 +57,11 @@ mod tests {
     use crate::registry::Registered;
 
     #[test]
+    fn every_reason_has_its_label() {
+        assert!(super::REASONS.iter().map(|(r, _)| r).eq(crate::GiveUpReason::ALL));
+    }
+
+    #[test]
     fn retries_and_give_ups_are_counted_per_instance_and_reason() {
         let clock = ManualClock::new();
         let (policy, snapshotter) = recording_on(&clock, |registry| {
@@ -66,11 +72,16 @@ mod tests {
         while policy.retry_after(&mut call, Failure::Retryable) {}
         let mut call = policy.start();
         assert!(!policy.retry_after(&mut call, Failure::NotRetryable));
+        for _ in 0..2 {
+            let mut call = policy.start();
+            assert!(!policy.retry_after(&mut call, Failure::Refused));
+        }
 
         let counters = Counters::of(&snapshotter);
         let instance = "instance=m::Api::get";
         assert_eq!(counters.get("resilience4cata_retry_retries_total", &[instance]), Some(2));
         assert_eq!(counters.get("resilience4cata_retry_gave_up_total", &[instance, "reason=max_attempts"]), Some(1));
         assert_eq!(counters.get("resilience4cata_retry_gave_up_total", &[instance, "reason=not_retryable"]), Some(1));
+        assert_eq!(counters.get("resilience4cata_retry_gave_up_total", &[instance, "reason=refused"]), Some(2));
     }
 }

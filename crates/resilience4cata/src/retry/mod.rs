@@ -29,11 +29,17 @@
 //! | [`RetryEvent::GaveUp`] | the retry stopped; [`GiveUpReason`] says why |
 //!
 //! Successful calls publish nothing. With feature `metrics`: counters `resilience4cata_retry_retries_total`
-//! and `resilience4cata_retry_gave_up_total` (labels `instance`, and `reason` on the latter), registered
-//! when the instance is built (install the recorder before building wrappers).
+//! and `resilience4cata_retry_gave_up_total` (labels `instance`, and `reason` on the latter: one of
+//! `max_attempts`, `max_duration`, `not_retryable`, `interrupted`, `classifier_failed`,
+//! `budget_exhausted`, `refused`), registered when the instance is built, so every series exists at
+//! 0 before the first call (install the recorder before building wrappers).
 //!
-//! Successful calls publish nothing. An open breaker's refusal (`Rejection::CallNotPermitted`) is
-//! never retried, whatever `retry_on`, `abort_on` or a classifier say.
+//! An open breaker's refusal (`Rejection::CallNotPermitted`) is never retried, whatever
+//! `retry_on`, `abort_on` or a classifier say. A retry that stops at a policy's refusal gives up
+//! with [`GiveUpReason::Refused`], not [`GiveUpReason::NotRetryable`]: an open breaker's refusal,
+//! or a local one (rate limiter, bulkhead, adaptive limit) that `abort_on` or `retry_on` leave out.
+//! The dependency did not fail that attempt, so dashboards count those calls as refused, not
+//! failed.
 //!
 //! # Delay from the failure
 //! Some failures say how long to wait: an HTTP 429 or 503 with `Retry-After`, or a rate limiter's

@@ -17,10 +17,26 @@ use crate::rejection::Rejection;
 pub enum Failure {
     /// In `retry_on` (or the classifier said `Retry`), not in `abort_on`, not an open breaker.
     Retryable,
-    /// Outside `retry_on`, in `abort_on`, or an open breaker's refusal.
+    /// Outside `retry_on` or in `abort_on`, and not a policy's refusal.
     NotRetryable,
     /// The classifier said `Verdict::Fail`.
     ClassifierFailed,
+    /// A policy's refusal the retry does not retry: an open breaker's, or a local one (rate
+    /// limiter, bulkhead, adaptive limit) outside `retry_on` or in `abort_on`.
+    Refused,
+}
+
+impl Failure {
+    /// The failure of an `Err` judged not retryable, from the rejection it carries (if any): a
+    /// policy's refusal gives up as `Refused`, anything else as `NotRetryable`. Called by the
+    /// generated code and the pipeline only after a failure, never on the success path.
+    #[inline]
+    pub fn not_retried(rejection: Option<&Rejection>) -> Failure {
+        match rejection {
+            Some(r) if r.is_call_not_permitted() || r.is_local() => Failure::Refused,
+            _ => Failure::NotRetryable,
+        }
+    }
 }
 
 /// The field the generated code keeps for one retried method.
@@ -270,6 +286,7 @@ impl RetryPolicy {
             Failure::Retryable => None,
             Failure::NotRetryable => Some(GiveUpReason::NotRetryable),
             Failure::ClassifierFailed => Some(GiveUpReason::ClassifierFailed),
+            Failure::Refused => Some(GiveUpReason::Refused),
         };
         if let Some(reason) = refused {
             state.gave_up(call, reason);
@@ -425,6 +442,50 @@ mod tests {
         assert_eq!(exhausted, 95);
         let snap = registry.snapshot();
         assert_eq!(snap.retries()[0].budget, Some(crate::Budget { calls: 100, retries: 30, allowed_retries: 30 }));
+    }
+
+    /// A policy's refusal the retry does not retry gives up as `Refused`, anything else not
+    /// retried as `NotRetryable`; a timeout is the attempt's own failure, not a refusal.
+    #[test]
+    fn a_refusal_gives_up_as_refused_and_other_failures_as_not_retryable() {
+        let id: Arc<str> = Arc::from("x");
+        let refusals = [
+            Rejection::CallNotPermitted { instance: id.clone() },
+            Rejection::BulkheadFull { instance: id.clone() },
+            Rejection::RateLimitExceeded { instance: id.clone(), retry_after: Duration::from_millis(5) },
+            Rejection::LimitExceeded { instance: id.clone() },
+        ];
+        for r in &refusals {
+            assert_eq!(Failure::not_retried(Some(r)), Failure::Refused, "{r}");
+        }
+        let timeout = Rejection::CallTimeout { instance: id, timeout: Duration::from_secs(1) };
+        assert_eq!(Failure::not_retried(Some(&timeout)), Failure::NotRetryable);
+        assert_eq!(Failure::not_retried(None), Failure::NotRetryable);
+
+        let clock = ManualClock::new();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let policy = RetryPolicy::build(
+            &registry(&clock, &events),
+            "m::A::f",
+            None,
+            None,
+            false,
+            RetryConfigBuilder::new().max_attempts(3).delay(Duration::from_millis(10)),
+        )
+        .unwrap();
+        // A failure, a retry, then a refusal: two attempts, given up as refused, 10 ms waited.
+        assert_eq!(run(&policy, |n| Some(if n == 1 { Failure::Retryable } else { Failure::Refused })), (2, false));
+        assert_eq!(run(&policy, |_| Some(Failure::NotRetryable)), (1, false));
+        let reasons: Vec<_> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                RetryEvent::GaveUp { attempts, reason, .. } => Some((*attempts, *reason)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reasons, [(2, GiveUpReason::Refused), (1, GiveUpReason::NotRetryable)]);
     }
 
     #[test]
