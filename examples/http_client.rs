@@ -1,8 +1,10 @@
 //! An HTTP client made resilient, against real axum servers on loopback: statuses mapped to
 //! errors, only idempotent requests retried, `Retry-After` honoured through `delay_from`, 429s
 //! kept out of the breaker with `ignore_on`, a timeout per attempt under a `max_duration` for the
-//! whole call, and one scope per host so a dead host opens only its own breaker. Every policy event
-//! is printed as it happens. The guide that walks through it: `docs/guides/http-client.md`.
+//! whole call, one scope per host so a dead host opens only its own breaker, and a queueing
+//! bulkhead ordered outside the timeout, so 1,000 calls at once on 16 slots wait for a slot instead
+//! of timing out (and never open a healthy host's breaker). Every policy event is printed as it
+//! happens. The guide that walks through it: `docs/guides/http-client.md`.
 //!
 //! Run from the workspace root: `cargo run --example http_client` (a few seconds, no network).
 
@@ -71,6 +73,13 @@ pub trait Inventory {
     /// connection, a timed-out attempt), never on a 4xx. Each attempt gets 300 ms; the whole call,
     /// waits included, gives up rather than run past 3 s. A 429 says nothing about the server's
     /// health: the breaker ignores it.
+    ///
+    /// At most 16 requests in flight per host; more calls queue for a slot up to 5 s. The queue
+    /// sits outside the timeout (`policy_order`): the 300 ms bound starts once a call holds its
+    /// slot, so a burst larger than the bulkhead waits its turn instead of being cut off while it
+    /// queues. (In the default order, timeout outside bulkhead, a call still waiting at 300 ms would
+    /// be refused `BulkheadFull`: `max_wait` capped by the timeout.)
+    #[policy_order(Retry, CircuitBreaker, Bulkhead, Timeout)]
     #[retry(
         max_attempts = 4,
         delay = "50ms",
@@ -87,6 +96,7 @@ pub trait Inventory {
         ignore_on = ApiError::TooManyRequests { .. } | ApiError::Client { .. }
     )]
     #[timeout(duration = "300ms")]
+    #[bulkhead(max_concurrent_calls = 16, max_wait = "5s")]
     async fn stock(&self, sku: &str) -> Result<u32, ApiError>;
 
     /// `POST /reservations/{sku}`: not idempotent — a retry after a lost response could reserve
@@ -157,7 +167,8 @@ impl Host {
 }
 
 /// `flaky`: one 503, then 200. `busy`: one 429 with `Retry-After: 1`, then 200. `slow`: the first
-/// request hangs for 2 s. `missing`: 404. Anything else: 200 with a stock of 7.
+/// request hangs for 2 s. `steady`: 200 after 20 ms, every time. `missing`: 404. Anything else:
+/// 200 with a stock of 7.
 async fn stock(State(host): State<Arc<Host>>, Path(sku): Path<String>) -> (StatusCode, HeaderMap, String) {
     let before = host.hit(&sku);
     let mut headers = HeaderMap::new();
@@ -173,6 +184,10 @@ async fn stock(State(host): State<Arc<Host>>, Path(sku): Path<String>) -> (Statu
         ("slow", 0) => {
             tokio::time::sleep(Duration::from_secs(2)).await;
             (StatusCode::OK, headers, "1".into())
+        }
+        ("steady", _) => {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            (StatusCode::OK, headers, "7".into())
         }
         ("missing", _) => (StatusCode::NOT_FOUND, headers, String::new()),
         _ => (StatusCode::OK, headers, "7".into()),
@@ -232,6 +247,27 @@ fn client(base: SocketAddr) -> HttpInventory {
     HttpInventory { http: reqwest::Client::new(), base: format!("http://{base}") }
 }
 
+/// How many calls the burst makes at once: far more than the bulkhead's 16 slots.
+const BURST: u32 = 1_000;
+
+/// `n` concurrent `stock("steady")` calls, each on its own task: how many answered, and the
+/// errors of those that did not (distinct errors, with their counts).
+async fn burst_of_calls(client: &Arc<ResilientInventory<HttpInventory>>, n: u32) -> (u32, Vec<(String, u32)>) {
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let client = Arc::clone(client);
+        calls.spawn(async move { client.stock("steady").await });
+    }
+    let (mut ok, mut failures) = (0, HashMap::<String, u32>::new());
+    while let Some(outcome) = calls.join_next().await {
+        match outcome.expect("a call task finished") {
+            Ok(_) => ok += 1,
+            Err(e) => *failures.entry(e.to_string()).or_default() += 1,
+        }
+    }
+    (ok, failures.into_iter().collect())
+}
+
 fn show<T: std::fmt::Debug>(what: &str, result: &Result<T, ApiError>) {
     match result {
         Ok(v) => println!("        => {what}: Ok({v:?})"),
@@ -270,6 +306,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("7. Host A is unaffected by host B's breaker");
     show("A stock(sku-1)", &a.stock("sku-1").await);
+    println!("8. {BURST} calls at once to host A (20 ms each) on 16 slots: they queue outside the timeout");
+    let a = Arc::new(a);
+    let burst = Instant::now();
+    let (ok, failures) = burst_of_calls(&a, BURST).await;
+    let failed: u32 = failures.iter().map(|(_, n)| n).sum();
+    println!("        => {ok} Ok, {failed} Err, in {:.1?}", burst.elapsed());
 
     let snapshot = registry.snapshot();
     println!("\nbreakers:");
@@ -278,16 +320,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let state = |id: Option<&str>| registry.circuit_breaker(id.unwrap_or_default()).map(|h| h.snapshot().state);
     let (a_state, b_state) = (state(a.ids().stock.circuit_breaker()), state(b.ids().stock.circuit_breaker()));
+    let a_slots = registry.bulkhead(a.ids().stock.bulkhead().unwrap_or_default()).map(|h| h.snapshot());
     let answered = (host_a.answered.load(Ordering::SeqCst), host_b.answered.load(Ordering::SeqCst));
     println!("requests answered: host A {}, host B {}", answered.0, answered.1);
     println!("done in {:.1?}", start.elapsed());
 
     // The run checks itself, so CI notices when the behaviour it shows changes.
-    assert_eq!(a_state, Some(BreakerState::Closed), "host A's breaker stays closed");
+    assert!(failures.is_empty(), "every call of the burst to a healthy host succeeds; failed: {failures:?}");
+    assert_eq!(ok, BURST, "every call of the burst answered");
+    assert_eq!(a_state, Some(BreakerState::Closed), "host A's breaker stays closed, the burst included");
+    assert_eq!(a_slots.map(|s| (s.in_flight, s.waiting)), Some((0, 0)), "host A's slots all came back");
     assert_eq!(b_state, Some(BreakerState::Open), "host B's breaker opened");
-    // A: flaky 2 + busy 2 + slow 2 + missing 1 + two reservations + sku-1 1 = 10.
+    // A: flaky 2 + busy 2 + slow 2 + missing 1 + two reservations + sku-1 1 + the burst.
     // B: the first call's 4 attempts fill the window (4 failures), the breaker opens; the second
     // call is refused without a request.
-    assert_eq!(answered, (10, 4), "requests that reached each server");
+    assert_eq!(answered, (10 + BURST, 4), "requests that reached each server");
     Ok(())
 }

@@ -313,7 +313,8 @@ mod tests {
             ("RateLimiter", "self . __r4c_rate_limiter_get . pass_now ()"),
             ("AdaptiveLimit", "self . __r4c_adaptive_limit_get . acquire_async ()"),
             ("Timeout", "let __r4c_attempt = :: core :: pin :: pin ! (async"),
-            ("Bulkhead", "self . __r4c_bulkhead_get . acquire_async ()"),
+            // `acquire_async ()`, or `acquire_async_watched (…)` inside the timeout.
+            ("Bulkhead", "self . __r4c_bulkhead_get . acquire_async"),
         ];
         let names: Vec<&'static str> = starts.iter().map(|(name, _)| *name).collect();
         let orders = permutations(&names);
@@ -334,6 +335,10 @@ mod tests {
             };
             let positions: Vec<usize> = order.iter().map(|name| at(name)).collect();
             assert!(positions.is_sorted(), "{order:?} nests outermost first: {out}");
+            // A timeout outside the bulkhead watches its slot wait (SPEC §6), and only then.
+            let timeout_outside = at("Timeout") < at("Bulkhead");
+            assert_eq!(out.contains("acquire_async_watched (& __r4c_slot_watch)"), timeout_outside, "{order:?}: {out}");
+            assert_eq!(out.contains("run_pinned_watched"), timeout_outside, "{order:?}: {out}");
             for boxed in ["Box", "dyn", "Pin"] {
                 assert!(!out.contains(boxed), "{order:?} expands without `{boxed}`: {out}");
             }

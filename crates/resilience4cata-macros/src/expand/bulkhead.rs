@@ -10,9 +10,17 @@ use crate::validate::Settings;
 /// `'bulkhead: { let slot = match self.<field>.acquire() { Ok(s) => s, Err(r) => break 'bulkhead … };
 /// <inner> }`: bound by a `let`, so an async method's future does not keep the whole `Result` the
 /// acquisition returned across the delegate's await (issue 16); the slot drops when the block
-/// ends, after `<inner>` is evaluated, as the block's locals do.
+/// ends, after `<inner>` is evaluated, as the block's locals do. Inside a timeout the acquisition
+/// is `acquire_async_watched(&__r4c_slot_watch)` (see `expand::timeout`).
 pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> TokenStream {
-    let acquire = ctx.acquire();
+    let acquire = match crate::policy::watched_bulkhead(ctx.method) {
+        // Inside a timeout (async only): the wait tells the timeout it is still waiting.
+        Some(_) => {
+            let (field, watch) = (ctx.field(), super::timeout::slot_watch());
+            quote!(#field.acquire_async_watched(&#watch).await)
+        }
+        None => ctx.acquire(),
+    };
     let refusal = ctx.refusal(quote!(__r4c_rejection));
     quote! {
         '__r4c_bulkhead: {

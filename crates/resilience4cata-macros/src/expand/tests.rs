@@ -185,10 +185,15 @@ fn layers_nest_in_the_fixed_order_whatever_order_they_are_written_in() {
         at("let mut __r4c_call = __r4c_retry . start ()"),
         at("self . __r4c_rate_limiter_get . pass_now ()"),
         at("let __r4c_attempt = :: core :: pin :: pin ! (async"),
-        at("self . __r4c_bulkhead_get . acquire_async () . await"),
+        at("self . __r4c_bulkhead_get . acquire_async_watched (& __r4c_slot_watch) . await"),
         at("< D as Api > :: get (& self . delegate ,) . await"),
     ];
     assert!(order.is_sorted(), "retry → rate limiter → timeout → bulkhead → method: {order:?}\n{out}");
+    // The bulkhead inside the timeout tells it whether the attempt still waits for its slot
+    // (SPEC §6): one watch, declared before the attempt that borrows it.
+    let watch = at("let __r4c_slot_watch = :: resilience4cata :: __private :: SlotWatch :: new ()");
+    assert!(watch < order[2], "{out}");
+    at("run_pinned_watched (__r4c_attempt , & __r4c_slot_watch , & self . __r4c_bulkhead_get)");
     assert!(out.contains("require_resilience_error"), "the limits can refuse: {out}");
     for setter in [". permits (5u32)", ". duration (:: resilience4cata :: __private :: nanos (1000000000u64))"] {
         assert!(out.contains(setter), "missing `{setter}` in\n{out}");
@@ -307,4 +312,26 @@ fn a_hedge_under_a_fallback_counts_its_attempts_into_the_fallback_context() {
     let race = out.find(". run_counting").unwrap();
     let read = out.find("self . __r4c_fallback_get . apply (__r4c_error , __r4c_attempts)").unwrap();
     assert!(declared < race && race < read, "{out}");
+}
+
+#[test]
+fn a_timeout_watches_the_slot_wait_of_the_bulkhead_inside_it_unless_a_hedge_is_between() {
+    let expanded = |order: proc_macro2::TokenStream| {
+        expand(quote! {
+            pub trait Api {
+                #order
+                #[hedge] #[timeout] #[bulkhead(max_wait = "1s")]
+                async fn get(&self) -> Result<u32, E>;
+            }
+        })
+    };
+    // Default order: hedge → timeout → bulkhead, the bulkhead right inside the timeout.
+    let default = expanded(quote!());
+    assert!(default.contains("acquire_async_watched (& __r4c_slot_watch)"), "{default}");
+    // The hedge's attempts run side by side between the two: no one attempt to watch.
+    let hedged = expanded(quote!(#[policy_order(Timeout, Hedge)]));
+    assert!(!hedged.contains("SlotWatch") && !hedged.contains("_watched"), "{hedged}");
+    // The bulkhead outside the timeout: its wait is not under the deadline at all.
+    let outside = expanded(quote!(#[policy_order(Bulkhead, Timeout)]));
+    assert!(!outside.contains("SlotWatch") && !outside.contains("_watched"), "{outside}");
 }

@@ -50,6 +50,19 @@ pub(crate) fn hedged(method: &crate::validate::Method) -> bool {
     method.policies.iter().any(|p| std::ptr::eq(p.spec, &hedge::HEDGE))
 }
 
+/// The bulkhead of `method` when it runs inside the method's timeout with no hedge between them
+/// (SPEC §6): its acquisition then tells the timeout whether the attempt still waits for its slot
+/// (`__private::SlotWatch`), so a timeout that fires during that wait ends the attempt as
+/// `BulkheadFull`. Hedged attempts run side by side, so with a hedge between the two there is no
+/// one attempt to speak of: the timeout stays a `CallTimeout` there.
+pub(crate) fn watched_bulkhead(method: &Method) -> Option<&crate::validate::Policy> {
+    let position = |spec: &PolicySpec| method.policies.iter().position(|p| std::ptr::eq(p.spec, spec));
+    let (timeout, bulkhead) = (position(&timeout::TIMEOUT)?, position(&bulkhead::BULKHEAD)?);
+    let between = method.policies.get(timeout + 1..bulkhead)?;
+    let hedge_between = between.iter().any(|p| std::ptr::eq(p.spec, &hedge::HEDGE));
+    (!hedge_between).then(|| &method.policies[bulkhead])
+}
+
 /// The policy named by an attribute path such as `retry`, if it is one of ours.
 pub(crate) fn lookup(path: &syn::Path) -> Option<&'static PolicySpec> {
     let ident = path.get_ident()?;

@@ -19,7 +19,7 @@ pub use crate::ResilienceError;
 pub use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, LimitOutcome};
 pub use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, Algorithm};
 pub use crate::bulkhead::BulkheadConfigBuilder;
-pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
+pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy, SlotWatch};
 pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};
 pub use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 pub use crate::error::RegistryError;

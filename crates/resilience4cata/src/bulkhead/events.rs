@@ -32,7 +32,8 @@ pub enum BulkheadEvent {
         /// The bulkhead's instance id.
         instance: Arc<str>,
     },
-    /// The call was refused with `Rejection::BulkheadFull`.
+    /// The call was refused with `Rejection::BulkheadFull`: no slot within `max_wait`, or a
+    /// timeout outside the bulkhead fired while the call still waited for one.
     Rejected {
         /// The bulkhead's instance id.
         instance: Arc<str>,

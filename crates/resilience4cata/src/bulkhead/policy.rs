@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "tower")]
 use std::task::Poll;
 
@@ -104,6 +105,45 @@ impl Drop for SlotWait {
     }
 }
 
+/// What an attempt under a timeout tells that timeout about its bulkhead slot (SPEC §6): whether
+/// the attempt still waits for it.
+///
+/// The timeout sits outside the bulkhead in the default order, so the time an attempt spends
+/// queueing for a slot runs on the timeout's clock. Queueing is a local matter, not the
+/// dependency's slowness: when the timeout fires while the attempt still waits, the attempt ends
+/// as [`Rejection::BulkheadFull`] (the bulkhead's refusal, which a circuit breaker does not record
+/// and an adaptive limit does not sample), not as `CallTimeout`. The generated code (and the
+/// pipeline) keep one `SlotWatch` beside the attempt, hand it to
+/// [`BulkheadPolicy::acquire_async_watched`] and to the timeout's `run_pinned_watched`.
+///
+/// Cost: the pass path of the acquisition never touches it; only the wait for a slot sets it
+/// (before the wait) and clears it (once the wait ends), and the timeout reads it only when it
+/// fires.
+#[derive(Debug, Default)]
+pub struct SlotWatch {
+    waiting: AtomicBool,
+}
+
+impl SlotWatch {
+    /// A watch for one attempt: not waiting.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        SlotWatch { waiting: AtomicBool::new(false) }
+    }
+
+    /// Whether the attempt was waiting for its slot (read by the timeout when it fires; the
+    /// attempt and the timeout run in one task, so `Relaxed` orders all they need).
+    #[inline]
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn set(&self, waiting: bool) {
+        self.waiting.store(waiting, Ordering::Relaxed);
+    }
+}
+
 /// The field the generated code keeps for one method with a bulkhead: a slot is held only while
 /// the delegate runs (inside the retry, so never during a backoff).
 #[derive(Clone, Debug)]
@@ -188,6 +228,40 @@ impl BulkheadPolicy {
             Some(permit) => PassOr::Passed { permit },
             None => PassOr::Slow { future: self.acquire_slow_async() },
         }
+    }
+
+    /// [`acquire_async`](Self::acquire_async) under a timeout (SPEC §6): the same pass path, and a
+    /// slow path that marks `watch` as waiting until it ends, so a timeout that fires meanwhile
+    /// knows the attempt never got its slot (and refuses it with
+    /// [`refuse_waiting`](Self::refuse_waiting) instead of timing it out). A wait dropped by the
+    /// timeout leaves the mark set: the timeout reads it either before or after the drop.
+    #[inline(always)]
+    pub fn acquire_async_watched<'a>(
+        &'a self,
+        watch: &'a SlotWatch,
+    ) -> PassOr<BulkheadPermit<'a>, impl Future<Output = Result<BulkheadPermit<'a>, Rejection>> + Send + 'a> {
+        match self.pass() {
+            Some(permit) => PassOr::Passed { permit },
+            None => PassOr::Slow { future: self.acquire_slow_watched(watch) },
+        }
+    }
+
+    /// The slow path of [`acquire_async_watched`](Self::acquire_async_watched).
+    async fn acquire_slow_watched(&self, watch: &SlotWatch) -> Result<BulkheadPermit<'_>, Rejection> {
+        watch.set(true);
+        let acquired = self.acquire_slow_async().await;
+        watch.set(false);
+        acquired
+    }
+
+    /// The refusal of an attempt whose timeout fired while it still waited for a slot (see
+    /// [`SlotWatch`]): `BulkheadFull`, published and counted as any refusal of this bulkhead
+    /// (`Rejected`, `r4c_bulkhead_rejected_total`). The wait itself leaves the queue when the
+    /// timeout drops the attempt.
+    #[cold]
+    #[inline(never)]
+    pub fn refuse_waiting(&self) -> Rejection {
+        self.state.refuse()
     }
 
     /// Past the pass path, async: as [`acquire_slow`](Self::acquire_slow), waiting in the future.

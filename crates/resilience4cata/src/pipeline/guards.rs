@@ -10,7 +10,7 @@ use std::future::Future;
 use super::rules::{FindRejection, Predicate};
 use crate::Rejection;
 use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, LimitOutcome};
-use crate::bulkhead::policy::{BulkheadPolicy, OwnedSlot};
+use crate::bulkhead::policy::{BulkheadPolicy, OwnedSlot, SlotWatch};
 use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome};
 use crate::rate_limiter::policy::{RateLimiterPolicy, ReservedPermit};
 use crate::timeout::policy::TimeoutPolicy;
@@ -211,9 +211,19 @@ impl<E> Guards<E> {
             Some(limit) => Some(limit.acquire().map_err(self.wrap)?),
             None => None,
         };
-        let outcome = match &self.timeout {
-            None => self.bulkheaded(attempt, waits_async, slot).await,
-            Some(timeout) => match timeout.run(self.bulkheaded(attempt, waits_async, slot)).await {
+        let outcome = match (&self.timeout, &self.bulkhead) {
+            (None, _) => self.bulkheaded(attempt, waits_async, slot, None).await,
+            // A wait for the slot inside the timeout is local queueing (SPEC §6): a deadline that
+            // comes during it is the bulkhead's `BulkheadFull`, see `SlotWatch`.
+            (Some(timeout), Some(bulkhead)) => {
+                let watch = SlotWatch::new();
+                let attempt = self.bulkheaded(attempt, waits_async, slot, Some(&watch));
+                match timeout.run_watched(attempt, &watch, bulkhead).await {
+                    Ok(outcome) => outcome,
+                    Err(rejection) => Err((self.wrap)(rejection)),
+                }
+            }
+            (Some(timeout), None) => match timeout.run(self.bulkheaded(attempt, waits_async, slot, None)).await {
                 Ok(outcome) => outcome,
                 Err(rejection) => Err((self.wrap)(rejection)),
             },
@@ -222,11 +232,14 @@ impl<E> Guards<E> {
         outcome
     }
 
+    /// The bulkhead's slot around the call: the one reserved by a tower service, or one acquired
+    /// now, marking `watch` (the timeout's, when there is one outside) while it waits.
     async fn bulkheaded<T, Fut>(
         &self,
         attempt: impl FnOnce() -> Fut,
         waits_async: bool,
         reserved: Option<OwnedSlot>,
+        watch: Option<&SlotWatch>,
     ) -> Result<T, E>
     where
         Fut: Future<Output = Result<T, E>>,
@@ -239,7 +252,11 @@ impl<E> Guards<E> {
             drop(slot);
             return outcome;
         }
-        let slot = if waits_async { bulkhead.acquire_async().await } else { bulkhead.acquire() };
+        let slot = match (waits_async, watch) {
+            (true, Some(watch)) => bulkhead.acquire_async_watched(watch).await,
+            (true, None) => bulkhead.acquire_async().await,
+            (false, _) => bulkhead.acquire(),
+        };
         let slot = slot.map_err(self.wrap)?;
         let outcome = attempt().await;
         drop(slot);

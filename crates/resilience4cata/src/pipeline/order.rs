@@ -12,6 +12,7 @@ use std::future::Future;
 
 use super::Pipeline;
 use super::guards::{Guards, Reserved};
+use crate::bulkhead::policy::SlotWatch;
 use crate::error::{RegistryError, codes};
 
 /// A policy kind, for [`PipelineBuilder::order`](super::PipelineBuilder::order): the names
@@ -207,7 +208,8 @@ impl<T, E, M> Pipeline<T, E, M> {
 }
 
 /// `level0` … `level6`: one async layer per depth, each calling the next, so the chain is as deep
-/// as the pipeline has policies, without recursion and without `dyn`. `reserved` holds what a tower
+/// as the pipeline has policies, without recursion and without `dyn`. `watch` is the timeout's
+/// [`SlotWatch`] on its way to a bulkhead ordered inside it (`None` elsewhere). `reserved` holds what a tower
 /// service under backpressure took in `poll_ready` for this attempt: the rate limiter and bulkhead
 /// steps use it instead of asking (it is empty everywhere else); what is left when the call ends
 /// (a breaker or limit ordered outside refused it) is given back as it drops.
@@ -220,6 +222,7 @@ macro_rules! levels {
                     steps: &[Step],
                     f: &mut F,
                     reserved: &mut Reserved,
+                    watch: Option<&SlotWatch>,
                 ) -> Result<T, E>
                 where
                     F: FnMut() -> Fut,
@@ -232,9 +235,11 @@ macro_rules! levels {
                     // The next depth, boxed: unboxed, each depth's future would hold the next one
                     // (twice where it is moved into a timeout), and the chain outgrows a thread's
                     // stack. The innermost call is not boxed.
+                    // `$watch`: the timeout's `SlotWatch` for a bulkhead further in (SPEC §6),
+                    // passed through the steps between them.
                     macro_rules! inner {
-                        () => {
-                            if rest.is_empty() { f().await } else { Box::pin(self.$next(rest, f, reserved)).await }
+                        ($watch:expr) => {
+                            if rest.is_empty() { f().await } else { Box::pin(self.$next(rest, f, reserved, $watch)).await }
                         };
                     }
                     match step {
@@ -244,14 +249,14 @@ macro_rules! levels {
                                 self,
                                 retry,
                                 |call, wait| self.wait_async(retry, &call, wait).await,
-                                inner!()
+                                inner!(watch)
                             )
                         }
                         Step::CircuitBreaker => {
                             let guards = self.step_guards();
                             let breaker = guards.circuit_breaker.as_ref().expect("a breaker step has a breaker");
                             let permit = breaker.acquire().map_err(guards.wrap)?;
-                            let outcome = inner!();
+                            let outcome = inner!(watch);
                             permit.record(guards.classify(&outcome));
                             outcome
                         }
@@ -265,21 +270,30 @@ macro_rules! levels {
                                     if waits_async { limiter.acquire_async().await } else { limiter.acquire() };
                                 permit.map_err(guards.wrap)?;
                             }
-                            inner!()
+                            inner!(watch)
                         }
                         Step::AdaptiveLimit => {
                             let guards = self.step_guards();
                             let limit = guards.adaptive_limit.as_ref().expect("an adaptive limit step has a limit");
                             let permit = if waits_async { limit.acquire_async().await } else { limit.acquire() };
                             let permit = permit.map_err(guards.wrap)?;
-                            let outcome = inner!();
+                            let outcome = inner!(watch);
                             guards.sample(Some(permit), &outcome);
                             outcome
                         }
                         Step::Timeout => {
                             let guards = self.step_guards();
                             let timeout = guards.timeout.as_ref().expect("a timeout step has a timeout");
-                            match timeout.run(async { inner!() }).await {
+                            // A bulkhead further in: a deadline that comes while the attempt
+                            // still waits for its slot is the bulkhead's refusal (`SlotWatch`).
+                            let outcome = match guards.bulkhead.as_ref().filter(|_| rest.contains(&Step::Bulkhead)) {
+                                Some(bulkhead) => {
+                                    let watch = SlotWatch::new();
+                                    timeout.run_watched(async { inner!(Some(&watch)) }, &watch, bulkhead).await
+                                }
+                                None => timeout.run(async { inner!(watch) }).await,
+                            };
+                            match outcome {
                                 Ok(outcome) => outcome,
                                 Err(rejection) => Err((guards.wrap)(rejection)),
                             }
@@ -288,13 +302,17 @@ macro_rules! levels {
                             let guards = self.step_guards();
                             let bulkhead = guards.bulkhead.as_ref().expect("a bulkhead step has a bulkhead");
                             if let Some(slot) = reserved.slot.take() {
-                                let outcome = inner!();
+                                let outcome = inner!(watch);
                                 drop(slot);
                                 return outcome;
                             }
-                            let slot = if waits_async { bulkhead.acquire_async().await } else { bulkhead.acquire() };
+                            let slot = match (waits_async, watch) {
+                                (true, Some(watch)) => bulkhead.acquire_async_watched(watch).await,
+                                (true, None) => bulkhead.acquire_async().await,
+                                (false, _) => bulkhead.acquire(),
+                            };
                             let slot = slot.map_err(guards.wrap)?;
-                            let outcome = inner!();
+                            let outcome = inner!(watch);
                             drop(slot);
                             outcome
                         }
@@ -303,7 +321,13 @@ macro_rules! levels {
             )*
 
             /// The innermost depth: at most six policies, so only the call is left.
-            async fn level6<F, Fut>(&self, _steps: &[Step], f: &mut F, _reserved: &mut Reserved) -> Result<T, E>
+            async fn level6<F, Fut>(
+                &self,
+                _steps: &[Step],
+                f: &mut F,
+                _reserved: &mut Reserved,
+                _watch: Option<&SlotWatch>,
+            ) -> Result<T, E>
             where
                 F: FnMut() -> Fut,
                 Fut: Future<Output = Result<T, E>>,

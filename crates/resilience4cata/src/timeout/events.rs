@@ -26,7 +26,8 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum TimeoutEvent {
     /// An attempt was still running at its deadline: it was dropped and the call failed with
-    /// `Rejection::CallTimeout`.
+    /// `Rejection::CallTimeout`. Not published for an attempt still waiting for a bulkhead slot
+    /// inside the timeout: that one is the bulkhead's refusal (`BulkheadEvent::Rejected`).
     TimedOut {
         /// The timeout's instance id (the derived id: a timeout has no name).
         instance: Arc<str>,

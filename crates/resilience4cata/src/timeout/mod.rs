@@ -12,6 +12,16 @@
 //! retry retries by default and which a circuit breaker records as a failure. A timeout has no
 //! `name`: its instance id is always the derived one.
 //!
+//! A bulkhead inside the timeout (the default order): time spent waiting for a slot is local
+//! queueing, not the dependency's slowness (SPEC §6). When the deadline comes while the attempt
+//! still waits for its slot, the attempt ends as the bulkhead's
+//! [`Rejection::BulkheadFull`](crate::Rejection::BulkheadFull), which a breaker does not record;
+//! this timeout then publishes no `TimedOut` and does not count it (the bulkhead publishes its
+//! `Rejected`). An attempt that got its slot and then ran out of time is a `CallTimeout` as
+//! always. The bulkhead's `max_wait` is thereby capped by the time left to the deadline; to let a
+//! call queue longer than one attempt's timeout, put the bulkhead outside it
+//! (`#[policy_order(Retry, CircuitBreaker, Bulkhead, Timeout)]`, see the bulkhead's module docs).
+//!
 //! Cost: the deadline is fixed from the registry's coarse clock (one atomic load) and the attempt
 //! is polled before any timer exists; only an attempt that is not ready on its first poll gets a
 //! timer. An attempt that is ready at once reads no clock and registers nothing; a timer that never
@@ -64,7 +74,8 @@
 //! |---|---|
 //! | [`TimeoutEvent::TimedOut`] | an attempt was still running at its deadline and was dropped |
 //!
-//! Attempts that finish in time publish nothing. The snapshot counts the attempts cut off.
+//! Attempts that finish in time publish nothing, nor do attempts still waiting for a bulkhead slot
+//! at the deadline (the bulkhead's refusal, above). The snapshot counts the attempts cut off.
 
 mod config;
 mod events;

@@ -5,9 +5,10 @@ use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
 
-use super::race::{Race, against_the_clock, first_poll};
+use super::race::{Race, against_the_clock, against_the_clock_watched, first_poll};
 use super::state::TimeoutState;
 use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
+use crate::bulkhead::policy::{BulkheadPolicy, SlotWatch};
 use crate::error::{RegistryError, async_only};
 use crate::events::Publisher;
 use crate::registry::{Inner, policy_kind};
@@ -72,6 +73,63 @@ impl TimeoutPolicy {
                 Race::TimedOut => Err(state.fired()),
             }
         }
+    }
+}
+
+impl TimeoutPolicy {
+    /// [`run`](Self::run) for an attempt that takes a slot of `bulkhead` inside this timeout
+    /// (SPEC §6), `watch` handed to its acquisition
+    /// ([`BulkheadPolicy::acquire_async_watched`]): when the deadline comes while the attempt
+    /// still waits for its slot, the attempt ends as the bulkhead's refusal,
+    /// `Rejection::BulkheadFull`, not as `CallTimeout`, and this timeout counts and publishes
+    /// nothing (see the module docs).
+    #[inline]
+    pub async fn run_watched<F: Future>(
+        &self,
+        attempt: F,
+        watch: &SlotWatch,
+        bulkhead: &BulkheadPolicy,
+    ) -> Result<F::Output, Rejection> {
+        self.run_pinned_watched(pin!(attempt), watch, bulkhead).await
+    }
+
+    /// [`run_pinned`](Self::run_pinned) for an attempt that takes a slot of `bulkhead` inside
+    /// this timeout: as [`run_watched`](Self::run_watched). What the generated code calls when a
+    /// bulkhead sits inside the timeout. The path of an attempt that finishes in time is
+    /// `run_pinned`'s; `watch` is read only once the deadline has come.
+    #[inline(always)]
+    pub fn run_pinned_watched<'a, F: Future>(
+        &'a self,
+        mut attempt: Pin<&'a mut F>,
+        watch: &'a SlotWatch,
+        bulkhead: &'a BulkheadPolicy,
+    ) -> impl Future<Output = Result<F::Output, Rejection>> + 'a {
+        let state = &*self.state;
+        #[inline(always)]
+        async move {
+            if !state.config.enabled {
+                return Ok(attempt.await);
+            }
+            let deadline = state.timer.coarse_now().saturating_add(state.duration);
+            if let Poll::Ready(output) = first_poll(attempt.as_mut()).await {
+                return Ok(output);
+            }
+            match against_the_clock_watched(&state.timer, deadline, attempt, watch).await {
+                Race::Finished(output) => Ok(output),
+                Race::TimedOut => Err(expired(state, watch, bulkhead)),
+            }
+        }
+    }
+}
+
+/// The deadline came: the bulkhead's refusal for an attempt still waiting for its slot, the
+/// timeout's for one that had it.
+#[cold]
+#[inline(never)]
+fn expired(state: &TimeoutState, watch: &SlotWatch, bulkhead: &BulkheadPolicy) -> Rejection {
+    match watch.is_waiting() {
+        true => bulkhead.refuse_waiting(),
+        false => state.fired(),
     }
 }
 

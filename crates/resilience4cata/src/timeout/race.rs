@@ -10,6 +10,7 @@ use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 
+use crate::bulkhead::policy::SlotWatch;
 use crate::clock::Timer;
 
 /// How the race ended.
@@ -66,6 +67,45 @@ pub(crate) fn against_the_clock<'a, F: Future>(
                 return Poll::Ready(Race::Finished(output));
             }
             armed = true;
+            alarm.as_mut().poll(cx).map(|()| Race::TimedOut)
+        })
+        .await
+    }
+}
+
+/// [`against_the_clock`] for an attempt that takes a bulkhead slot inside the timeout (SPEC §6),
+/// `watch` telling whether it still waits for it. While it waits, each round asks the alarm
+/// first: a deadline that has come ends the race before the attempt is polled again, so a slot
+/// handed over at the deadline itself (freed, say, by another attempt cut off at the same
+/// instant) starts no call that would be cut off at once; the attempt is `TimedOut` still
+/// waiting, and its caller refuses it as the bulkhead. Once the attempt has its slot, rounds go
+/// as in `against_the_clock` (the attempt first). The alarm is polled once per round either way,
+/// so on a `ManualClock` it keeps its place in the deadline order.
+#[allow(clippy::manual_async_fn)] // as `against_the_clock`: `#[inline(never)]` belongs on the poll
+pub(crate) fn against_the_clock_watched<'a, F: Future>(
+    timer: &'a Timer,
+    deadline: u64,
+    mut attempt: Pin<&'a mut F>,
+    watch: &'a SlotWatch,
+) -> impl Future<Output = Race<F::Output>> + 'a {
+    #[inline(never)]
+    async move {
+        let mut alarm = pin!(timer.deadline_async(deadline));
+        let mut armed = false;
+        poll_fn(|cx| {
+            if !armed {
+                armed = true;
+                return alarm.as_mut().poll(cx).map(|()| Race::TimedOut);
+            }
+            if watch.is_waiting() {
+                if alarm.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Race::TimedOut);
+                }
+                return attempt.as_mut().poll(cx).map(Race::Finished);
+            }
+            if let Poll::Ready(output) = attempt.as_mut().poll(cx) {
+                return Poll::Ready(Race::Finished(output));
+            }
             alarm.as_mut().poll(cx).map(|()| Race::TimedOut)
         })
         .await
