@@ -156,6 +156,7 @@ mod named_service {
         }
     }
 
+    #[allow(clippy::ptr_arg)] // a `CloneRequest` hook takes `&Req`, and `Req` is `String`
     fn copy(sku: &String) -> Option<String> {
         Some(sku.clone())
     }

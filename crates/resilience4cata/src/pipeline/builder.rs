@@ -16,7 +16,7 @@ use super::execute::find_rejection;
 use super::guards::Guards;
 use super::order::{self, Policy, Step};
 use super::rules::FindRejection;
-use super::typestate::{AsyncOnly, BuilderTypestate, Hedged, Plain, Rejecting};
+use super::typestate::{AsyncOnly, AsyncPipeline, BuilderTypestate, Hedged, Plain, Rejecting};
 use crate::adaptive_limit::AdaptiveLimitConfigBuilder;
 use crate::adaptive_limit::policy::AdaptiveLimitPolicy;
 use crate::bulkhead::BulkheadConfigBuilder;
@@ -567,7 +567,8 @@ impl PipelineBuilder<'_, Hedged> {
     /// Resolves every policy once; with a hedge and no policy that refuses calls, any `E` will do
     /// (an `E: ResilienceError` is still looked into after
     /// [`detect_rejections`](Pipeline::detect_rejections), so a nested open breaker stops the
-    /// hedging), and the pipeline runs only async calls ([`Pipeline::execute_async`]). A retry
+    /// hedging), and the pipeline runs only async calls ([`Pipeline::execute_async`]): it is an
+    /// [`AsyncPipeline<T, E>`](AsyncPipeline). A retry
     /// beside the hedge is `R4C-REG-001`.
     ///
     /// ```
@@ -578,14 +579,15 @@ impl PipelineBuilder<'_, Hedged> {
     /// assert_eq!(err.code(), "R4C-REG-001");
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
-    pub fn build<T, E>(self) -> Result<Pipeline<T, E, AsyncOnly>, RegistryError> {
+    pub fn build<T, E>(self) -> Result<AsyncPipeline<T, E>, RegistryError> {
         self.resolve(true, None)
     }
 }
 
 impl PipelineBuilder<'_, AsyncOnly> {
     /// Resolves every policy once; with a timeout, the pipeline runs only async calls
-    /// ([`Pipeline::execute_async`]), and `E` must implement [`ResilienceError`]. Fails with
+    /// ([`Pipeline::execute_async`]): it is an [`AsyncPipeline<T, E>`](AsyncPipeline), the name to
+    /// write in a struct field. `E` must implement [`ResilienceError`]. Fails with
     /// `R4C-REG-010` when the registry's clock cannot wait in a future.
     ///
     /// ```
@@ -601,7 +603,7 @@ impl PipelineBuilder<'_, AsyncOnly> {
     /// # });
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
-    pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E, AsyncOnly>, RegistryError> {
+    pub fn build<T, E: ResilienceError>(self) -> Result<AsyncPipeline<T, E>, RegistryError> {
         Ok(self.resolve(true, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
     }
 }

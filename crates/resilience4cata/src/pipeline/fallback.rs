@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::Pipeline;
-use super::typestate::AsyncOnly;
+use super::typestate::{AsyncOnly, AsyncPipeline};
 use crate::FallbackContext;
 use crate::fallback::policy::FallbackPolicy;
 
@@ -185,7 +185,7 @@ impl<T, E, M> Pipeline<T, E, M> {
 
     /// The async form of [`fallback`](Self::fallback): `f` returns a future, awaited by
     /// [`execute_async`](Self::execute_async) (and the tower layer). The pipeline becomes
-    /// `AsyncOnly`, so a blocking `execute` is a compile error (`[R4C-SIG-020]`). The future is
+    /// `AsyncOnly` (an [`AsyncPipeline<T, E>`](AsyncPipeline)), so a blocking `execute` is a compile error (`[R4C-SIG-020]`). The future is
     /// boxed once per fallback call (a pipeline's type cannot name it); the success path and
     /// calls that do not fall back allocate nothing.
     ///
@@ -204,7 +204,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// # });
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
-    pub fn fallback_async<F, Fut>(self, f: F) -> Pipeline<T, E, AsyncOnly>
+    pub fn fallback_async<F, Fut>(self, f: F) -> AsyncPipeline<T, E>
     where
         F: Fn(FallbackContext<E>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
