@@ -146,6 +146,10 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
 /// A `tower::Layer` that applies a [`Pipeline`] to a service (feature `tower`); made by
 /// [`Pipeline::layer`].
 ///
+/// `M` is always [`SyncOrAsync`] for a layer `Pipeline::layer` made (the layer runs async calls
+/// only, so the pipeline's mode does not matter to it); the parameter stays so that types written
+/// with it still name a type. The services it makes are named [`ResilientService<S, Req>`].
+///
 /// The wrapped service must be `Service<Req, Response = T, Error = E> + Clone` with `Req: Clone`
 /// (or a [`clone_request`](PipelineLayer::clone_request) hook for requests that are not always
 /// cloneable) and `E: ResilienceError` (so a nested open breaker's refusal is found and never
