@@ -48,7 +48,7 @@ pub(crate) const ATR_BUNDLE_SYNTAX: &str = "R4C-ATR-082";
 /// Classifier combinations.
 pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
 pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";
-/// Signatures and trait shapes (`R4C-SIG-002`, `-007` and `-010` come from the runtime's
+/// Signatures and trait shapes (`R4C-SIG-002`, `-007`, `-010` and `-040` come from the runtime's
 /// `#[diagnostic::on_unimplemented]`; the macro reports `-002` itself for a method without a
 /// return type).
 pub(crate) const SIG_RECEIVER: &str = "R4C-SIG-001";

@@ -35,7 +35,7 @@ pub use clock::Clock;
 pub use error::{RegistryError, codes};
 pub use events::{Event, listener_panics};
 pub use fallback::FallbackContext;
-pub use pipeline::{Pipeline, PipelineBuilder, Policy};
+pub use pipeline::{AsyncPipeline, Pipeline, PipelineBuilder, Policy};
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
 pub use registry::{Registry, RegistryBuilder, RegistrySnapshot, UnusedConfig};
@@ -49,8 +49,8 @@ pub use scope::{MethodIds, WrapperBuilder};
 /// The names most code needs: `use resilience4cata::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backoff, Budget, FallbackContext, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry, RegistryBuilder,
-        RegistryError, Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
+        AsyncPipeline, Backoff, Budget, FallbackContext, GiveUpReason, Jitter, Pipeline, PipelineBuilder, Registry,
+        RegistryBuilder, RegistryError, Rejection, ResilienceError, RetryEvent, RetrySnapshot, Verdict, resilient,
     };
 }
 

@@ -5,9 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilience4cata::hedge::HedgeEvent;
-use resilience4cata::pipeline::AsyncOnly;
 use resilience4cata::testing::{self, ManualClock};
-use resilience4cata::{Pipeline, Registry, Rejection};
+use resilience4cata::{AsyncPipeline, Pipeline, Registry, Rejection};
 use testkit::Down;
 
 use testkit::block_on;
@@ -33,7 +32,7 @@ fn a_hedged_pipeline_races_attempts_that_borrow_locals() {
     let sink = Arc::clone(&events);
     let registry =
         testing::registry(&clock).listen(move |e: &HedgeEvent| sink.lock().unwrap().push(e.clone())).build().unwrap();
-    let search: Pipeline<u32, String, AsyncOnly> =
+    let search: AsyncPipeline<u32, String> =
         Pipeline::builder(&registry, "search").hedge_with(|h| h.delay(100 * MS)).build().unwrap();
     let starts = Mutex::new(Vec::new()); // a local the attempts borrow
     let mut plan = vec![(500, Ok(1)), (200, Ok(2))].into_iter();

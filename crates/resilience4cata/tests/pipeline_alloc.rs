@@ -52,6 +52,29 @@ fn a_successful_call_allocates_nothing() {
     );
 }
 
+/// A sync fallback with `fallback_skip_on`: answering an error and passing one through allocate
+/// nothing when nobody listens (the errors here are `io::Error`s of a kind, which hold no box).
+#[test]
+fn a_fallback_and_its_rules_allocate_nothing() {
+    use std::io::{Error, ErrorKind};
+    let clock = ManualClock::new();
+    let registry = registry(&clock);
+    let pipeline = Pipeline::builder(&registry, "fallback")
+        .build::<u64, Error>()
+        .unwrap()
+        .fallback(|_| Ok(7))
+        .fallback_skip_on(|e| e.kind() == ErrorKind::NotFound);
+    let rounds = || {
+        for _ in 0..1000 {
+            assert_eq!(pipeline.execute(|| Err(ErrorKind::TimedOut.into())).unwrap(), 7);
+            assert_eq!(pipeline.execute(|| Err(ErrorKind::NotFound.into())).unwrap_err().kind(), ErrorKind::NotFound);
+            assert_eq!(now(pipeline.execute_async(|| async { Err(Error::from(ErrorKind::TimedOut)) })).unwrap(), 7);
+        }
+    };
+    rounds();
+    assert_eq!(allocations(rounds), 0);
+}
+
 #[test]
 fn a_zero_wait_retry_without_listeners_allocates_nothing() {
     let clock = ManualClock::new();

@@ -190,6 +190,71 @@ fn fallback_replaces_an_earlier_one() {
     assert_eq!(quotes.execute(|| Err(QuoteError::Unavailable)), Ok(2));
 }
 
+/// `fallback_apply_on` / `fallback_skip_on`, as `#[fallback(apply_on = …, skip_on = …)]`: only the
+/// errors applied on and not skipped reach the fallback (skip wins); the others are the call's
+/// result, unchanged, and publish nothing.
+#[test]
+fn apply_on_and_skip_on_choose_the_errors_it_answers_and_skip_wins() {
+    let (_, registry, events, seen) = world();
+    let quotes = Pipeline::builder(&registry, "chosen")
+        .retry_with(|r| r.max_attempts(2).delay(Duration::ZERO))
+        .build::<u32, QuoteError>()
+        .unwrap()
+        .fallback_apply_on(|e| matches!(e, QuoteError::Unavailable | QuoteError::CacheMiss))
+        .fallback(cache(&seen)) // set after the rules: they stay
+        .fallback_skip_on(|e| *e == QuoteError::CacheMiss);
+    assert_eq!(quotes.execute(|| Err(QuoteError::Unavailable)), Ok(99));
+    assert_eq!(quotes.execute(|| Err(QuoteError::Final)), Err(QuoteError::Final), "not applied on");
+    assert_eq!(quotes.execute(|| Err(QuoteError::CacheMiss)), Err(QuoteError::CacheMiss), "skip wins");
+    assert_eq!(block_on(quotes.execute_async(|| async { Err(QuoteError::Final) })), Err(QuoteError::Final));
+    assert_eq!(block_on(quotes.execute_async(|| async { Err(QuoteError::Unavailable) })), Ok(99));
+    let answered =
+        [(2, "chosen".to_owned(), QuoteError::Unavailable), (2, "chosen".to_owned(), QuoteError::Unavailable)];
+    assert_eq!(*seen.lock().unwrap(), answered);
+    assert_eq!(events.all(), vec![FallbackEvent::Applied { instance: "chosen".into(), attempts: 2 }; 2]);
+}
+
+#[test]
+fn the_rules_apply_to_an_async_fallback_and_survive_a_replaced_one() {
+    let (_, registry, events, _) = world();
+    let quotes = Pipeline::builder(&registry, "async-rules")
+        .build::<u32, QuoteError>()
+        .unwrap()
+        .fallback_skip_on(|e| *e == QuoteError::Final)
+        .fallback(|_| Ok(1))
+        .fallback_async(|ctx: FallbackContext<QuoteError>| async move { Ok(ctx.attempts() + 40) });
+    assert_eq!(block_on(quotes.execute_async(|| async { Err(QuoteError::Unavailable) })), Ok(41));
+    assert_eq!(block_on(quotes.execute_async(|| async { Err(QuoteError::Final) })), Err(QuoteError::Final));
+    assert_eq!(events.len(), 1);
+}
+
+/// A refusal is an error like any: `skip_on` can pass an open breaker's refusal through.
+#[test]
+fn skip_on_can_pass_a_refusal_through() {
+    let (_, registry, _, seen) = world();
+    let quotes = Pipeline::builder(&registry, "refusals")
+        .circuit_breaker_with(|c| c.window_size(1).minimum_calls(1))
+        .build::<u32, QuoteError>()
+        .unwrap()
+        .fallback(cache(&seen))
+        .fallback_skip_on(|e| matches!(e, QuoteError::Refused(_)));
+    assert_eq!(quotes.execute(|| Err(QuoteError::Unavailable)), Ok(99)); // opens the breaker
+    let refused = quotes.execute(|| Ok(1));
+    assert!(matches!(refused, Err(QuoteError::Refused(Rejection::CallNotPermitted { .. }))), "{refused:?}");
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+/// Rules without a fallback change nothing: every error is the call's result.
+#[test]
+fn rules_without_a_fallback_pass_every_error_through() {
+    let (_, registry, events, _) = world();
+    let quotes =
+        Pipeline::builder(&registry, "no-fallback").build::<u32, QuoteError>().unwrap().fallback_apply_on(|_| true);
+    assert_eq!(quotes.execute(|| Err(QuoteError::Unavailable)), Err(QuoteError::Unavailable));
+    assert_eq!(quotes.execute(|| Ok(3)), Ok(3));
+    assert!(events.is_empty());
+}
+
 /// The tower layer applies the pipeline's fallback to the service's final error, sync or async.
 #[cfg(feature = "tower")]
 mod tower_layer {
@@ -224,5 +289,21 @@ mod tower_layer {
         assert_eq!(block_on(failing.oneshot(1)), Ok(42));
         let answering = layer.layer(service_fn(|req: u32| async move { Ok::<u32, QuoteError>(req) }));
         assert_eq!(block_on(answering.oneshot(5)), Ok(5));
+    }
+
+    #[test]
+    fn the_layer_keeps_the_fallback_rules() {
+        let (_, registry, events, seen) = world();
+        let pipeline = Pipeline::builder(&registry, "tower-rules")
+            .build::<u32, QuoteError>()
+            .unwrap()
+            .fallback(cache(&seen))
+            .fallback_apply_on(|e| *e == QuoteError::Unavailable);
+        let service = pipeline.layer().layer(service_fn(|req: u32| async move {
+            Err::<u32, _>(if req == 1 { QuoteError::Unavailable } else { QuoteError::Final })
+        }));
+        assert_eq!(block_on(service.clone().oneshot(1)), Ok(99));
+        assert_eq!(block_on(service.oneshot(2)), Err(QuoteError::Final));
+        assert_eq!(events.len(), 1);
     }
 }

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resilience4cata::pipeline::{AsyncOnly, Rejecting};
-use resilience4cata::{Pipeline, PipelineBuilder, Policy, Registry, Rejection};
+use resilience4cata::pipeline::Rejecting;
+use resilience4cata::{AsyncPipeline, Pipeline, PipelineBuilder, Policy, Registry, Rejection};
 
 mod order_fixture;
 
@@ -19,14 +19,11 @@ const SECOND: Duration = Duration::from_secs(1);
 use order_fixture::watching_backoffs as setup;
 
 /// An attempt that fails after 1 s of manual time: a call that never answers under a 1 s timeout.
-fn one_second(registry: &Registry) -> Pipeline<(), ApiError, AsyncOnly> {
+fn one_second(registry: &Registry) -> AsyncPipeline<(), ApiError> {
     Pipeline::builder(registry, "one-second").timeout_with(|t| t.duration(SECOND)).build().unwrap()
 }
 
-async fn failing_after_one_second(
-    slow: &Pipeline<(), ApiError, AsyncOnly>,
-    attempts: &AtomicU32,
-) -> Result<(), ApiError> {
+async fn failing_after_one_second(slow: &AsyncPipeline<(), ApiError>, attempts: &AtomicU32) -> Result<(), ApiError> {
     attempts.fetch_add(1, Ordering::SeqCst);
     let timed_out = slow.execute_async(std::future::pending).await;
     assert!(matches!(timed_out, Err(ApiError::Rejected(Rejection::CallTimeout { .. }))));
@@ -40,7 +37,7 @@ fn timed_out(registry: &Registry, id: &str) -> u64 {
 }
 
 /// Three attempts with no wait between them under a 2.5 s timeout, nested as `order` says.
-fn retry_and_timeout(registry: &Registry, id: &str, order: [Policy; 2]) -> Pipeline<(), ApiError, AsyncOnly> {
+fn retry_and_timeout(registry: &Registry, id: &str, order: [Policy; 2]) -> AsyncPipeline<(), ApiError> {
     Pipeline::builder(registry, id)
         .retry_with(|r| r.max_attempts(3).delay(Duration::ZERO))
         .timeout_with(|t| t.duration(Duration::from_millis(2500)))

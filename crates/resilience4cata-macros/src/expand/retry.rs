@@ -109,7 +109,11 @@ fn ask(ctx: &Ctx<'_>, settings: &Settings, subject: Subject, give_up: TokenStrea
     });
     // `with(method)`: the hook's call for an `Err` (a classified `Ok` takes the computed wait).
     let with = |method: TokenStream, hook: &syn::ExprPath| {
-        let adjust = |error: TokenStream| quote_spanned!(hook.span()=> |__r4c_attempt, __r4c_computed| #hook(#error, __r4c_attempt, __r4c_computed));
+        // Through `DelayFrom`, so a hook of another signature is `[R4C-SIG-040]` on the path.
+        let adjust = |error: TokenStream| {
+            let call = quote_spanned!(hook.span()=> #p::delay_from(#error, #hook, __r4c_attempt, __r4c_computed));
+            quote!(|__r4c_attempt, __r4c_computed| #call)
+        };
         match subject {
             Subject::Error => {
                 let adjust = adjust(quote!(&__r4c_error));

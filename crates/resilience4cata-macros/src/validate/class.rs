@@ -41,7 +41,7 @@ pub(crate) fn members(
             _ => Member::Skip,
         })
         .collect();
-    fallback::resolve(owner, qualified, &mut members, errors);
+    fallback::resolve((owner, qualified, true), &mut members, errors);
     members
 }
 

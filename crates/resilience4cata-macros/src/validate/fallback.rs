@@ -48,8 +48,13 @@ pub(super) fn refuse_on_trait(trait_level: &mut Vec<super::Judged>, errors: &mut
 
 /// Resolves every method's fallback target, reporting what is wrong with it.
 /// `owner` is the trait (or type) the methods belong to, as messages name it; `qualified` what a
-/// call is made on (see [`Target::owner`]).
-pub(super) fn resolve(owner: &Ident, qualified: &TokenStream, members: &mut [Member], errors: &mut Errors) {
+/// call is made on (see [`Target::owner`]); `class`: the methods are an `impl` block's (class
+/// style), not a trait's.
+pub(super) fn resolve(
+    (owner, qualified, class): (&Ident, &TokenStream, bool),
+    members: &mut [Member],
+    errors: &mut Errors,
+) {
     let methods: Vec<&Method> = members
         .iter()
         .filter_map(|m| match m {
@@ -58,7 +63,7 @@ pub(super) fn resolve(owner: &Ident, qualified: &TokenStream, members: &mut [Mem
         })
         .collect();
     let targets: Vec<Option<Target>> =
-        methods.iter().map(|m| target_of((owner, qualified), &methods, m, errors)).collect();
+        methods.iter().map(|m| target_of((owner, qualified, class), &methods, m, errors)).collect();
     let mut targets = targets.into_iter();
     for member in members.iter_mut() {
         if let Member::Method(m) = member {
@@ -78,7 +83,7 @@ fn named(method: &Method) -> Option<(&syn::ExprPath, &super::Setting)> {
 }
 
 fn target_of(
-    (owner, qualified): (&Ident, &TokenStream),
+    (owner, qualified, class): (&Ident, &TokenStream, bool),
     methods: &[&Method],
     method: &Method,
     errors: &mut Errors,
@@ -95,7 +100,7 @@ fn target_of(
         return None;
     };
     let Some(target) = methods.iter().copied().find(|m| same_name(&m.item.sig.ident, name)) else {
-        errors.push(not_found(owner, methods, own, name));
+        errors.push(not_found((owner, class), methods, own, name));
         return None;
     };
     if std::ptr::eq(target, method) {
@@ -124,22 +129,30 @@ fn same_name(a: &Ident, b: &Ident) -> bool {
     syn::ext::IdentExt::unraw(a) == syn::ext::IdentExt::unraw(b)
 }
 
-/// `[R4C-SIG-030]` listing the trait's other methods and the closest name.
-fn not_found(owner: &Ident, methods: &[&Method], own: &Ident, name: &Ident) -> syn::Error {
+/// `[R4C-SIG-030]`: where the fallback must be (the same trait, or the same `impl` block: a method
+/// of the type in another block is not seen by the macro), the closest name and the other methods.
+fn not_found((owner, class): (&Ident, bool), methods: &[&Method], own: &Ident, name: &Ident) -> syn::Error {
     let names: Vec<String> =
         methods.iter().map(|m| m.item.sig.ident.to_string()).filter(|n| n != &own.to_string()).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let hint = closest(&name.to_string(), &refs).map(|c| format!("; did you mean `{c}`?")).unwrap_or_default();
+    let hint = closest(&name.to_string(), &refs).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
     let listed = if names.is_empty() {
         "none".to_owned()
     } else {
         names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
     };
-    error(
-        name,
-        SIG_FALLBACK_NOT_FOUND,
-        format!("`{name}` is not a method of `{}`{hint} its other methods: {listed}", owner),
-    )
+    let message = if class {
+        format!(
+            "`{name}` is not a method of this `impl` block of `{owner}`{hint}: a fallback must be defined in the \
+             same `impl` block as the method it serves (the block's other methods: {listed})"
+        )
+    } else {
+        format!(
+            "`{name}` is not a method of the trait `{owner}`{hint}: a fallback must be a method of the same trait \
+             as the method it serves (the trait's other methods: {listed})"
+        )
+    };
+    error(name, SIG_FALLBACK_NOT_FOUND, message)
 }
 
 /// The chain of fallbacks from `start`, if it comes back to `start`, and whether `start` is the

@@ -215,7 +215,7 @@ pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
     let mut members: Vec<Member> =
         members.map(|(i, (m, raw))| v.member(m, raw, &trait_level, orders.of_member(i))).collect();
     let trait_ident = &item.ident;
-    fallback::resolve(trait_ident, &quote::quote!(<Self as #trait_ident>), &mut members, errors);
+    fallback::resolve((trait_ident, &quote::quote!(<Self as #trait_ident>), false), &mut members, errors);
     Model {
         wrapper: format_ident!("Resilient{}", item.ident),
         delegate: fresh_delegate(&item),

@@ -546,6 +546,8 @@ fn a_fallback_named_by_path_or_missing_is_sig_030() {
         "R4C-SIG-030",
     );
     assert!(message.contains("did you mean `b`?"), "{message}");
+    assert!(message.contains("a fallback must be a method of the same trait"), "{message}");
+    assert!(message.contains("(the trait's other methods: `b`)"), "{message}");
 }
 
 #[test]

@@ -8,6 +8,7 @@
 
 mod class;
 mod fallback;
+mod hooks;
 mod probe;
 mod retry_wait;
 
@@ -38,6 +39,7 @@ pub use crate::timeout::TimeoutConfigBuilder;
 pub use crate::timeout::policy::TimeoutPolicy;
 pub use class::{PoliciesField, policies_field};
 pub use fallback::{FallbackArg, FallbackContextArg, FallbackReturn, fallback_arg, fallback_context, fallback_returns};
+pub use hooks::{DelayFrom, delay_from};
 pub use probe::{
     AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, Reject, RejectFallback, RejectInto, ResultLike,
     attempt_arg, require_resilience_error,

@@ -45,8 +45,8 @@
 //! - `method` names a method of the same trait taking the same parameters plus a last
 //!   [`FallbackContext<E>`](crate::FallbackContext), with the same return type and the same form
 //!   (sync or async). It is called through the wrapper (`<Self as Trait>::method(self, …)`), so a
-//!   fallback method with its own attributes is protected by them. A method that is not in the
-//!   trait is `R4C-SIG-030`, another signature `R4C-SIG-031`, the method itself (or a chain of
+//!   fallback method with its own attributes is protected by them (in the class style: a method
+//!   of the same `impl` block). A method that is not in the trait (or the block) is `R4C-SIG-030`, another signature `R4C-SIG-031`, the method itself (or a chain of
 //!   fallbacks leading back to it) `R4C-SIG-032`.
 //! - It runs once, when the final `Err` matches `apply_on` / `apply_on_if` (default: every `Err`)
 //!   and not `skip_on` / `skip_on_if` (skip wins); its result is the call's result (a fallback that
@@ -59,7 +59,9 @@
 //!   keys (`R4C-ATR-002`). `#[fallback]` on the trait itself is `R4C-ATR-010`: one method cannot
 //!   serve every signature.
 //! - The programmatic form is [`Pipeline::fallback`](crate::Pipeline::fallback) /
-//!   [`Pipeline::fallback_async`](crate::Pipeline::fallback_async).
+//!   [`Pipeline::fallback_async`](crate::Pipeline::fallback_async), with
+//!   [`fallback_apply_on`](crate::Pipeline::fallback_apply_on) /
+//!   [`fallback_skip_on`](crate::Pipeline::fallback_skip_on) as `apply_on` / `skip_on`.
 //!
 //! # Telemetry
 //! | event | when | metric (feature `metrics`) |

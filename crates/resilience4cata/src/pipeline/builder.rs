@@ -16,7 +16,7 @@ use super::execute::find_rejection;
 use super::guards::Guards;
 use super::order::{self, Policy, Step};
 use super::rules::FindRejection;
-use super::typestate::{AsyncOnly, BuilderTypestate, Hedged, Plain, Rejecting};
+use super::typestate::{AsyncOnly, AsyncPipeline, BuilderTypestate, Hedged, Plain, Rejecting};
 use crate::adaptive_limit::AdaptiveLimitConfigBuilder;
 use crate::adaptive_limit::policy::AdaptiveLimitPolicy;
 use crate::bulkhead::BulkheadConfigBuilder;
@@ -114,19 +114,25 @@ struct Wants {
 pub struct PipelineBuilder<'r, K = Plain> {
     registry: &'r Registry,
     id: String,
+    /// `.scope(…)`: the pipeline's instance id becomes `<scope>/<id>`.
+    scope: Option<String>,
     wants: Wants,
     kind: PhantomData<fn() -> K>,
 }
 
 impl<K> fmt::Debug for PipelineBuilder<'_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PipelineBuilder").field("id", &self.id).field("wants", &self.wants).finish_non_exhaustive()
+        f.debug_struct("PipelineBuilder")
+            .field("id", &self.id)
+            .field("scope", &self.scope)
+            .field("wants", &self.wants)
+            .finish_non_exhaustive()
     }
 }
 
 impl<'r> PipelineBuilder<'r, Plain> {
     pub(super) fn new(registry: &'r Registry, id: String) -> Self {
-        PipelineBuilder { registry, id, wants: Wants::default(), kind: PhantomData }
+        PipelineBuilder { registry, id, scope: None, wants: Wants::default(), kind: PhantomData }
     }
 }
 
@@ -180,7 +186,49 @@ macro_rules! policy_methods {
 
 impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
     fn into_kind<K2>(self) -> PipelineBuilder<'r, K2> {
-        PipelineBuilder { registry: self.registry, id: self.id, wants: self.wants, kind: PhantomData }
+        PipelineBuilder {
+            registry: self.registry,
+            id: self.id,
+            scope: self.scope,
+            wants: self.wants,
+            kind: PhantomData,
+        }
+    }
+
+    /// Gives the pipeline instances of its own, as [`WrapperBuilder::scope`](crate::WrapperBuilder::scope)
+    /// does for a generated wrapper (SPEC §5): the pipeline's id, the instance id of each of its
+    /// policies, becomes `<scope>/<id>` (`Pipeline::builder(&registry, "prices").scope("host-a")`
+    /// is `host-a/prices`). Pipelines built with the same id in two scopes share nothing, and the
+    /// scoped id takes configuration like any id (`retry_instance("host-a/prices", …)`,
+    /// `[instances."host-a/prices"]`); handles, snapshots, events and
+    /// [`Pipeline::id`](crate::Pipeline::id) use it. Typically one scope per backend host. An
+    /// empty scope fails [`build`](PipelineBuilder::build) with `R4C-REG-003`; a later call
+    /// replaces an earlier one.
+    ///
+    /// ```
+    /// use resilience4cata::circuit_breaker::State;
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder()
+    ///     .circuit_breaker_instance("host-a/prices", |c| c.window_size(2).minimum_calls(2))
+    ///     .build()?;
+    /// let host = |scope: &str| {
+    ///     Pipeline::builder(&registry, "prices").scope(scope).circuit_breaker().build::<u32, std::io::Error>()
+    /// };
+    /// let (a, b) = (host("host-a")?, host("host-b")?);
+    /// assert_eq!(a.id(), "host-a/prices");
+    /// for _ in 0..2 {
+    ///     let _ = a.execute(|| Err(std::io::Error::other("host a is down")));
+    /// }
+    /// assert_eq!(registry.circuit_breaker("host-a/prices").unwrap().state(), State::Open);
+    /// assert_eq!(registry.circuit_breaker("host-b/prices").unwrap().state(), State::Closed);
+    /// assert_eq!(b.execute(|| Ok(3))?, 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use = "the scope is on the returned builder; this one is consumed"]
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into());
+        self
     }
 
     /// Changes how the policies nest, outermost first, as `#[policy_order(…)]` does: the listed
@@ -391,7 +439,14 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
         is_async: bool,
         rejections: Option<Rejections<E>>,
     ) -> Result<Pipeline<T, E, M>, RegistryError> {
-        let (registry, id, wants) = (self.registry, self.id.as_str(), self.wants);
+        let id = match self.scope {
+            Some(scope) if scope.is_empty() => {
+                return Err(RegistryError::new(codes::INVALID_VALUE, Some(&self.id), "a scope must not be empty"));
+            }
+            Some(scope) => format!("{scope}/{}", self.id),
+            None => self.id,
+        };
+        let (registry, id, wants) = (self.registry, id.as_str(), self.wants);
         if wants.retry.is_some() && wants.hedge.is_some() {
             return Err(RegistryError::new(
                 codes::INVALID_COMBINATION,
@@ -512,7 +567,8 @@ impl PipelineBuilder<'_, Hedged> {
     /// Resolves every policy once; with a hedge and no policy that refuses calls, any `E` will do
     /// (an `E: ResilienceError` is still looked into after
     /// [`detect_rejections`](Pipeline::detect_rejections), so a nested open breaker stops the
-    /// hedging), and the pipeline runs only async calls ([`Pipeline::execute_async`]). A retry
+    /// hedging), and the pipeline runs only async calls ([`Pipeline::execute_async`]): it is an
+    /// [`AsyncPipeline<T, E>`](AsyncPipeline). A retry
     /// beside the hedge is `R4C-REG-001`.
     ///
     /// ```
@@ -523,14 +579,15 @@ impl PipelineBuilder<'_, Hedged> {
     /// assert_eq!(err.code(), "R4C-REG-001");
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
-    pub fn build<T, E>(self) -> Result<Pipeline<T, E, AsyncOnly>, RegistryError> {
+    pub fn build<T, E>(self) -> Result<AsyncPipeline<T, E>, RegistryError> {
         self.resolve(true, None)
     }
 }
 
 impl PipelineBuilder<'_, AsyncOnly> {
     /// Resolves every policy once; with a timeout, the pipeline runs only async calls
-    /// ([`Pipeline::execute_async`]), and `E` must implement [`ResilienceError`]. Fails with
+    /// ([`Pipeline::execute_async`]): it is an [`AsyncPipeline<T, E>`](AsyncPipeline), the name to
+    /// write in a struct field. `E` must implement [`ResilienceError`]. Fails with
     /// `R4C-REG-010` when the registry's clock cannot wait in a future.
     ///
     /// ```
@@ -546,7 +603,7 @@ impl PipelineBuilder<'_, AsyncOnly> {
     /// # });
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
-    pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E, AsyncOnly>, RegistryError> {
+    pub fn build<T, E: ResilienceError>(self) -> Result<AsyncPipeline<T, E>, RegistryError> {
         Ok(self.resolve(true, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
     }
 }

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::Pipeline;
-use super::typestate::AsyncOnly;
+use super::typestate::{AsyncOnly, AsyncPipeline};
 use crate::FallbackContext;
 use crate::fallback::policy::FallbackPolicy;
 
@@ -16,12 +16,18 @@ pub(super) type Falling<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send
 
 type SyncFn<T, E> = Arc<dyn Fn(FallbackContext<E>) -> Result<T, E> + Send + Sync>;
 type AsyncFn<T, E> = Arc<dyn Fn(FallbackContext<E>) -> Falling<T, E> + Send + Sync>;
+type Predicate<E> = Arc<dyn Fn(&E) -> bool + Send + Sync>;
 
-/// What `.fallback` / `.fallback_async` stored: the event publisher under the pipeline's id, and the
-/// closure.
+/// What `.fallback` / `.fallback_async` / `.fallback_apply_on` / `.fallback_skip_on` stored: the
+/// event publisher under the pipeline's id, the closure (`None` while only a rule was set), and
+/// which errors it answers.
 pub(super) struct Fallback<T, E> {
     policy: FallbackPolicy,
-    call: Call<T, E>,
+    call: Option<Call<T, E>>,
+    /// `apply_on`: the errors the fallback answers; `None` answers every `Err`.
+    apply_on: Option<Predicate<E>>,
+    /// `skip_on`: the errors passed through; wins over `apply_on`.
+    skip_on: Option<Predicate<E>>,
 }
 
 enum Call<T, E> {
@@ -37,33 +43,50 @@ pub(super) enum Applied<T, E> {
 
 impl<T, E> Clone for Fallback<T, E> {
     fn clone(&self) -> Self {
-        let call = match &self.call {
+        let call = self.call.as_ref().map(|call| match call {
             Call::Sync(f) => Call::Sync(Arc::clone(f)),
             Call::Async(f) => Call::Async(Arc::clone(f)),
-        };
-        Fallback { policy: self.policy.clone(), call }
+        });
+        Fallback { policy: self.policy.clone(), call, apply_on: self.apply_on.clone(), skip_on: self.skip_on.clone() }
     }
 }
 
 impl<T, E> fmt::Debug for Fallback<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let form = match self.call {
-            Call::Sync(_) => "sync",
-            Call::Async(_) => "async",
+            Some(Call::Sync(_)) => "sync",
+            Some(Call::Async(_)) => "async",
+            None => "none",
         };
-        f.debug_struct("Fallback").field("instance", &self.policy.instance()).field("form", &form).finish()
+        f.debug_struct("Fallback")
+            .field("instance", &self.policy.instance())
+            .field("form", &form)
+            .field("apply_on", &self.apply_on.is_some())
+            .field("skip_on", &self.skip_on.is_some())
+            .finish()
     }
 }
 
 impl<T, E> Fallback<T, E> {
-    /// Publishes `Applied` and calls the closure; an async closure's future is handed back.
+    /// Publishes `Applied` and calls the closure, if the error is one it answers (`apply_on` and
+    /// not `skip_on`, as `#[fallback]` decides); an async closure's future is handed back. An error
+    /// it does not answer is the call's result, and nothing is published.
     #[cold]
     pub(super) fn apply(&self, error: E, attempts: u32) -> Applied<T, E> {
+        let Some(call) = self.call.as_ref().filter(|_| self.answers(&error)) else {
+            return Applied::Now(Err(error));
+        };
         let context = self.policy.apply(error, attempts);
-        match &self.call {
+        match call {
             Call::Sync(f) => Applied::Now(f(context)),
             Call::Async(f) => Applied::Later(f(context)),
         }
+    }
+
+    /// `apply_on` (default: every error) and not `skip_on` (skip wins).
+    fn answers(&self, error: &E) -> bool {
+        self.apply_on.as_ref().is_none_or(|applies| applies(error))
+            && !self.skip_on.as_ref().is_some_and(|skips| skips(error))
     }
 
     /// The sync form only: [`Pipeline::fallback_async`] makes a pipeline `AsyncOnly`, so a blocking
@@ -81,9 +104,11 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// policy gave up, with the final error (a policy's refusal included) in a
     /// [`FallbackContext`] that also holds the attempts started (a refused one included; 1 without
     /// a retry) and the pipeline's id. `f`'s result is the call's result; an `Ok` never reaches it.
-    /// `f` decides which errors it answers: return `Err(ctx.into_error())` to pass one through.
-    /// Publishes `FallbackEvent::Applied` (instance: the pipeline's id) when someone listens.
-    /// Replaces an earlier `fallback` or `fallback_async`.
+    /// Which errors it answers is chosen by [`fallback_apply_on`](Self::fallback_apply_on) and
+    /// [`fallback_skip_on`](Self::fallback_skip_on) (default: every `Err`), as `#[fallback(apply_on
+    /// = …, skip_on = …)]` does; `f` can still pass one through with `Err(ctx.into_error())`.
+    /// Publishes `FallbackEvent::Applied` (instance: the pipeline's id) when someone listens and
+    /// `f` runs. Replaces an earlier `fallback` or `fallback_async` (and keeps the rules).
     ///
     /// ```
     /// use std::time::Duration;
@@ -93,22 +118,74 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// let prices = Pipeline::builder(&registry, "prices")
     ///     .retry_with(|r| r.max_attempts(3))
     ///     .build::<u32, String>()?
-    ///     .fallback(|ctx: FallbackContext<String>| match ctx.error().as_str() {
-    ///         "unknown sku" => Err(ctx.into_error()),
-    ///         _ => Ok(ctx.attempts() * 100), // cached
-    ///     });
+    ///     .fallback(|ctx: FallbackContext<String>| Ok(ctx.attempts() * 100)) // cached
+    ///     .fallback_skip_on(|e: &String| e == "unknown sku");
     /// assert_eq!(prices.execute(|| Err("down".to_owned())), Ok(300));
     /// assert_eq!(prices.execute(|| Err("unknown sku".to_owned())), Err("unknown sku".to_owned()));
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn fallback(mut self, f: impl Fn(FallbackContext<E>) -> Result<T, E> + Send + Sync + 'static) -> Self {
-        self.fallback = Some(Fallback { policy: self.fallback_policy(), call: Call::Sync(Arc::new(f)) });
+        self.fallback_mut().call = Some(Call::Sync(Arc::new(f)));
+        self
+    }
+
+    /// Falls back only on the errors `f` accepts (default: every `Err`), like `#[fallback(apply_on =
+    /// <pattern>)]`; any other error is the call's result, unchanged, and publishes nothing.
+    /// [`fallback_skip_on`](Self::fallback_skip_on) wins over it. Works with
+    /// [`fallback`](Self::fallback) and [`fallback_async`](Self::fallback_async), set before or
+    /// after them; a later call replaces an earlier one. Called only when a call ends in `Err`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::{FallbackContext, Pipeline, Registry};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum PriceError { Down, UnknownSku }
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let prices = Pipeline::builder(&registry, "prices")
+    ///     .build::<u32, PriceError>()?
+    ///     .fallback(|_: FallbackContext<PriceError>| Ok(100)) // the cached price
+    ///     .fallback_apply_on(|e| matches!(e, PriceError::Down));
+    /// assert_eq!(prices.execute(|| Err(PriceError::Down)), Ok(100));
+    /// assert_eq!(prices.execute(|| Err(PriceError::UnknownSku)), Err(PriceError::UnknownSku));
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn fallback_apply_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        self.fallback_mut().apply_on = Some(Arc::new(f));
+        self
+    }
+
+    /// Never falls back on the errors `f` accepts, like `#[fallback(skip_on = <pattern>)]`: they are
+    /// the call's result, unchanged, and publish nothing. Wins over
+    /// [`fallback_apply_on`](Self::fallback_apply_on). Works with [`fallback`](Self::fallback) and
+    /// [`fallback_async`](Self::fallback_async), set before or after them; a later call replaces
+    /// an earlier one. Called only when a call ends in `Err`.
+    ///
+    /// ```
+    /// use resilience4cata::{FallbackContext, Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let quotes = Pipeline::builder(&registry, "quotes")
+    ///     .build::<String, std::io::Error>()?
+    ///     .fallback_skip_on(|e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound)
+    ///     .fallback_async(|_: FallbackContext<std::io::Error>| async { Ok("stale quote".to_owned()) });
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let down = quotes.execute_async(|| async { Err(std::io::Error::other("down")) }).await;
+    /// assert_eq!(down.unwrap(), "stale quote");
+    /// let unknown = quotes.execute_async(|| async { Err(std::io::ErrorKind::NotFound.into()) }).await;
+    /// assert_eq!(unknown.unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    /// # });
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn fallback_skip_on(mut self, f: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        self.fallback_mut().skip_on = Some(Arc::new(f));
         self
     }
 
     /// The async form of [`fallback`](Self::fallback): `f` returns a future, awaited by
     /// [`execute_async`](Self::execute_async) (and the tower layer). The pipeline becomes
-    /// `AsyncOnly`, so a blocking `execute` is a compile error (`[R4C-SIG-020]`). The future is
+    /// `AsyncOnly` (an [`AsyncPipeline<T, E>`](AsyncPipeline)), so a blocking `execute` is a compile error (`[R4C-SIG-020]`). The future is
     /// boxed once per fallback call (a pipeline's type cannot name it); the success path and
     /// calls that do not fall back allocate nothing.
     ///
@@ -127,22 +204,24 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// # });
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
-    pub fn fallback_async<F, Fut>(self, f: F) -> Pipeline<T, E, AsyncOnly>
+    pub fn fallback_async<F, Fut>(self, f: F) -> AsyncPipeline<T, E>
     where
         F: Fn(FallbackContext<E>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
         let call: AsyncFn<T, E> = Arc::new(move |context| Box::pin(f(context)));
         let mut pipeline = self.into_mode::<AsyncOnly>();
-        pipeline.fallback = Some(Fallback { policy: pipeline.fallback_policy(), call: Call::Async(call) });
+        pipeline.fallback_mut().call = Some(Call::Async(call));
         pipeline
     }
 
-    fn fallback_policy(&self) -> FallbackPolicy {
-        match &self.fallback {
-            Some(existing) => existing.policy.clone(),
-            None => FallbackPolicy::build(&self.registry, self.id()),
+    /// The stored fallback, made (without a closure, answering every error) if there was none.
+    fn fallback_mut(&mut self) -> &mut Fallback<T, E> {
+        if self.fallback.is_none() {
+            let policy = FallbackPolicy::build(&self.registry, self.id());
+            self.fallback = Some(Fallback { policy, call: None, apply_on: None, skip_on: None });
         }
+        self.fallback.as_mut().expect("set just above")
     }
 
     /// The outcome of a call that ended: an `Err` goes to the fallback, if any (blocking form).

@@ -40,7 +40,11 @@
 //! - **Error types.** The builder's type-state ([`Plain`] → [`Rejecting`] → [`AsyncOnly`]) asks
 //!   `build` for `E: ResilienceError` exactly when a policy that can refuse calls is present (as
 //!   `#[resilient]` does for a method), and makes a pipeline with a timeout async-only: its type is
-//!   `Pipeline<T, E, AsyncOnly>`, and `execute` on it is a `[R4C-SIG-020]` compile error.
+//!   `Pipeline<T, E, AsyncOnly>`, written [`AsyncPipeline<T, E>`] where a type must be spelled
+//!   out (a struct field), and `execute` on it is a `[R4C-SIG-020]` compile error.
+//! - **Scopes.** [`PipelineBuilder::scope`] gives a pipeline instances of its own, as a scoped
+//!   wrapper has: its id becomes `<scope>/<id>` (`host-a/prices`), so the same pipeline built for
+//!   two hosts shares no breaker, and `[instances."host-a/prices"]` configures one host's.
 //! - **Cost.** A successful call allocates nothing, reads no clock and consults the retry not at
 //!   all; async calls are not boxed.
 //!
@@ -63,7 +67,9 @@
 //! [`on_exhausted_result`](Pipeline::on_exhausted_result), and the breaker's
 //! [`record_on`](Pipeline::record_on) and [`ignore_on`](Pipeline::ignore_on), and the fallback,
 //! [`fallback`](Pipeline::fallback) / [`fallback_async`](Pipeline::fallback_async), applied once to
-//! the final `Err` (the outermost layer, as `#[fallback]` is). They are stored behind `Arc`s so a
+//! the final `Err` (the outermost layer, as `#[fallback]` is) when it matches
+//! [`fallback_apply_on`](Pipeline::fallback_apply_on) and not
+//! [`fallback_skip_on`](Pipeline::fallback_skip_on). They are stored behind `Arc`s so a
 //! pipeline stays `Clone + Send + Sync` for every `T` and `E`, and are called only after an attempt
 //! fails (a classifier after every attempt, as in generated code).
 //!
@@ -85,7 +91,9 @@
     doc = r#"
 # tower
 With the `tower` feature, [`Pipeline::layer`] turns a pipeline into a `tower::Layer`; see
-[`PipelineLayer`] for what it needs of the service and the request, and what it allocates."#
+[`PipelineLayer`] for what it needs of the service and the request, and what it allocates. The
+service it makes is named [`ResilientService<S, Req>`](ResilientService) (a struct field can hold
+it, no box needed)."#
 )]
 
 mod builder;
@@ -102,5 +110,7 @@ pub use builder::PipelineBuilder;
 pub use execute::Pipeline;
 pub use order::Policy;
 #[cfg(feature = "tower")]
-pub use tower::{ByClone, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResponseFuture};
-pub use typestate::{AsyncOnly, Blocking, BuilderTypestate, Hedged, Plain, Rejecting, SyncOrAsync};
+pub use tower::{
+    ByClone, CloneFn, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResilientService, ResponseFuture,
+};
+pub use typestate::{AsyncOnly, AsyncPipeline, Blocking, BuilderTypestate, Hedged, Plain, Rejecting, SyncOrAsync};

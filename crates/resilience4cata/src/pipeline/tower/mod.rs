@@ -91,7 +91,8 @@ impl<Req: Clone> CloneRequest<Req> for ByClone {
 }
 
 /// A [`CloneRequest`] from a closure, set with [`PipelineLayer::clone_request`] (feature `tower`),
-/// which shows it in use.
+/// which shows it in use. Its type names the closure; to name it in a struct field, give
+/// `clone_request` a function pointer ([`CloneFn`]).
 #[derive(Clone, Copy)]
 pub struct CloneWith<F>(F);
 
@@ -100,6 +101,11 @@ impl<F> fmt::Debug for CloneWith<F> {
         f.write_str("CloneWith(..)")
     }
 }
+
+/// A [`CloneWith`] holding a function pointer, so a service using it can be named (feature
+/// `tower`): give [`PipelineLayer::clone_request`] a `fn` (or a closure that captures nothing)
+/// cast to `fn(&Req) -> Option<Req>`. [`ResilientService`] shows one stored in a struct field.
+pub type CloneFn<Req> = CloneWith<fn(&Req) -> Option<Req>>;
 
 impl<Req, F: Fn(&Req) -> Option<Req>> CloneRequest<Req> for CloneWith<F> {
     #[inline]
@@ -127,13 +133,22 @@ impl<T, E: ResilienceError, M> Pipeline<T, E, M> {
     /// # });
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
-    pub fn layer(&self) -> PipelineLayer<T, E, M> {
-        PipelineLayer { pipeline: Arc::new(self.clone().detect_rejections()), cloner: ByClone, backpressure: false }
+    ///
+    /// The layer runs only async calls, whatever the pipeline's mode, so it drops the mode: a
+    /// pipeline with a timeout ([`AsyncPipeline`](super::AsyncPipeline)) gives the same layer type
+    /// as one without, and the services it makes are [`ResilientService<S, Req>`](ResilientService).
+    pub fn layer(&self) -> PipelineLayer<T, E> {
+        let pipeline = self.clone().detect_rejections().into_mode::<SyncOrAsync>();
+        PipelineLayer { pipeline: Arc::new(pipeline), cloner: ByClone, backpressure: false }
     }
 }
 
 /// A `tower::Layer` that applies a [`Pipeline`] to a service (feature `tower`); made by
 /// [`Pipeline::layer`].
+///
+/// `M` is always [`SyncOrAsync`] for a layer `Pipeline::layer` made (the layer runs async calls
+/// only, so the pipeline's mode does not matter to it); the parameter stays so that types written
+/// with it still name a type. The services it makes are named [`ResilientService<S, Req>`].
 ///
 /// The wrapped service must be `Service<Req, Response = T, Error = E> + Clone` with `Req: Clone`
 /// (or a [`clone_request`](PipelineLayer::clone_request) hook for requests that are not always
@@ -311,7 +326,8 @@ impl<S, T, E, M, C: Clone> Layer<S> for PipelineLayer<T, E, M, C> {
     }
 }
 
-/// A service wrapped by a [`PipelineLayer`] (feature `tower`).
+/// A service wrapped by a [`PipelineLayer`] (feature `tower`); [`ResilientService<S, Req>`]
+/// names it from the inner service and the request alone.
 ///
 /// ```
 /// use resilience4cata::{Pipeline, Registry};
@@ -333,6 +349,73 @@ pub struct PipelineService<S, T, E, M = SyncOrAsync, C = ByClone> {
     /// `Some` under [`PipelineLayer::backpressure`]: what `poll_ready` reserved for the next call.
     backpressure: Option<Backpressure>,
 }
+
+/// The service [`Pipeline::layer`] makes of `S` for requests `Req` (feature `tower`), named by
+/// the inner service and the request: `T` and `E` are `S`'s response and error, and the
+/// pipeline's mode does not appear (the layer runs async calls only, see [`Pipeline::layer`]).
+/// `C` is how requests are copied: [`ByClone`] (the default) or, after
+/// [`clone_request`](PipelineLayer::clone_request) with a function pointer, [`CloneFn<Req>`].
+/// A struct field can hold it, so a client needs no `BoxService` (no allocation, no dynamic
+/// call):
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::pipeline::{CloneFn, ResilientService};
+/// use resilience4cata::{Pipeline, Registry, RegistryError};
+/// use tower::{Layer, Service, ServiceExt};
+///
+/// /// The backend: a plain tower service with a nameable type.
+/// #[derive(Clone)]
+/// struct Inventory;
+///
+/// impl Service<String> for Inventory {
+///     type Response = u32;
+///     type Error = std::io::Error;
+///     type Future = std::future::Ready<Result<u32, std::io::Error>>;
+///     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+///         std::task::Poll::Ready(Ok(()))
+///     }
+///     fn call(&mut self, sku: String) -> Self::Future {
+///         std::future::ready(Ok(sku.len() as u32))
+///     }
+/// }
+///
+/// struct StockClient {
+///     /// With a timeout, so the pipeline is async-only: the service's type does not say so.
+///     stock: ResilientService<Inventory, String>,
+///     /// Requests copied by a function, named through `CloneFn`.
+///     reserve: ResilientService<Inventory, String, CloneFn<String>>,
+/// }
+///
+/// fn copy_sku(sku: &String) -> Option<String> {
+///     Some(sku.clone())
+/// }
+///
+/// fn client(registry: &Registry) -> Result<StockClient, RegistryError> {
+///     let stock = Pipeline::builder(registry, "stock")
+///         .retry()
+///         .timeout_with(|t| t.duration(Duration::from_secs(1)))
+///         .build()?
+///         .layer()
+///         .layer(Inventory);
+///     let reserve = Pipeline::builder(registry, "reserve")
+///         .retry()
+///         .build()?
+///         .layer()
+///         .clone_request(copy_sku as fn(&String) -> Option<String>)
+///         .layer(Inventory);
+///     Ok(StockClient { stock, reserve })
+/// }
+///
+/// let client = client(&Registry::builder().build()?)?;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// assert_eq!(client.stock.clone().oneshot("sku-1".to_owned()).await.unwrap(), 5);
+/// assert_eq!(client.reserve.clone().oneshot("sku-22".to_owned()).await.unwrap(), 6);
+/// # });
+/// # Ok::<(), RegistryError>(())
+/// ```
+pub type ResilientService<S, Req, C = ByClone> =
+    PipelineService<S, <S as Service<Req>>::Response, <S as Service<Req>>::Error, SyncOrAsync, C>;
 
 impl<S: Clone, T, E, M, C: Clone> Clone for PipelineService<S, T, E, M, C> {
     /// A clone starts without a reservation, as tower expects of a clone of a ready service.
