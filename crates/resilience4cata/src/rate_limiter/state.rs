@@ -11,6 +11,51 @@
 //!
 //! A call that is not conformant yet may *reserve* its permit when the wait is within `max_wait`:
 //! TAT moves as for a conformant call and the caller waits until its turn.
+//!
+//! # The coarse clock and the burst
+//!
+//! The pass path reads the coarse clock, a reading `c` that trails real time `t` by at most `lag`
+//! (`c ≤ t ≤ c + lag`). It judges the call at `c`, the earliest `t` can be, and dates the permit at
+//! `c + lag`, the latest: `TAT' = max(TAT, c + lag) + T`, admitted when `TAT' − c ≤ τ`. Both err
+//! towards fewer calls, so the stored TAT is never earlier than the TAT exact GCRA would have
+//! reached with the same permits at their real times (*the stored TAT is an upper bound*), and
+//! whatever the pass path admits, exact GCRA admits too.
+//!
+//! Alone, the two errs add up: a burst that starts on a full bucket is dated `lag` late *and*
+//! judged up to `lag` early, so its last permit looks `lag` over the tolerance (`c + lag + permits × T
+//! − c > τ`) and a limiter of 5 per second would pass 4 calls in a row, then refuse the 5th until
+//! real time caught up with the date. The exact re-decision alone does not help: it sees the TAT
+//! dated `lag` late, as the pass path left it.
+//!
+//! So the limiter remembers where the last burst on a full bucket started. When the pass path takes
+//! a permit from a TAT at or below its reading (`TAT ≤ c`: the bucket was full at `c`, so full at
+//! the real time too), it stores the date it used, `origin = c + lag`, beside the TAT (`Release`,
+//! after its compare-and-set). A call the pass path refused is decided again on the exact clock `e`
+//! (`Acquire` on `origin`, then the TAT), which judges it at `max(e, origin)` instead of `e`:
+//! permitted when `max(TAT, e) + T − max(e, origin) ≤ τ`, that is when `e` alone allows it (exact
+//! GCRA) or when the burst since `origin`, this call included, is at most `permits` deep. Why that
+//! never loosens the bound:
+//!
+//! - Every permit since the burst's start moved the TAT on by at least `T` (`max(TAT, x) + T`), and a
+//!   permit given back moves it back by at most `T`; so with `k` permits net since the start,
+//!   `TAT ≥ origin + k × T`, and the call's own permit makes `k + 1 ≤ (TAT' − origin) / T`.
+//! - The burst started on a bucket full at its reading `c`: the TAT before it was at most `c`, and
+//!   exact GCRA's at most that, while every call of the burst, this one included, runs at a real
+//!   time `≥ c`. Let `t ≥ e` be this call's real time (its compare-and-set), the latest of the
+//!   burst's. From a TAT at most `c ≤ t`, exact GCRA's TAT after `k + 1` permits at real times up to
+//!   `t` is at most `t + (k + 1) × T` (by induction: `max(TAT, tᵢ) + T`), and the check makes
+//!   `(k + 1) × T ≤ τ`: exact GCRA permits this call too.
+//!
+//! Every permit is thus one exact GCRA grants on the same calls at their real times, so its bound
+//! holds over any real interval: at most `permits + L / T` calls in an interval of length `L`. The
+//! rule does not need the lag to be kept (a ticker late beyond it loosens only the pass path's
+//! dating, not this), and reads nothing the pass path does not write anyway: an origin from an
+//! older burst, or the initial 0, gives a sound but stricter answer (its burst counts more permits),
+//! so a stale `origin` can only refuse. The pass path pays one comparison, and a store only on the
+//! permit that starts a burst; the exact re-decision one load. What stays: after the burst, the next
+//! permits come up to `lag` later than exact GCRA would give them (the dating), and a burst that
+//! starts on a bucket refilled less than `lag` before the reading (`c < TAT ≤ c + lag`) is not
+//! recorded, so its last permit may still wait up to `lag`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,21 +107,37 @@ impl Gcra {
         if wait <= max_wait { (Decision::Wait(wait), next) } else { (Decision::Refuse(wait), tat) }
     }
 
-    /// The pass path's question, on a reading `now` that trails real time by at most `lag`: may a
-    /// call go without waiting, and to which TAT? The call is judged at `now`, the earliest it can
-    /// be, and its permit dated at `now + lag`, the latest: a stale reading can only make the answer
-    /// stricter and the TAT it leaves later, never looser. With `lag = 0`, the answer of
-    /// [`decide`](Self::decide) with no `max_wait`, in fewer instructions (`next ≥ now`).
-    #[inline(always)]
-    fn permit_now(&self, tat: u64, now: u64, lag: u64) -> Option<u64> {
-        self.permit_dated(tat, now, now.saturating_add(lag))
+    /// [`decide`](Self::decide) for a call at `now`, an exact reading, on a TAT that the pass path
+    /// may have dated late since a burst it started on a full bucket at `origin`: the call is
+    /// permitted when `e` alone allows it or when it is judged at `max(now, origin)`, i.e. the
+    /// burst since `origin`, this call included, is at most `permits` deep (module docs, "The
+    /// coarse clock and the burst", for why that is never looser than exact GCRA). A wait or a
+    /// refusal is decided at `now` alone.
+    #[inline]
+    pub(crate) fn decide_in_burst(&self, tat: u64, now: u64, origin: u64, max_wait: u64) -> (Decision, u64) {
+        let next = tat.max(now).saturating_add(self.interval);
+        if next.saturating_sub(now.max(origin)) <= self.tolerance {
+            return (Decision::Permit, next);
+        }
+        self.decide(tat, now, max_wait)
     }
 
-    /// [`permit_now`](Self::permit_now) with the date `now + lag` already added (`dated ≥ now`).
+    /// The pass path's question, on a reading `now` that trails real time by at most `lag`, with
+    /// `dated = now + lag` (`dated ≥ now`): may a call go without waiting, and to which TAT? The
+    /// call is judged at `now`, the earliest it can be, and its permit dated at `now + lag`, the
+    /// latest: a stale reading can only make the answer stricter and the TAT it leaves later, never
+    /// looser. With `lag = 0`, the answer of [`decide`](Self::decide) with no `max_wait`, in fewer
+    /// instructions (`next ≥ now`).
     #[inline(always)]
     fn permit_dated(&self, tat: u64, now: u64, dated: u64) -> Option<u64> {
         let next = tat.max(dated).saturating_add(self.interval);
         (next - now <= self.tolerance).then_some(next)
+    }
+
+    /// [`permit_dated`](Self::permit_dated) with the date `now + lag` still to add, for the tests.
+    #[cfg(test)]
+    fn permit_now(&self, tat: u64, now: u64, lag: u64) -> Option<u64> {
+        self.permit_dated(tat, now, now.saturating_add(lag))
     }
 
     /// Calls that could pass at `now` without waiting.
@@ -90,60 +151,79 @@ impl Gcra {
 #[derive(Debug)]
 pub(crate) struct AtomicGcra {
     gcra: Gcra,
-    tat: CachePadded<AtomicU64>,
+    words: CachePadded<Words>,
+}
+
+/// The TAT and the origin of the last burst on a full bucket, on one cache line.
+#[derive(Debug)]
+struct Words {
+    tat: AtomicU64,
+    /// The date the pass path gave the first permit of the last burst it started on a full bucket
+    /// (module docs, "The coarse clock and the burst"); 0, a burst at the clock's origin, at first.
+    origin: AtomicU64,
 }
 
 impl AtomicGcra {
     pub(crate) fn new(config: &RateLimiterConfig) -> Self {
-        AtomicGcra { gcra: Gcra::new(config), tat: CachePadded::new(AtomicU64::new(0)) }
+        let words = Words { tat: AtomicU64::new(0), origin: AtomicU64::new(0) };
+        AtomicGcra { gcra: Gcra::new(config), words: CachePadded::new(words) }
     }
 
     /// The pass path: takes a permit if one is free at `now`, a reading at most `lag` behind real
-    /// time (one compare-and-set; see [`Gcra::permit_now`]).
+    /// time (one compare-and-set; see [`Gcra::permit_dated`]). The add saturates: `lag = u64::MAX`
+    /// (no ticker) admits nothing.
     #[inline(always)]
     pub(crate) fn try_acquire(&self, now: u64, lag: u64) -> bool {
-        let mut tat = self.tat.load(Ordering::Relaxed);
-        while let Some(next) = self.gcra.permit_now(tat, now, lag) {
-            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return true,
-                Err(current) => tat = current,
-            }
-        }
-        false
+        self.try_acquire_dated(now, now.saturating_add(lag))
     }
 
     /// [`try_acquire`](Self::try_acquire) with the date `now + lag` already added
-    /// (`dated ≥ now`), for a caller that knows the add cannot overflow.
+    /// (`dated ≥ now`), for a caller that knows the add cannot overflow. A permit taken from a
+    /// bucket full at `now` (`TAT ≤ now`) starts a burst: its date is stored as the burst's origin,
+    /// for the exact re-decision ([`acquire`](Self::acquire); module docs).
     #[inline(always)]
     pub(crate) fn try_acquire_dated(&self, now: u64, dated: u64) -> bool {
-        let mut tat = self.tat.load(Ordering::Relaxed);
+        let mut tat = self.words.tat.load(Ordering::Relaxed);
         while let Some(next) = self.gcra.permit_dated(tat, now, dated) {
-            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return true,
+            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => {
+                    if tat <= now {
+                        // After the compare-and-set: a reader that sees this origin sees its TAT.
+                        self.words.origin.store(dated, Ordering::Release);
+                    }
+                    return true;
+                }
                 Err(current) => tat = current,
             }
         }
         false
     }
 
-    /// Decides for a call at `now` and, unless it is refused, takes (or reserves) its permit.
+    /// Decides for a call at `now`, an exact reading, and, unless it is refused, takes (or
+    /// reserves) its permit. A call in a burst the pass path started on a full bucket is judged
+    /// at the burst's origin when that is later than `now` ([`Gcra::decide_in_burst`]).
     pub(crate) fn acquire(&self, now: u64, max_wait: u64) -> Decision {
-        let mut tat = self.tat.load(Ordering::Relaxed);
+        // The origin first: its `Acquire` pairs with the pass path's `Release`, so the TAT read
+        // next is at or after the compare-and-set that started the burst.
+        let origin = self.words.origin.load(Ordering::Acquire);
+        let mut tat = self.words.tat.load(Ordering::Relaxed);
         loop {
-            let (decision, next) = self.gcra.decide(tat, now, max_wait);
+            let (decision, next) = self.gcra.decide_in_burst(tat, now, origin, max_wait);
             if let Decision::Refuse(_) = decision {
                 return decision;
             }
-            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return decision,
                 Err(current) => tat = current,
             }
         }
     }
 
-    /// Calls that could pass at `now` without waiting.
+    /// Calls that could pass at `now`, an exact reading, without waiting (judged as
+    /// [`acquire`](Self::acquire) judges them).
     pub(crate) fn available(&self, now: u64) -> u64 {
-        self.gcra.available(self.tat.load(Ordering::Relaxed), now)
+        let origin = self.words.origin.load(Ordering::Acquire);
+        self.gcra.available(self.words.tat.load(Ordering::Relaxed), now.max(origin))
     }
 
     /// Gives back a permit taken (or reserved) earlier and never used: TAT moves back by one
@@ -152,7 +232,7 @@ impl AtomicGcra {
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn give_back(&self, now: u64) {
         let interval = self.gcra.interval;
-        let _ = self.tat.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tat| {
+        let _ = self.words.tat.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tat| {
             (tat > now).then(|| tat.saturating_sub(interval).max(now))
         });
     }
@@ -498,6 +578,88 @@ mod tests {
                         let exactly = gcra.permit_now(tat, exact, 0).unwrap_or_else(|| panic!("looser: {at}"));
                         assert!(dated >= exactly, "dated early: {dated} < {exactly}, {at}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_burst_on_a_full_bucket_passes_whole_however_stale_the_reading() {
+        // 5 per second, the coarse reading `stale` behind the exact one (at most `lag`): four
+        // permits on the pass path, the fifth refused there (dated `lag` late, judged at the
+        // reading) and permitted on the exact clock, judged at the burst's origin; the sixth refused
+        // on both, and the bucket is full again a period after.
+        let lag = 2 * MS;
+        for stale in [0, 1, MS / 2, lag - 1, lag] {
+            let l = limiter(5, 1000); // T = 200 ms
+            for round in 0..3u64 {
+                let exact = 10 * MS + round * 1_300 * MS;
+                let coarse = exact - stale;
+                let at = format!("stale {stale}, round {round}");
+                for call in 0..4 {
+                    assert!(l.try_acquire(coarse, lag), "call {call} on the pass path, {at}");
+                }
+                assert!(!l.try_acquire(coarse, lag), "{at}");
+                assert_eq!(l.available(exact), 1, "{at}");
+                assert_eq!(l.acquire(exact, 0), Decision::Permit, "the 5th on the exact clock, {at}");
+                assert!(!l.try_acquire(coarse, lag), "{at}");
+                // Refused until the origin's first permit is a period old: never looser than
+                // exact GCRA, up to `lag` stricter.
+                assert_eq!(l.acquire(exact, 0), Decision::Refuse(200 * MS + lag - stale), "{at}");
+                assert_eq!(l.available(exact), 0, "{at}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_burst_the_pass_path_did_not_start_on_a_full_bucket_is_judged_exactly() {
+        // The exact clock starts the burst (the pass path refused: a burst shallower than the lag)
+        // and dates it exactly: no origin is needed, and none is stored.
+        let l = limiter(2, 2); // T = 1 ms, τ = 2 ms
+        assert!(!l.try_acquire(0, 2 * MS), "dated 2 ms late, a 2 ms burst cannot pass");
+        assert_eq!(l.acquire(0, 0), Decision::Permit);
+        assert_eq!(l.acquire(0, 0), Decision::Permit);
+        assert_eq!(l.acquire(0, 0), Decision::Refuse(MS));
+        assert_eq!(l.words.origin.load(Ordering::Relaxed), 0);
+    }
+
+    /// Real time moves by random steps; the coarse reading trails it by a random staleness up to
+    /// `lag` (never moving back); calls come in random groups at one real time, each through the
+    /// pass path and, refused there, the exact clock. Every permit must be one exact GCRA grants on
+    /// the same permitted calls at their real times (so GCRA's bound over any real interval holds),
+    /// and a group of at most `permits` calls on a bucket idle long enough that the reading finds
+    /// it full passes whole.
+    #[test]
+    fn every_permit_is_one_exact_gcra_grants_and_an_idle_burst_passes_whole() {
+        let lag = 2 * MS;
+        for (permits, period_ms) in [(5, 1000), (3, 10), (10, 7), (2, 3), (1, 5), (50, 1000)] {
+            for seed in 0..20 {
+                let config =
+                    RateLimiterConfig { permits, period: Duration::from_millis(period_ms), ..Default::default() };
+                let (l, gcra) = (AtomicGcra::new(&config), Gcra::new(&config));
+                let mut rng = fastrand::Rng::with_seed(seed);
+                let (mut real, mut coarse, mut exact_tat) = (MS, 0, 0);
+                let mut last_call = 0;
+                for _ in 0..2_000 {
+                    real += [0, MS / 7, MS, 3 * MS, period_ms * MS, (period_ms + 3) * MS][rng.usize(0..6)];
+                    coarse = coarse.max(real.saturating_sub(rng.u64(0..=lag)));
+                    // Idle for the tolerance and twice the lag: the reading finds the bucket full too.
+                    let idle = real >= last_call + gcra.tolerance + 2 * lag;
+                    let group = rng.u32(1..=permits + 1);
+                    let mut passed = 0;
+                    for _ in 0..group {
+                        let permitted = l.try_acquire(coarse, lag) || l.acquire(real, 0) == Decision::Permit;
+                        let (exact, next) = gcra.decide(exact_tat, real, 0);
+                        if permitted {
+                            assert_eq!(exact, Decision::Permit, "looser than exact GCRA at {real} (seed {seed})");
+                            exact_tat = next;
+                            passed += 1;
+                        }
+                    }
+                    if idle {
+                        assert_eq!(passed, group.min(permits), "an idle burst at {real}, {permits}/{period_ms} ms");
+                    }
+                    last_call = real;
                 }
             }
         }
