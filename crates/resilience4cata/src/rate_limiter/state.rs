@@ -52,7 +52,8 @@
 //! dating, not this), and reads nothing the pass path does not write anyway: an origin from an
 //! older burst, or the initial 0, gives a sound but stricter answer (its burst counts more permits),
 //! so a stale `origin` can only refuse. The pass path pays one comparison, and a store only on the
-//! permit that starts a burst; the exact re-decision one load. What stays: after the burst, the next
+//! permit that starts a burst (it judges `max(TAT, dated) ≤ now + (τ − T)` before it adds `T`,
+//! which saves as much); the exact re-decision one load. What stays: after the burst, the next
 //! permits come up to `lag` later than exact GCRA would give them (the dating), and a burst that
 //! starts on a bucket refilled less than `lag` before the reading (`c < TAT ≤ c + lag`) is not
 //! recorded, so its last permit may still wait up to `lag`.
@@ -86,13 +87,16 @@ pub(crate) enum Decision {
 pub(crate) struct Gcra {
     interval: u64,
     tolerance: u64,
+    /// `tolerance − interval`: how far after a reading a permit may start and still pass.
+    slack: u64,
 }
 
 impl Gcra {
     pub(crate) fn new(config: &RateLimiterConfig) -> Self {
         let permits = u64::from(config.permits.max(1));
         let interval = nanos(config.period).div_ceil(permits).max(1);
-        Gcra { interval, tolerance: interval.saturating_mul(permits) }
+        let tolerance = interval.saturating_mul(permits);
+        Gcra { interval, tolerance, slack: tolerance - interval }
     }
 
     /// The decision for a call at `now` given the current TAT, and the TAT it leaves behind.
@@ -127,9 +131,19 @@ impl Gcra {
     /// call is judged at `now`, the earliest it can be, and its permit dated at `now + lag`, the
     /// latest: a stale reading can only make the answer stricter and the TAT it leaves later, never
     /// looser. With `lag = 0`, the answer of [`decide`](Self::decide) with no `max_wait`, in fewer
-    /// instructions (`next ≥ now`).
+    /// instructions: the permit starts at `max(TAT, dated)` and passes when that is at most `slack`
+    /// after `now` (`next − now ≤ τ`, one subtraction fewer). Plain adds: the caller keeps
+    /// `now + slack` below `u64::MAX` ([`PASS_TOLERANCE_BOUND`]), and then `next ≤ now + τ` too.
     #[inline(always)]
     fn permit_dated(&self, tat: u64, now: u64, dated: u64) -> Option<u64> {
+        let start = tat.max(dated);
+        (start <= now + self.slack).then(|| start + self.interval)
+    }
+
+    /// [`permit_dated`](Self::permit_dated) for any constants and any `dated` (`u64::MAX`: no
+    /// ticker), saturating: `None` where a plain add could overflow.
+    #[inline]
+    fn permit_saturating(&self, tat: u64, now: u64, dated: u64) -> Option<u64> {
         let next = tat.max(dated).saturating_add(self.interval);
         (next - now <= self.tolerance).then_some(next)
     }
@@ -138,6 +152,11 @@ impl Gcra {
     #[cfg(test)]
     fn permit_now(&self, tat: u64, now: u64, lag: u64) -> Option<u64> {
         self.permit_dated(tat, now, now.saturating_add(lag))
+    }
+
+    /// `permits × T`, the burst tolerance.
+    fn tolerance(&self) -> u64 {
+        self.tolerance
     }
 
     /// Calls that could pass at `now` without waiting.
@@ -172,22 +191,31 @@ impl AtomicGcra {
     /// The pass path: takes a permit if one is free at `now`, a reading at most `lag` behind real
     /// time (one compare-and-set; see [`Gcra::permit_dated`]). The add saturates: `lag = u64::MAX`
     /// (no ticker) admits nothing.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn try_acquire(&self, now: u64, lag: u64) -> bool {
-        self.try_acquire_dated(now, now.saturating_add(lag))
+        let dated = now.saturating_add(lag);
+        self.take(now, dated, |tat| self.gcra.permit_saturating(tat, now, dated))
     }
 
-    /// [`try_acquire`](Self::try_acquire) with the date `now + lag` already added
-    /// (`dated ≥ now`), for a caller that knows the add cannot overflow. A permit taken from a
-    /// bucket full at `now` (`TAT ≤ now`) starts a burst: its date is stored as the burst's origin,
-    /// for the exact re-decision ([`acquire`](Self::acquire); module docs).
+    /// [`try_acquire`](Self::try_acquire) with the date `now + lag` already added (`dated ≥ now`),
+    /// for a caller that knows the adds cannot overflow: `now + lag` and `now + τ` below
+    /// `u64::MAX` ([`PASS_LAG_BOUND`], [`PASS_TOLERANCE_BOUND`]).
     #[inline(always)]
     pub(crate) fn try_acquire_dated(&self, now: u64, dated: u64) -> bool {
+        self.take(now, dated, |tat| self.gcra.permit_dated(tat, now, dated))
+    }
+
+    /// The compare-and-set loop of the pass path, `permit` answering for each TAT seen. A permit
+    /// taken from a bucket full at `now` (`TAT ≤ now`) starts a burst: its date is stored as the
+    /// burst's origin, for the exact re-decision ([`acquire`](Self::acquire); module docs).
+    #[inline(always)]
+    fn take(&self, now: u64, dated: u64, permit: impl Fn(u64) -> Option<u64>) -> bool {
         let mut tat = self.words.tat.load(Ordering::Relaxed);
-        while let Some(next) = self.gcra.permit_dated(tat, now, dated) {
+        while let Some(next) = permit(tat) {
             match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => {
-                    if tat <= now {
+                // `before` is `tat`; compared from the instruction's own result, it needs no copy.
+                Ok(before) => {
+                    if before <= now {
                         // After the compare-and-set: a reader that sees this origin sees its TAT.
                         self.words.origin.store(dated, Ordering::Release);
                     }
@@ -243,6 +271,11 @@ impl AtomicGcra {
 /// ticker), takes `pass_other`, whose add saturates.
 const PASS_LAG_BOUND: u64 = 3_600_000_000_000;
 
+/// The largest burst tolerance (`permits × period / permits`, about the period) the pass path
+/// judges with plain adds (2⁶² ns, 146 years): a larger one takes `pass_other`, whose arithmetic
+/// saturates.
+const PASS_TOLERANCE_BOUND: u64 = 1 << 62;
+
 /// A rate limiter instance's shared state: one per instance id.
 #[derive(Debug)]
 pub(crate) struct RateLimiterState {
@@ -256,9 +289,9 @@ pub(crate) struct RateLimiterState {
     /// through one pointer instead of two.
     /// (std's atomic, as the clock's, also under loom.)
     coarse: Arc<CachePadded<std::sync::atomic::AtomicU64>>,
-    /// Enabled, not shared, and a bounded `lag`, fixed once built: the one test before the pass
+    /// Enabled, not shared, a bounded `lag` and `τ`, fixed once built: the one test before the pass
     /// path's GCRA. Every other case takes [`pass_other`](Self::pass_other).
-    local: bool,
+    pub(super) local: bool,
     max_wait: u64,
     pub(super) timer: Arc<Timer>,
     events: Publisher<RateLimiterEvent>,
@@ -276,14 +309,16 @@ impl RateLimiterState {
     ) -> Self {
         timer.keep_coarse_fresh();
         let lag = timer.coarse_lag();
+        let gcra = AtomicGcra::new(&config);
         RateLimiterState {
-            gcra: AtomicGcra::new(&config),
-            lag,
-            coarse: timer.coarse_cell(),
             // No ticker (`lag = u64::MAX`): the pass path could never admit, so every call goes
             // straight to the exact clock, as it would after the pass path's refusal. A lag of at
-            // most `PASS_LAG_BOUND` lets the pass path date permits with a plain add.
-            local: config.enabled && lag <= PASS_LAG_BOUND,
+            // most `PASS_LAG_BOUND` and a tolerance of at most `PASS_TOLERANCE_BOUND` let the pass
+            // path date and judge permits with plain adds.
+            local: config.enabled && lag <= PASS_LAG_BOUND && gcra.gcra.tolerance() <= PASS_TOLERANCE_BOUND,
+            gcra,
+            lag,
+            coarse: timer.coarse_cell(),
             max_wait: nanos(config.max_wait),
             instance,
             config,
@@ -329,8 +364,9 @@ impl RateLimiterState {
             return self.pass_other();
         }
         let now = self.coarse.load(std::sync::atomic::Ordering::Relaxed);
-        // No overflow: `lag ≤ PASS_LAG_BOUND`, and a reading counts nanoseconds from the clock's
-        // origin (the registry's start, or a manual clock's zero), far below `u64::MAX − 1 h`.
+        // No overflow: `lag ≤ PASS_LAG_BOUND`, `τ ≤ PASS_TOLERANCE_BOUND`, and a reading counts
+        // nanoseconds from the clock's origin (the registry's start, or a manual clock's zero), far
+        // below `u64::MAX − 2⁶²`.
         if self.gcra.try_acquire_dated(now, now.wrapping_add(self.lag)) {
             self.permitted(Duration::ZERO);
             return true;
