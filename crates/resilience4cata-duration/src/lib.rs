@@ -68,7 +68,11 @@ impl DurationError {
 impl fmt::Display for DurationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(Space { before, after, fix }) = &self.space {
-            return write!(f, "`{}` is not a duration (a space between {before} and {after}); write \"{fix}\"", self.input);
+            return write!(
+                f,
+                "`{}` is not a duration (a space between {before} and {after}); write \"{fix}\"",
+                self.input
+            );
         }
         write!(
             f,
@@ -116,8 +120,8 @@ fn spaced(input: &str, s: &str) -> DurationError {
     }
     let mut pieces = s.split_ascii_whitespace();
     let (before, after) = (pieces.next().unwrap_or_default(), pieces.next().unwrap_or_default());
-    let between_number_and_unit = before.ends_with(|c: char| c.is_ascii_digit())
-        && after.starts_with(|c: char| c.is_ascii_alphabetic());
+    let between_number_and_unit =
+        before.ends_with(|c: char| c.is_ascii_digit()) && after.starts_with(|c: char| c.is_ascii_alphabetic());
     let reason = match between_number_and_unit {
         true => "space between number and unit",
         false => "space inside",
