@@ -27,21 +27,53 @@ use std::time::Duration;
 pub struct DurationError {
     input: String,
     reason: &'static str,
+    /// For a duration written with spaces inside: the two pieces around the first space, and the
+    /// input without its spaces, which parses.
+    space: Option<Space>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Space {
+    before: String,
+    after: String,
+    fix: String,
 }
 
 impl DurationError {
     fn new(input: &str, reason: &'static str) -> Self {
-        DurationError { input: input.to_owned(), reason }
+        DurationError { input: input.to_owned(), reason, space: None }
     }
 
     /// What is wrong with the input, in a few words.
     pub fn reason(&self) -> &'static str {
         self.reason
     }
+
+    /// The input as it must be written, when the grammar can tell: a duration written with spaces
+    /// inside (`"100 ms"`, `"1m 30s"`), which the grammar does not allow, is the same without them.
+    ///
+    /// ```
+    /// use resilience4cata_duration::parse;
+    ///
+    /// let err = parse("100 ms").unwrap_err();
+    /// assert_eq!(err.suggestion(), Some("100ms"));
+    /// assert_eq!(err.to_string(), r#"`100 ms` is not a duration (a space between 100 and ms); write "100ms""#);
+    /// assert_eq!(parse("10 parsecs").unwrap_err().suggestion(), None); // not a unit either way
+    /// ```
+    pub fn suggestion(&self) -> Option<&str> {
+        self.space.as_ref().map(|space| space.fix.as_str())
+    }
 }
 
 impl fmt::Display for DurationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(Space { before, after, fix }) = &self.space {
+            return write!(
+                f,
+                "`{}` is not a duration (a space between {before} and {after}); write \"{fix}\"",
+                self.input
+            );
+        }
         write!(
             f,
             "`{}` is not a duration ({}); write \"0\", integer+unit groups with units ns, us, ms, s, m, h \
@@ -67,10 +99,35 @@ pub fn parse(input: &str) -> Result<Duration, DurationError> {
     if !s.is_ascii() {
         return Err(DurationError::new(input, "not ASCII"));
     }
+    if s.contains(|c: char| c.is_ascii_whitespace()) {
+        return Err(spaced(input, s));
+    }
     match s.get(..2) {
         Some(prefix) if s.len() > 2 && prefix.eq_ignore_ascii_case("PT") => parse_iso(input, &s[2..]),
         _ => parse_groups(input, s),
     }
+}
+
+/// The error for `s` (trimmed, ASCII) with spaces inside, which the grammar never allows: when
+/// `s` without its spaces is a duration (`"100 ms"`, `"1m 30s"`, `"PT 2S"`), the message names the
+/// pieces around the first space and the fix; otherwise it says what is wrong with that
+/// (`"10 parsecs"`: an unknown unit), which is the mistake left once the spaces are gone.
+fn spaced(input: &str, s: &str) -> DurationError {
+    let compact: String = s.split_ascii_whitespace().collect();
+    if let Err(mut error) = parse(&compact) {
+        error.input = input.to_owned();
+        return error;
+    }
+    let mut pieces = s.split_ascii_whitespace();
+    let (before, after) = (pieces.next().unwrap_or_default(), pieces.next().unwrap_or_default());
+    let between_number_and_unit =
+        before.ends_with(|c: char| c.is_ascii_digit()) && after.starts_with(|c: char| c.is_ascii_alphabetic());
+    let reason = match between_number_and_unit {
+        true => "space between number and unit",
+        false => "space inside",
+    };
+    let space = Space { before: before.to_owned(), after: after.to_owned(), fix: compact };
+    DurationError { input: input.to_owned(), reason, space: Some(space) }
 }
 
 /// Formats a duration in the grammar's integer+unit form, largest unit first, so that
@@ -242,6 +299,34 @@ mod tests {
         for bad in ["", "5", "ms", "5 s", "5sec", "-5s", "1.5s", "PT", "PT1S2M", "PT1.5M", "P1D", "PT.5S", "1x"] {
             assert!(parse(bad).is_err(), "{bad:?} should be rejected");
         }
+    }
+
+    #[test]
+    fn a_space_inside_says_where_and_how_to_write_it() {
+        let err = parse("100 ms").unwrap_err();
+        assert_eq!(err.reason(), "space between number and unit");
+        assert_eq!(err.suggestion(), Some("100ms"));
+        assert_eq!(err.to_string(), r#"`100 ms` is not a duration (a space between 100 and ms); write "100ms""#);
+        // Between groups, several spaces, a tab, ISO-8601: the first space is named, all go.
+        let err = parse("1m  30s").unwrap_err();
+        assert_eq!((err.reason(), err.suggestion()), ("space inside", Some("1m30s")));
+        assert_eq!(err.to_string(), r#"`1m  30s` is not a duration (a space between 1m and 30s); write "1m30s""#);
+        assert_eq!(parse("1 m 30 s").unwrap_err().suggestion(), Some("1m30s"));
+        assert_eq!(parse("250\tms").unwrap_err().suggestion(), Some("250ms"));
+        assert_eq!(parse("PT 2S").unwrap_err().suggestion(), Some("PT2S"));
+        // Spaces around the whole duration are not inside it.
+        assert_eq!(ok(" 100ms "), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn with_spaces_and_another_mistake_the_other_mistake_is_named() {
+        // Without its space `10 parsecs` is still no duration: it says why, as `10parsecs` would
+        // (not "missing unit", which it said before: the space ended the number's unit).
+        let err = parse("10 parsecs").unwrap_err();
+        assert_eq!((err.reason(), err.suggestion()), ("unknown unit", None));
+        assert!(err.to_string().starts_with("`10 parsecs` is not a duration (unknown unit); write \"0\""), "{err}");
+        assert_eq!(parse("5 sec").unwrap_err().reason(), "unknown unit");
+        assert_eq!(parse("1 .5s").unwrap_err().reason(), "missing unit", "as `1.5s` says");
     }
 
     #[test]

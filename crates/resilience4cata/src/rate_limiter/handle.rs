@@ -25,8 +25,7 @@ policy_handle! {
     ///     }
     /// }
     ///
-    /// // A manual clock decides exactly; on the system clock a burst that starts after an idle
-    /// // stretch may find its last permit up to 2 ms late (see the module docs, "Clock reads").
+    /// // A manual clock moves only when told to, so the example cannot refill between calls.
     /// let clock = ManualClock::new();
     /// let registry = Registry::builder().clock(&clock).build()?;
     /// let quotes = ResilientQuotes::new(Backend, &registry)?;

@@ -28,3 +28,28 @@ fn loom_gcra_hands_out_exactly_the_burst() {
         assert_eq!(gcra.available(0), 0);
     });
 }
+
+#[test]
+fn loom_a_burst_dated_late_passes_whole_and_never_more() {
+    // The pass path dates the burst's first permit `lag` after the reading and stores that origin
+    // after its compare-and-set; a call it then refuses is decided again on the exact clock,
+    // judged at the origin if it sees it. Two racing callers take one or two permits (the second
+    // may miss an origin not yet stored); whatever the interleaving, the calls after them complete
+    // the burst of `permits` and not one call more.
+    loom::model(|| {
+        let config = RateLimiterConfig { permits: 2, period: Duration::from_secs(1), ..Default::default() };
+        let gcra = Arc::new(AtomicGcra::new(&config));
+        let lag = 2_000_000;
+        let call = move |gcra: &AtomicGcra| gcra.try_acquire(0, lag) || gcra.acquire(0, 0) == Decision::Permit;
+        let callers: Vec<_> = (0..2)
+            .map(|_| {
+                let gcra = Arc::clone(&gcra);
+                thread::spawn(move || call(&gcra))
+            })
+            .collect();
+        let racing = callers.into_iter().map(|h| h.join().unwrap()).filter(|&p| p).count();
+        assert!(racing >= 1, "the first permit of a full bucket is never refused");
+        let after = (0..2).filter(|_| call(&gcra)).count();
+        assert_eq!(racing + after, 2, "the burst is exactly `permits`");
+    });
+}

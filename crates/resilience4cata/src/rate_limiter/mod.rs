@@ -27,11 +27,17 @@
 //! reading, the earliest the call can be, and dates the permit at the reading plus the lag, the
 //! latest: a stale reading can only make a decision stricter, never admit more than GCRA allows over
 //! any real interval. Before it makes a call wait or refuses it, the limiter reads the exact clock and
-//! decides again, dating that permit exactly. Dating late costs a little capacity after an idle
-//! stretch: the next permits come up to the lag later than they could, so the last permit of a full
-//! burst that starts on an idle limiter is refused for up to 2 ms; and when the burst is
-//! shallower than the lag (`(permits − 1) × period / permits` under 2 ms, e.g. `permits = 1`), an
-//! idle limiter's pass path cannot admit at all and every such call reads the exact clock.
+//! decides again, dating that permit exactly. The two errs would add up on a burst: its first permit
+//! dated late, its last judged early, a limiter of 5 per second would pass 4 calls in a row. So the
+//! limiter remembers where the pass path started a burst on a full bucket, and the exact re-decision
+//! judges a call of that burst at the burst's start when that is later than the exact time: a full
+//! (idle or fresh) limiter passes its whole burst of `permits` calls in a row, on any clock, and
+//! not one more (the argument is in `state.rs`, and in `docs/reliability.md`). What the lag still
+//! costs: after a burst, the next permits come up to the lag later than they could; a burst that
+//! starts within the lag of the moment the limiter became full again may find its last permit up
+//! to the lag late; and when the burst is shallower than the lag (`(permits − 1) × period /
+//! permits` under 2 ms, e.g. `permits = 1`), an idle limiter's pass path cannot admit at all and
+//! every such call reads the exact clock (which then decides exactly).
 //!
 //! ```
 //! use std::time::Duration;

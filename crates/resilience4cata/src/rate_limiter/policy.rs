@@ -369,6 +369,20 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_period_of_centuries_takes_the_saturating_path_and_still_counts() {
+        // τ beyond `PASS_TOLERANCE_BOUND`: the plain adds of the pass path could overflow (a panic
+        // in a debug build), so the saturating path decides; the burst is still exactly `permits`.
+        let clock = ManualClock::new();
+        let centuries = Duration::from_secs(300 * 365 * 24 * 3600);
+        let rl = limiter(&clock, 2, centuries, Duration::ZERO);
+        assert!(!rl.state.local);
+        clock.advance(5 * MS);
+        rl.acquire().unwrap();
+        rl.acquire().unwrap();
+        assert!(retry_after(rl.acquire()) > Duration::from_secs(100 * 365 * 24 * 3600));
+    }
+
     /// Real time is the manual clock's; the coarse reading trails it by up to `lag`, moved by a
     /// ticker every `lag` and by exact reads, as on the system clock. Calls arrive at random steps
     /// of `lag / 4` (idle stretches included: that is when the reading is stale); returns the real

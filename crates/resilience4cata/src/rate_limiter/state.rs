@@ -11,6 +11,52 @@
 //!
 //! A call that is not conformant yet may *reserve* its permit when the wait is within `max_wait`:
 //! TAT moves as for a conformant call and the caller waits until its turn.
+//!
+//! # The coarse clock and the burst
+//!
+//! The pass path reads the coarse clock, a reading `c` that trails real time `t` by at most `lag`
+//! (`c ≤ t ≤ c + lag`). It judges the call at `c`, the earliest `t` can be, and dates the permit at
+//! `c + lag`, the latest: `TAT' = max(TAT, c + lag) + T`, admitted when `TAT' − c ≤ τ`. Both err
+//! towards fewer calls, so the stored TAT is never earlier than the TAT exact GCRA would have
+//! reached with the same permits at their real times (*the stored TAT is an upper bound*), and
+//! whatever the pass path admits, exact GCRA admits too.
+//!
+//! Alone, the two errs add up: a burst that starts on a full bucket is dated `lag` late *and*
+//! judged up to `lag` early, so its last permit looks `lag` over the tolerance (`c + lag + permits × T
+//! − c > τ`) and a limiter of 5 per second would pass 4 calls in a row, then refuse the 5th until
+//! real time caught up with the date. The exact re-decision alone does not help: it sees the TAT
+//! dated `lag` late, as the pass path left it.
+//!
+//! So the limiter remembers where the last burst on a full bucket started. When the pass path takes
+//! a permit from a TAT at or below its reading (`TAT ≤ c`: the bucket was full at `c`, so full at
+//! the real time too), it stores the date it used, `origin = c + lag`, beside the TAT (`Release`,
+//! after its compare-and-set). A call the pass path refused is decided again on the exact clock `e`
+//! (`Acquire` on `origin`, then the TAT), which judges it at `max(e, origin)` instead of `e`:
+//! permitted when `max(TAT, e) + T − max(e, origin) ≤ τ`, that is when `e` alone allows it (exact
+//! GCRA) or when the burst since `origin`, this call included, is at most `permits` deep. Why that
+//! never loosens the bound:
+//!
+//! - Every permit since the burst's start moved the TAT on by at least `T` (`max(TAT, x) + T`), and a
+//!   permit given back moves it back by at most `T`; so with `k` permits net since the start,
+//!   `TAT ≥ origin + k × T`, and the call's own permit makes `k + 1 ≤ (TAT' − origin) / T`.
+//! - The burst started on a bucket full at its reading `c`: the TAT before it was at most `c`, and
+//!   exact GCRA's at most that, while every call of the burst, this one included, runs at a real
+//!   time `≥ c`. Let `t ≥ e` be this call's real time (its compare-and-set), the latest of the
+//!   burst's. From a TAT at most `c ≤ t`, exact GCRA's TAT after `k + 1` permits at real times up to
+//!   `t` is at most `t + (k + 1) × T` (by induction: `max(TAT, tᵢ) + T`), and the check makes
+//!   `(k + 1) × T ≤ τ`: exact GCRA permits this call too.
+//!
+//! Every permit is thus one exact GCRA grants on the same calls at their real times, so its bound
+//! holds over any real interval: at most `permits + L / T` calls in an interval of length `L`. The
+//! rule does not need the lag to be kept (a ticker late beyond it loosens only the pass path's
+//! dating, not this), and reads nothing the pass path does not write anyway: an origin from an
+//! older burst, or the initial 0, gives a sound but stricter answer (its burst counts more permits),
+//! so a stale `origin` can only refuse. The pass path pays one comparison, and a store only on the
+//! permit that starts a burst (it judges `max(TAT, dated) ≤ now + (τ − T)` before it adds `T`,
+//! which saves as much); the exact re-decision one load. What stays: after the burst, the next
+//! permits come up to `lag` later than exact GCRA would give them (the dating), and a burst that
+//! starts on a bucket refilled less than `lag` before the reading (`c < TAT ≤ c + lag`) is not
+//! recorded, so its last permit may still wait up to `lag`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,13 +87,16 @@ pub(crate) enum Decision {
 pub(crate) struct Gcra {
     interval: u64,
     tolerance: u64,
+    /// `tolerance − interval`: how far after a reading a permit may start and still pass.
+    slack: u64,
 }
 
 impl Gcra {
     pub(crate) fn new(config: &RateLimiterConfig) -> Self {
         let permits = u64::from(config.permits.max(1));
         let interval = nanos(config.period).div_ceil(permits).max(1);
-        Gcra { interval, tolerance: interval.saturating_mul(permits) }
+        let tolerance = interval.saturating_mul(permits);
+        Gcra { interval, tolerance, slack: tolerance - interval }
     }
 
     /// The decision for a call at `now` given the current TAT, and the TAT it leaves behind.
@@ -62,21 +111,52 @@ impl Gcra {
         if wait <= max_wait { (Decision::Wait(wait), next) } else { (Decision::Refuse(wait), tat) }
     }
 
-    /// The pass path's question, on a reading `now` that trails real time by at most `lag`: may a
-    /// call go without waiting, and to which TAT? The call is judged at `now`, the earliest it can
-    /// be, and its permit dated at `now + lag`, the latest: a stale reading can only make the answer
-    /// stricter and the TAT it leaves later, never looser. With `lag = 0`, the answer of
-    /// [`decide`](Self::decide) with no `max_wait`, in fewer instructions (`next ≥ now`).
+    /// [`decide`](Self::decide) for a call at `now`, an exact reading, on a TAT that the pass path
+    /// may have dated late since a burst it started on a full bucket at `origin`: the call is
+    /// permitted when `e` alone allows it or when it is judged at `max(now, origin)`, i.e. the
+    /// burst since `origin`, this call included, is at most `permits` deep (module docs, "The
+    /// coarse clock and the burst", for why that is never looser than exact GCRA). A wait or a
+    /// refusal is decided at `now` alone.
+    #[inline]
+    pub(crate) fn decide_in_burst(&self, tat: u64, now: u64, origin: u64, max_wait: u64) -> (Decision, u64) {
+        let next = tat.max(now).saturating_add(self.interval);
+        if next.saturating_sub(now.max(origin)) <= self.tolerance {
+            return (Decision::Permit, next);
+        }
+        self.decide(tat, now, max_wait)
+    }
+
+    /// The pass path's question, on a reading `now` that trails real time by at most `lag`, with
+    /// `dated = now + lag` (`dated ≥ now`): may a call go without waiting, and to which TAT? The
+    /// call is judged at `now`, the earliest it can be, and its permit dated at `now + lag`, the
+    /// latest: a stale reading can only make the answer stricter and the TAT it leaves later, never
+    /// looser. With `lag = 0`, the answer of [`decide`](Self::decide) with no `max_wait`, in fewer
+    /// instructions: the permit starts at `max(TAT, dated)` and passes when that is at most `slack`
+    /// after `now` (`next − now ≤ τ`, one subtraction fewer). Plain adds: the caller keeps
+    /// `now + slack` below `u64::MAX` ([`PASS_TOLERANCE_BOUND`]), and then `next ≤ now + τ` too.
     #[inline(always)]
+    fn permit_dated(&self, tat: u64, now: u64, dated: u64) -> Option<u64> {
+        let start = tat.max(dated);
+        (start <= now + self.slack).then(|| start + self.interval)
+    }
+
+    /// [`permit_dated`](Self::permit_dated) for any constants and any `dated` (`u64::MAX`: no
+    /// ticker), saturating: `None` where a plain add could overflow.
+    #[inline]
+    fn permit_saturating(&self, tat: u64, now: u64, dated: u64) -> Option<u64> {
+        let next = tat.max(dated).saturating_add(self.interval);
+        (next - now <= self.tolerance).then_some(next)
+    }
+
+    /// [`permit_dated`](Self::permit_dated) with the date `now + lag` still to add, for the tests.
+    #[cfg(test)]
     fn permit_now(&self, tat: u64, now: u64, lag: u64) -> Option<u64> {
         self.permit_dated(tat, now, now.saturating_add(lag))
     }
 
-    /// [`permit_now`](Self::permit_now) with the date `now + lag` already added (`dated ≥ now`).
-    #[inline(always)]
-    fn permit_dated(&self, tat: u64, now: u64, dated: u64) -> Option<u64> {
-        let next = tat.max(dated).saturating_add(self.interval);
-        (next - now <= self.tolerance).then_some(next)
+    /// `permits × T`, the burst tolerance.
+    fn tolerance(&self) -> u64 {
+        self.tolerance
     }
 
     /// Calls that could pass at `now` without waiting.
@@ -90,60 +170,88 @@ impl Gcra {
 #[derive(Debug)]
 pub(crate) struct AtomicGcra {
     gcra: Gcra,
-    tat: CachePadded<AtomicU64>,
+    words: CachePadded<Words>,
+}
+
+/// The TAT and the origin of the last burst on a full bucket, on one cache line.
+#[derive(Debug)]
+struct Words {
+    tat: AtomicU64,
+    /// The date the pass path gave the first permit of the last burst it started on a full bucket
+    /// (module docs, "The coarse clock and the burst"); 0, a burst at the clock's origin, at first.
+    origin: AtomicU64,
 }
 
 impl AtomicGcra {
     pub(crate) fn new(config: &RateLimiterConfig) -> Self {
-        AtomicGcra { gcra: Gcra::new(config), tat: CachePadded::new(AtomicU64::new(0)) }
+        let words = Words { tat: AtomicU64::new(0), origin: AtomicU64::new(0) };
+        AtomicGcra { gcra: Gcra::new(config), words: CachePadded::new(words) }
     }
 
     /// The pass path: takes a permit if one is free at `now`, a reading at most `lag` behind real
-    /// time (one compare-and-set; see [`Gcra::permit_now`]).
-    #[inline(always)]
+    /// time (one compare-and-set; see [`Gcra::permit_dated`]). The add saturates: `lag = u64::MAX`
+    /// (no ticker) admits nothing.
+    #[inline]
     pub(crate) fn try_acquire(&self, now: u64, lag: u64) -> bool {
-        let mut tat = self.tat.load(Ordering::Relaxed);
-        while let Some(next) = self.gcra.permit_now(tat, now, lag) {
-            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return true,
-                Err(current) => tat = current,
-            }
-        }
-        false
+        let dated = now.saturating_add(lag);
+        self.take(now, dated, |tat| self.gcra.permit_saturating(tat, now, dated))
     }
 
-    /// [`try_acquire`](Self::try_acquire) with the date `now + lag` already added
-    /// (`dated ≥ now`), for a caller that knows the add cannot overflow.
+    /// [`try_acquire`](Self::try_acquire) with the date `now + lag` already added (`dated ≥ now`),
+    /// for a caller that knows the adds cannot overflow: `now + lag` and `now + τ` below
+    /// `u64::MAX` ([`PASS_LAG_BOUND`], [`PASS_TOLERANCE_BOUND`]).
     #[inline(always)]
     pub(crate) fn try_acquire_dated(&self, now: u64, dated: u64) -> bool {
-        let mut tat = self.tat.load(Ordering::Relaxed);
-        while let Some(next) = self.gcra.permit_dated(tat, now, dated) {
-            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return true,
+        self.take(now, dated, |tat| self.gcra.permit_dated(tat, now, dated))
+    }
+
+    /// The compare-and-set loop of the pass path, `permit` answering for each TAT seen. A permit
+    /// taken from a bucket full at `now` (`TAT ≤ now`) starts a burst: its date is stored as the
+    /// burst's origin, for the exact re-decision ([`acquire`](Self::acquire); module docs).
+    #[inline(always)]
+    fn take(&self, now: u64, dated: u64, permit: impl Fn(u64) -> Option<u64>) -> bool {
+        let mut tat = self.words.tat.load(Ordering::Relaxed);
+        while let Some(next) = permit(tat) {
+            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+                // `before` is `tat`; compared from the instruction's own result, it needs no copy.
+                Ok(before) => {
+                    if before <= now {
+                        // After the compare-and-set: a reader that sees this origin sees its TAT.
+                        self.words.origin.store(dated, Ordering::Release);
+                    }
+                    return true;
+                }
                 Err(current) => tat = current,
             }
         }
         false
     }
 
-    /// Decides for a call at `now` and, unless it is refused, takes (or reserves) its permit.
+    /// Decides for a call at `now`, an exact reading, and, unless it is refused, takes (or
+    /// reserves) its permit. A call in a burst the pass path started on a full bucket is judged
+    /// at the burst's origin when that is later than `now` ([`Gcra::decide_in_burst`]).
     pub(crate) fn acquire(&self, now: u64, max_wait: u64) -> Decision {
-        let mut tat = self.tat.load(Ordering::Relaxed);
+        // The origin first: its `Acquire` pairs with the pass path's `Release`, so the TAT read
+        // next is at or after the compare-and-set that started the burst.
+        let origin = self.words.origin.load(Ordering::Acquire);
+        let mut tat = self.words.tat.load(Ordering::Relaxed);
         loop {
-            let (decision, next) = self.gcra.decide(tat, now, max_wait);
+            let (decision, next) = self.gcra.decide_in_burst(tat, now, origin, max_wait);
             if let Decision::Refuse(_) = decision {
                 return decision;
             }
-            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return decision,
                 Err(current) => tat = current,
             }
         }
     }
 
-    /// Calls that could pass at `now` without waiting.
+    /// Calls that could pass at `now`, an exact reading, without waiting (judged as
+    /// [`acquire`](Self::acquire) judges them).
     pub(crate) fn available(&self, now: u64) -> u64 {
-        self.gcra.available(self.tat.load(Ordering::Relaxed), now)
+        let origin = self.words.origin.load(Ordering::Acquire);
+        self.gcra.available(self.words.tat.load(Ordering::Relaxed), now.max(origin))
     }
 
     /// Gives back a permit taken (or reserved) earlier and never used: TAT moves back by one
@@ -152,7 +260,7 @@ impl AtomicGcra {
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn give_back(&self, now: u64) {
         let interval = self.gcra.interval;
-        let _ = self.tat.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tat| {
+        let _ = self.words.tat.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tat| {
             (tat > now).then(|| tat.saturating_sub(interval).max(now))
         });
     }
@@ -162,6 +270,11 @@ impl AtomicGcra {
 /// system clock's is 2 ms, the manual clock's 0): a larger one, or none bounded (`u64::MAX`, no
 /// ticker), takes `pass_other`, whose add saturates.
 const PASS_LAG_BOUND: u64 = 3_600_000_000_000;
+
+/// The largest burst tolerance (`permits × period / permits`, about the period) the pass path
+/// judges with plain adds (2⁶² ns, 146 years): a larger one takes `pass_other`, whose arithmetic
+/// saturates.
+const PASS_TOLERANCE_BOUND: u64 = 1 << 62;
 
 /// A rate limiter instance's shared state: one per instance id.
 #[derive(Debug)]
@@ -176,9 +289,9 @@ pub(crate) struct RateLimiterState {
     /// through one pointer instead of two.
     /// (std's atomic, as the clock's, also under loom.)
     coarse: Arc<CachePadded<std::sync::atomic::AtomicU64>>,
-    /// Enabled, not shared, and a bounded `lag`, fixed once built: the one test before the pass
+    /// Enabled, not shared, a bounded `lag` and `τ`, fixed once built: the one test before the pass
     /// path's GCRA. Every other case takes [`pass_other`](Self::pass_other).
-    local: bool,
+    pub(super) local: bool,
     max_wait: u64,
     pub(super) timer: Arc<Timer>,
     events: Publisher<RateLimiterEvent>,
@@ -196,14 +309,16 @@ impl RateLimiterState {
     ) -> Self {
         timer.keep_coarse_fresh();
         let lag = timer.coarse_lag();
+        let gcra = AtomicGcra::new(&config);
         RateLimiterState {
-            gcra: AtomicGcra::new(&config),
-            lag,
-            coarse: timer.coarse_cell(),
             // No ticker (`lag = u64::MAX`): the pass path could never admit, so every call goes
             // straight to the exact clock, as it would after the pass path's refusal. A lag of at
-            // most `PASS_LAG_BOUND` lets the pass path date permits with a plain add.
-            local: config.enabled && lag <= PASS_LAG_BOUND,
+            // most `PASS_LAG_BOUND` and a tolerance of at most `PASS_TOLERANCE_BOUND` let the pass
+            // path date and judge permits with plain adds.
+            local: config.enabled && lag <= PASS_LAG_BOUND && gcra.gcra.tolerance() <= PASS_TOLERANCE_BOUND,
+            gcra,
+            lag,
+            coarse: timer.coarse_cell(),
             max_wait: nanos(config.max_wait),
             instance,
             config,
@@ -249,8 +364,9 @@ impl RateLimiterState {
             return self.pass_other();
         }
         let now = self.coarse.load(std::sync::atomic::Ordering::Relaxed);
-        // No overflow: `lag ≤ PASS_LAG_BOUND`, and a reading counts nanoseconds from the clock's
-        // origin (the registry's start, or a manual clock's zero), far below `u64::MAX − 1 h`.
+        // No overflow: `lag ≤ PASS_LAG_BOUND`, `τ ≤ PASS_TOLERANCE_BOUND`, and a reading counts
+        // nanoseconds from the clock's origin (the registry's start, or a manual clock's zero), far
+        // below `u64::MAX − 2⁶²`.
         if self.gcra.try_acquire_dated(now, now.wrapping_add(self.lag)) {
             self.permitted(Duration::ZERO);
             return true;
@@ -498,6 +614,88 @@ mod tests {
                         let exactly = gcra.permit_now(tat, exact, 0).unwrap_or_else(|| panic!("looser: {at}"));
                         assert!(dated >= exactly, "dated early: {dated} < {exactly}, {at}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_burst_on_a_full_bucket_passes_whole_however_stale_the_reading() {
+        // 5 per second, the coarse reading `stale` behind the exact one (at most `lag`): four
+        // permits on the pass path, the fifth refused there (dated `lag` late, judged at the
+        // reading) and permitted on the exact clock, judged at the burst's origin; the sixth refused
+        // on both, and the bucket is full again a period after.
+        let lag = 2 * MS;
+        for stale in [0, 1, MS / 2, lag - 1, lag] {
+            let l = limiter(5, 1000); // T = 200 ms
+            for round in 0..3u64 {
+                let exact = 10 * MS + round * 1_300 * MS;
+                let coarse = exact - stale;
+                let at = format!("stale {stale}, round {round}");
+                for call in 0..4 {
+                    assert!(l.try_acquire(coarse, lag), "call {call} on the pass path, {at}");
+                }
+                assert!(!l.try_acquire(coarse, lag), "{at}");
+                assert_eq!(l.available(exact), 1, "{at}");
+                assert_eq!(l.acquire(exact, 0), Decision::Permit, "the 5th on the exact clock, {at}");
+                assert!(!l.try_acquire(coarse, lag), "{at}");
+                // Refused until the origin's first permit is a period old: never looser than
+                // exact GCRA, up to `lag` stricter.
+                assert_eq!(l.acquire(exact, 0), Decision::Refuse(200 * MS + lag - stale), "{at}");
+                assert_eq!(l.available(exact), 0, "{at}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_burst_the_pass_path_did_not_start_on_a_full_bucket_is_judged_exactly() {
+        // The exact clock starts the burst (the pass path refused: a burst shallower than the lag)
+        // and dates it exactly: no origin is needed, and none is stored.
+        let l = limiter(2, 2); // T = 1 ms, τ = 2 ms
+        assert!(!l.try_acquire(0, 2 * MS), "dated 2 ms late, a 2 ms burst cannot pass");
+        assert_eq!(l.acquire(0, 0), Decision::Permit);
+        assert_eq!(l.acquire(0, 0), Decision::Permit);
+        assert_eq!(l.acquire(0, 0), Decision::Refuse(MS));
+        assert_eq!(l.words.origin.load(Ordering::Relaxed), 0);
+    }
+
+    /// Real time moves by random steps; the coarse reading trails it by a random staleness up to
+    /// `lag` (never moving back); calls come in random groups at one real time, each through the
+    /// pass path and, refused there, the exact clock. Every permit must be one exact GCRA grants on
+    /// the same permitted calls at their real times (so GCRA's bound over any real interval holds),
+    /// and a group of at most `permits` calls on a bucket idle long enough that the reading finds
+    /// it full passes whole.
+    #[test]
+    fn every_permit_is_one_exact_gcra_grants_and_an_idle_burst_passes_whole() {
+        let lag = 2 * MS;
+        for (permits, period_ms) in [(5, 1000), (3, 10), (10, 7), (2, 3), (1, 5), (50, 1000)] {
+            for seed in 0..20 {
+                let config =
+                    RateLimiterConfig { permits, period: Duration::from_millis(period_ms), ..Default::default() };
+                let (l, gcra) = (AtomicGcra::new(&config), Gcra::new(&config));
+                let mut rng = fastrand::Rng::with_seed(seed);
+                let (mut real, mut coarse, mut exact_tat) = (MS, 0, 0);
+                let mut last_call = 0;
+                for _ in 0..2_000 {
+                    real += [0, MS / 7, MS, 3 * MS, period_ms * MS, (period_ms + 3) * MS][rng.usize(0..6)];
+                    coarse = coarse.max(real.saturating_sub(rng.u64(0..=lag)));
+                    // Idle for the tolerance and twice the lag: the reading finds the bucket full too.
+                    let idle = real >= last_call + gcra.tolerance + 2 * lag;
+                    let group = rng.u32(1..=permits + 1);
+                    let mut passed = 0;
+                    for _ in 0..group {
+                        let permitted = l.try_acquire(coarse, lag) || l.acquire(real, 0) == Decision::Permit;
+                        let (exact, next) = gcra.decide(exact_tat, real, 0);
+                        if permitted {
+                            assert_eq!(exact, Decision::Permit, "looser than exact GCRA at {real} (seed {seed})");
+                            exact_tat = next;
+                            passed += 1;
+                        }
+                    }
+                    if idle {
+                        assert_eq!(passed, group.min(permits), "an idle burst at {real}, {permits}/{period_ms} ms");
+                    }
+                    last_call = real;
                 }
             }
         }

@@ -1,0 +1,9 @@
+use resilience4cata::resilient;
+
+#[resilient]
+pub trait Inventory {
+    #[retry(delay = "100 ms")]
+    fn stock(&self, sku: &str) -> Result<u32, String>;
+}
+
+fn main() {}
