@@ -212,8 +212,12 @@ impl Registry {
         let entries: Vec<String> = unused
             .iter()
             .map(|u| match u {
-                UnusedConfig::Named { policy, name } => format!("{policy} configuration \"{name}\" (no `config = \"{name}\"` chose it)"),
-                UnusedConfig::Instance { policy, id } => format!("{policy} instance \"{id}\" (no instance has this id)"),
+                UnusedConfig::Named { policy, name } => {
+                    format!("{policy} configuration \"{name}\" (no `config = \"{name}\"` chose it)")
+                }
+                UnusedConfig::Instance { policy, id } => {
+                    format!("{policy} instance \"{id}\" (no instance has this id)")
+                }
             })
             .collect();
         let message = format!(
