@@ -30,6 +30,13 @@ pub trait Host {
     async fn fetch(&self) -> Result<u32, HostError>;
 
     fn unprotected(&self) -> u32;
+
+    // Compiled out: none of its two instances, constructor or ids exist (each generated item
+    // carries the method's `#[cfg]`).
+    #[cfg(any())]
+    #[retry]
+    #[circuit_breaker]
+    fn compiled_out(&self) -> Result<u32, HostError>;
 }
 
 struct Backend {

@@ -79,7 +79,7 @@ pub(crate) fn policy_fields(members: &[Member], owner: &str) -> PolicyFields {
             }
         });
         out.lets.extend(quote!(#(#cfg)* let (#(#names,)*) = Self::#constructor(registry, __r4c_scope)?;));
-        out.inits.extend(quote!(#(#cfg)* #(#names,)*));
+        out.inits.extend(names.iter().map(|name| quote!(#(#cfg)* #name,)));
     }
     out
 }
