@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times a release build of generated user crates (gen.py) of N methods each, dependencies already
 # built: prints "style N wall-seconds cpu-seconds" per crate (cpu: user + system time of cargo
-# and rustc, steadier than the wall clock on a shared machine).
+# and rustc, from timed.py: steadier than the wall clock on a shared machine).
 #
 #   crates/bench/buildtime/measure.sh [--style trait|class|plain] N...
 #
@@ -25,8 +25,7 @@ cargo build --release --quiet --manifest-path "$work/crate/Cargo.toml"
 for n in "$@"; do
   rm -rf "$work/crate"
   python3 "$here/gen.py" "$work/crate" "$n" --style "$style"
-  /usr/bin/time -f "%e %U %S" -o "$work/time" \
-    cargo build --release --quiet --manifest-path "$work/crate/Cargo.toml"
-  read -r wall user sys < "$work/time"
-  printf '%s %s %.2f %.2f\n' "$style" "$n" "$wall" "$(echo "$user + $sys" | bc -l)"
+  read -r wall cpu < <(python3 "$here/timed.py" cargo build --release --quiet --manifest-path "$work/crate/Cargo.toml") || true
+  [ -n "${cpu:-}" ] || { echo "the build of $n methods failed" >&2; exit 1; }
+  echo "$style $n $wall $cpu"
 done
