@@ -147,6 +147,50 @@ use proc_macro::TokenStream;
 /// # Ok::<(), RegistryError>(())
 /// ```
 ///
+/// # Instance ids, without spelling them
+/// Each generated type comes with `<Generated>Ids` (`ResilientInventoryApiIds`,
+/// `ClientPoliciesIds`): one `MethodIds` field per protected method, so a misspelt method does not
+/// compile. `wrapper.ids()` gives a built wrapper's; `<Generated>Ids::unscoped()` and
+/// `<Generated>Ids::scoped("host-a")` give them before anything is built, for per-instance
+/// configuration. `registry.check_unused_config()` then turns configuration that no instance
+/// used into `R4C-REG-012`, when you call it.
+///
+/// ```
+/// use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
+///
+/// #[derive(Debug, ResilienceError)]
+/// pub enum StockError {
+///     Down,
+///     #[rejection]
+///     Rejected(Rejection),
+/// }
+///
+/// #[resilient]
+/// pub trait StockApi {
+///     #[circuit_breaker]
+///     fn stock(&self, sku: &str) -> Result<u32, StockError>;
+/// }
+///
+/// struct Host;
+/// impl StockApi for Host {
+///     fn stock(&self, _sku: &str) -> Result<u32, StockError> { Err(StockError::Down) }
+/// }
+///
+/// // Before the client exists: host A's breaker opens after one failure.
+/// let host_a = ResilientStockApiIds::scoped("host-a");
+/// let breaker = host_a.stock.circuit_breaker().unwrap(); // `host_a.stok` would not compile
+/// assert_eq!(breaker, format!("host-a/{}::StockApi::stock", module_path!()));
+/// let registry = Registry::builder()
+///     .circuit_breaker_instance(breaker, |c| c.minimum_calls(1).window_size(1))
+///     .build()?;
+/// let a = ResilientStockApi::builder(Host, &registry).scope("host-a").build()?;
+/// registry.check_unused_config()?; // every instance override found its instance
+/// assert!(a.stock("sku-1").is_err());
+/// assert!(matches!(a.stock("sku-1"), Err(StockError::Rejected(_)))); // open after one failure
+/// assert_eq!(a.ids(), host_a);
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+///
 /// # Rules
 /// - Policy attributes on the trait apply to every method; a method's own attribute overrides
 ///   them key by key. Keys and defaults: see `resilience4cata::retry` and
@@ -177,7 +221,10 @@ use proc_macro::TokenStream;
 ///   `Send` and the wrapper needs no `D: Sync`.
 /// - Owned arguments of a retried method are cloned for each attempt (references and `Copy` values
 ///   cost nothing); without a retry they are moved into the one call.
-/// - Instance ids are `<module_path>::<Trait>::<method>` unless the attribute sets `name`.
+/// - Instance ids are `<module_path>::<Trait>::<method>` unless the attribute sets `name`;
+///   `<Generated>Ids::scoped(…)` names them (see above).
+/// - Construction is one out-of-line constructor per protected method, so a crate's release build
+///   time grows linearly with its annotated methods (`docs/benchmarks.md`, "Build time").
 /// - Every mistake is a compile error with an `[R4C-…]` code on the offending token; see
 ///   `docs/errors.md`.
 #[proc_macro_attribute]

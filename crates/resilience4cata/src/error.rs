@@ -18,6 +18,8 @@ pub mod codes {
     pub const NO_ASYNC_CLOCK: &str = "R4C-REG-010";
     /// `shared = true` on a registry that was given no shared store.
     pub const NO_SHARED_STORE: &str = "R4C-REG-011";
+    /// `Registry::check_unused_config`: configuration for ids or names nothing has resolved.
+    pub const UNUSED_CONFIG: &str = "R4C-REG-012";
     /// A configuration file cannot be read or is not valid TOML.
     pub const CONFIG_SYNTAX: &str = "R4C-CFG-001";
     /// A configuration file has a key the library does not know.

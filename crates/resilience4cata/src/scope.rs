@@ -30,7 +30,9 @@ use crate::registry::Registry;
 /// Scoped ids are ids like any other: per-instance configuration (`circuit_breaker_instance(
 /// "host-a/shop::Api::get", …)`, or `[instances."host-a/shop::Api::get"]` in a file) and handles
 /// (`registry.circuit_breaker("host-a/shop::Api::get")`) use them as written. `wrapper.ids()`
-/// gives them without spelling them.
+/// gives them without spelling them, and the generated `ResilientApiIds::scoped("host-a")` (or
+/// `unscoped()`) before the wrapper is built, to configure it; `Registry::check_unused_config`
+/// reports configuration whose id no instance has.
 ///
 /// ```
 /// use resilience4cata::{Registry, resilient};
@@ -53,6 +55,7 @@ use crate::registry::Registry;
 /// assert_eq!(a_id, format!("host-a/{}::Api::get", module_path!()));
 /// assert!(registry.circuit_breaker(&a_id).is_some());                 // one breaker per host
 /// assert_ne!(a.ids().get.circuit_breaker(), b.ids().get.circuit_breaker());
+/// assert_eq!(ResilientApiIds::scoped("host-a"), a.ids()); // the same ids, nothing built
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
@@ -96,7 +99,8 @@ impl<W: crate::__private::Build> fmt::Debug for WrapperBuilder<'_, W> {
 }
 
 /// The instance ids one protected method uses, per policy (they differ where an attribute sets
-/// `name`), scope included: a field of the generated `<Wrapper>Ids` that `wrapper.ids()` returns.
+/// `name`), scope included: a field of the generated `<Wrapper>Ids` that `wrapper.ids()` returns
+/// (and `<Wrapper>Ids::scoped(scope)` / `unscoped()`, without building anything).
 /// The ids are those of events, snapshots and `registry.circuit_breaker(id)`.
 ///
 /// ```

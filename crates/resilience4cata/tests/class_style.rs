@@ -368,6 +368,27 @@ fn scopes_give_each_host_its_own_instances_and_names_stay_shared() {
 }
 
 #[test]
+fn the_policies_ids_are_named_without_building_and_configure_scoped_instances() {
+    assert_eq!(HostApiPoliciesIds::scoped("host-a").get.circuit_breaker(), Some("host-a/class_style::Host::Api::get"));
+    assert_eq!(HostPoliciesIds::unscoped().get.retry(), Some("class_style::Host::get"));
+    assert_eq!(CatalogPoliciesIds::scoped("eu").product.retry(), Some("catalog")); // named: never scoped
+    let ids = HostApiPoliciesIds::scoped("host-a");
+    let registry = Registry::builder()
+        .circuit_breaker_instance(ids.get.circuit_breaker().unwrap(), |c| c.minimum_calls(1).window_size(1))
+        .build()
+        .unwrap();
+    let a = host("a", &registry, Some("host-a"));
+    let b = host("b", &registry, Some("host-b"));
+    assert_eq!(a.api.ids(), ids);
+    assert_eq!(a.own.ids(), HostPoliciesIds::scoped("host-a"));
+    let breaker = registry.circuit_breaker(ids.get.circuit_breaker().unwrap()).unwrap();
+    assert_eq!(breaker.snapshot().config.minimum_calls, 1);
+    let other = registry.circuit_breaker(b.api.ids().get.circuit_breaker().unwrap()).unwrap();
+    assert_ne!(other.snapshot().config.minimum_calls, 1);
+    assert_eq!(registry.check_unused_config(), Ok(()));
+}
+
+#[test]
 fn clones_of_the_policies_share_their_instances() {
     let registry = Registry::builder().build().unwrap();
     let a = host("a", &registry, None);

@@ -30,6 +30,13 @@ pub trait Host {
     async fn fetch(&self) -> Result<u32, HostError>;
 
     fn unprotected(&self) -> u32;
+
+    // Compiled out: none of its two instances, constructor or ids exist (each generated item
+    // carries the method's `#[cfg]`).
+    #[cfg(any())]
+    #[retry]
+    #[circuit_breaker]
+    fn compiled_out(&self) -> Result<u32, HostError>;
 }
 
 struct Backend {
@@ -190,4 +197,79 @@ fn new_is_the_builder_without_a_scope() {
     let new = ResilientHost::new(Backend::new(true), &registry).unwrap();
     assert_eq!(built.ids(), new.ids());
     assert_eq!(new.unprotected(), 0);
+}
+
+#[test]
+fn ids_without_building_are_the_ids_of_the_built_wrapper() {
+    let registry = registry();
+    let scoped = ResilientHost::builder(Backend::new(true), &registry).scope("host-a").build().unwrap();
+    let plain = ResilientHost::new(Backend::new(true), &registry).unwrap();
+    assert_eq!(ResilientHostIds::scoped("host-a"), scoped.ids());
+    assert_eq!(ResilientHostIds::unscoped(), plain.ids());
+    assert_ne!(ResilientHostIds::scoped("host-b"), scoped.ids());
+    let ids = ResilientHostIds::scoped("host-b");
+    assert_eq!(ids.get.circuit_breaker(), Some(format!("host-b/{}", derived("get")).as_str()));
+    assert_eq!(ids.put.rate_limiter(), Some("shared-quota")); // named: never scoped
+}
+
+#[test]
+fn config_set_through_the_ids_accessor_takes_effect_on_a_scoped_instance() {
+    let ids = ResilientHostIds::scoped("host-a");
+    let registry = testing::registry(&ManualClock::new())
+        .circuit_breaker_instance(ids.get.circuit_breaker().unwrap(), |c| c.minimum_calls(1).window_size(1))
+        .bulkhead_instance(ids.put.bulkhead().unwrap(), |b| b.max_concurrent_calls(7))
+        .build()
+        .unwrap();
+    let a = ResilientHost::builder(Backend::new(false), &registry).scope("host-a").build().unwrap();
+    let b = ResilientHost::builder(Backend::new(false), &registry).scope("host-b").build().unwrap();
+    let a_id = ids.get.circuit_breaker().unwrap();
+    assert_eq!(registry.circuit_breaker(a_id).unwrap().snapshot().config.minimum_calls, 1);
+    let b_id = b.ids().get.circuit_breaker().unwrap().to_owned();
+    assert_eq!(registry.circuit_breaker(&b_id).unwrap().snapshot().config.minimum_calls, 2);
+    let bulkheads = registry.snapshot();
+    let put = bulkheads.bulkheads().iter().find(|s| Some(&*s.instance) == ids.put.bulkhead()).unwrap();
+    assert_eq!(put.config.max_concurrent_calls, 7);
+    let _ = a.get("/x");
+    assert_eq!(registry.circuit_breaker(a_id).unwrap().snapshot().state, State::Open); // after one call
+    let _ = b.get("/x");
+    assert_eq!(registry.circuit_breaker(&b_id).unwrap().snapshot().state, State::Closed);
+    assert_eq!(registry.check_unused_config(), Ok(()));
+}
+
+#[test]
+fn check_unused_config_turns_a_misspelt_id_into_a_coded_error() {
+    let misspelt = format!("host-a/{}::Hots::get", module_path!());
+    let configured = testing::registry(&ManualClock::new())
+        .circuit_breaker_instance(misspelt.as_str(), |c| c.minimum_calls(1))
+        .retry("unused-config", |r| r.max_attempts(4))
+        .build()
+        .unwrap();
+    let _a = ResilientHost::builder(Backend::new(true), &configured).scope("host-a").build().unwrap();
+    let err = configured.check_unused_config().unwrap_err();
+    assert_eq!(err.code(), "R4C-REG-012");
+    assert_eq!(err.instance(), None);
+    assert!(err.message().contains(&format!("circuit_breaker instance \"{misspelt}\"")), "{err}");
+    assert!(err.message().contains("retry configuration \"unused-config\""), "{err}");
+    assert!(err.to_string().starts_with("[R4C-REG-012]"), "{err}");
+    assert_eq!(configured.unused_config().len(), 2);
+
+    // What nothing configured leaves nothing to report.
+    let clean = registry();
+    let _b = ResilientHost::builder(Backend::new(true), &clean).scope("host-b").build().unwrap();
+    assert_eq!(clean.check_unused_config(), Ok(()));
+}
+
+#[test]
+fn check_unused_config_is_ok_once_the_instance_is_built() {
+    let ids = ResilientHostIds::scoped("late");
+    let registry = testing::registry(&ManualClock::new())
+        .retry_instance(ids.fetch.retry().unwrap(), |r| r.max_attempts(5))
+        .build()
+        .unwrap();
+    assert_eq!(registry.check_unused_config().unwrap_err().code(), "R4C-REG-012"); // nothing built yet
+    let late = ResilientHost::builder(Backend::new(true), &registry).scope("late").build().unwrap();
+    assert_eq!(registry.check_unused_config(), Ok(()));
+    let snapshot = registry.snapshot();
+    let retry = snapshot.retries().iter().find(|r| Some(&*r.instance) == late.ids().fetch.retry()).unwrap();
+    assert_eq!(retry.config.max_attempts, 5);
 }

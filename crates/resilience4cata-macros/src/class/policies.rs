@@ -8,7 +8,7 @@ use quote::quote;
 
 use super::ClassModel;
 use crate::expand::private;
-use crate::expand::wrapper::{Ids, ids_body, policy_fields};
+use crate::expand::wrapper::{Ids, PolicyFields, ids_body, policy_fields};
 
 /// The struct and its impls; without instances (`real = false`) beside errors.
 pub(super) fn emit(model: &ClassModel, real: bool) -> TokenStream {
@@ -17,7 +17,8 @@ pub(super) fn emit(model: &ClassModel, real: bool) -> TokenStream {
     let ids = Ids { vis, of: &name, owner: owner.clone(), members: &model.members };
     let ids_name = ids.name();
     let (ids_struct, ids_body) = ids_body(&ids, real);
-    let (declarations, inits) = if real { policy_fields(&model.members, &owner) } else { Default::default() };
+    let PolicyFields { declarations, constructors, lets, inits } =
+        if real { policy_fields(&model.members, &owner) } else { PolicyFields::default() };
     let Docs { ty: doc_ty, new: doc_new, builder: doc_builder } = Docs::of(&name, &owner);
     let shown = name.to_string();
     quote! {
@@ -47,6 +48,8 @@ pub(super) fn emit(model: &ClassModel, real: bool) -> TokenStream {
             pub fn ids(&self) -> #ids_name {
                 #ids_body
             }
+
+            #constructors
         }
 
         #[automatically_derived]
@@ -61,6 +64,7 @@ pub(super) fn emit(model: &ClassModel, real: bool) -> TokenStream {
                 let () = #p::version_0_1_0::CHECK;
                 let __r4c_scope: ::core::option::Option<&str> = scope.as_deref();
                 let _ = (registry, __r4c_scope);
+                #lets
                 ::core::result::Result::Ok(Self { #inits __r4c_scope: scope })
             }
         }

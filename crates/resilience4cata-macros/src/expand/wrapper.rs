@@ -11,40 +11,88 @@ use crate::validate::{Member, Method, Model, Policy, Setting, Value};
 /// Struct, inherent impl, `Build`, the ids struct and `Debug`.
 pub(crate) fn emit(model: &Model) -> TokenStream {
     let owner = model.item.ident.to_string();
-    let (declarations, inits) = policy_fields(&model.members, &owner);
+    let PolicyFields { declarations, constructors, lets, inits } = policy_fields(&model.members, &owner);
     let unused = protected(&model.members).next().is_none().then(|| quote!(let _ = (registry, __r4c_scope);));
     let p = private();
     let body = quote! {
         let () = #p::version_0_1_0::CHECK;
         let __r4c_scope: ::core::option::Option<&str> = scope.as_deref();
         #unused
+        #lets
         ::core::result::Result::Ok(Self { delegate, #inits __r4c_scope: scope })
     };
-    let declaration = declaration(model, declarations, body, ids_body(&ids_of(model), true));
+    let declaration = declaration(model, declarations, constructors, body, ids_body(&ids_of(model), true));
     let debug = debug(model);
     quote!(#declaration #debug)
 }
 
+/// The policy fields of the protected methods, and how `build` makes them: shared by the wrapper
+/// and `<Type>Policies`.
+#[derive(Default)]
+pub(crate) struct PolicyFields {
+    /// `__r4c_<policy>_<method>: __private::<Policy>,` per policy instance.
+    pub(crate) declarations: TokenStream,
+    /// One constructor per protected method, an associated function of the generated type:
+    /// `#[inline(never)] fn __r4c_new_<method>(registry, scope) -> Result<(<Policy>, …), _>`.
+    pub(crate) constructors: TokenStream,
+    /// In `build` (where `registry` and `__r4c_scope` are in scope): `let (<fields>) =
+    /// Self::__r4c_new_<method>(registry, __r4c_scope)?;` per protected method.
+    pub(crate) lets: TokenStream,
+    /// The fields, in the struct expression of `build`: `<field>,` per policy instance.
+    pub(crate) inits: TokenStream,
+}
+
 /// The policy fields of the protected methods among `members`, ids derived as
-/// `<module_path>::<owner>::<method>`: their declarations, and their initialisers in `build`
-/// (where `registry` and `__r4c_scope` are in scope). Shared by the wrapper and `<Type>Policies`.
-pub(crate) fn policy_fields(members: &[Member], owner: &str) -> (TokenStream, TokenStream) {
-    let fields: Vec<_> = fields_of(members).collect();
-    let declarations = fields.iter().map(|(cfg, name, _, policy)| {
-        let ty = field_ty(policy);
-        quote!(#(#cfg)* #name: #ty,)
-    });
-    let inits = fields.iter().map(|(cfg, name, method, policy)| {
-        let instance = instance(owner, method, policy);
-        quote!(#(#cfg)* #name: #instance,)
-    });
-    (quote!(#(#declarations)*), quote!(#(#inits)*))
+/// `<module_path>::<owner>::<method>`.
+///
+/// Each method's instances are built by a constructor of its own, kept out of line, and `build`
+/// only calls them in turn. Built inline in one function, the constructions (an id, a builder
+/// and its setters, a registry call and an error arm per instance) made a function that grew
+/// with the methods, on which the optimizer's cost grew far faster than linearly: a user's
+/// release build of 60 methods under three policies took two minutes (issue 30). Out of line,
+/// each constructor is small and of one size whatever the number of methods, and `build` is a
+/// call and an error arm per method: the build time is linear in the methods
+/// (`crates/bench/buildtime/`, `.ci/buildtime`). Construction runs once per wrapper, so the
+/// calls cost nothing that matters; the methods' success paths are untouched.
+pub(crate) fn policy_fields(members: &[Member], owner: &str) -> PolicyFields {
+    let p = private();
+    let mut out = PolicyFields::default();
+    for method in protected(members) {
+        let cfg = cfgs(&method.item.attrs);
+        let names: Vec<_> = method.policies.iter().map(|policy| field(policy.spec, method)).collect();
+        let types = method.policies.iter().map(field_ty);
+        let instances = method.policies.iter().map(|policy| instance(owner, method, policy));
+        let constructor = constructor(method);
+        out.declarations.extend(
+            names.iter().zip(method.policies.iter().map(field_ty)).map(|(name, ty)| quote!(#(#cfg)* #name: #ty,)),
+        );
+        out.constructors.extend(quote! {
+            #(#cfg)*
+            #[doc(hidden)]
+            #[inline(never)]
+            #[allow(clippy::type_complexity)]
+            fn #constructor(
+                registry: &::resilience4cata::Registry,
+                __r4c_scope: ::core::option::Option<&str>,
+            ) -> ::core::result::Result<(#(#types,)*), #p::RegistryError> {
+                ::core::result::Result::Ok((#(#instances,)*))
+            }
+        });
+        out.lets.extend(quote!(#(#cfg)* let (#(#names,)*) = Self::#constructor(registry, __r4c_scope)?;));
+        out.inits.extend(names.iter().map(|name| quote!(#(#cfg)* #name,)));
+    }
+    out
+}
+
+/// `__r4c_new_<method>`: the out-of-line constructor of one method's instances.
+fn constructor(method: &Method) -> syn::Ident {
+    format_ident!("__r4c_new_{}", syn::ext::IdentExt::unraw(&method.item.sig.ident))
 }
 
 /// The stub beside errors: the struct with its delegate only, `new`, `builder`, `delegate`, `ids`.
 pub(crate) fn emit_stub(model: &Model) -> TokenStream {
     let body = quote!(let _ = registry; ::core::result::Result::Ok(Self { delegate, __r4c_scope: scope }));
-    declaration(model, TokenStream::new(), body, ids_body(&ids_of(model), false))
+    declaration(model, TokenStream::new(), TokenStream::new(), body, ids_body(&ids_of(model), false))
 }
 
 /// What the ids struct of a generated type is made of.
@@ -68,8 +116,9 @@ fn ids_of(model: &Model) -> Ids<'_> {
     Ids { vis: &model.item.vis, of: &model.wrapper, owner: model.item.ident.to_string(), members: &model.members }
 }
 
-/// The ids struct and the body of `ids()` (which reads `self.__r4c_scope`); the stub's ids are
-/// empty.
+/// The ids struct with its constructors `unscoped()` and `scoped(scope)` (the ids without
+/// building anything), and the body of `ids()` (which reads `self.__r4c_scope`); the stub's ids
+/// are empty.
 pub(crate) fn ids_body(ids: &Ids<'_>, real: bool) -> (TokenStream, TokenStream) {
     let p = private();
     let methods: Vec<&Method> = protected(ids.members).collect();
@@ -93,23 +142,49 @@ pub(crate) fn ids_body(ids: &Ids<'_>, real: bool) -> (TokenStream, TokenStream) 
         };
         quote!(#(#cfg)* #ident: #value,)
     });
-    let (vis, name) = (ids.vis, ids.name());
+    let (vis, name, of) = (ids.vis, ids.name(), ids.of);
     let doc = format!(
-        " The instance ids of each protected method of `{}`, scope included, as events, snapshots \
-         and handles know them: returned by `{}::ids`.",
-        ids.owner, ids.of
+        " The instance ids of each protected method of `{owner}`, scope included, as events, snapshots, \
+         handles and per-instance configuration know them: one field per method, so a misspelt method \
+         does not compile. Returned by [`{of}::ids`]; [`unscoped`]({name}::unscoped) and \
+         [`scoped`]({name}::scoped) give them before anything is built, to configure the instances.",
+        owner = ids.owner
+    );
+    let unscoped_doc = format!(
+        " The ids a `{of}` built without a scope (`{of}::new`) uses, without building one: the ids to \
+         configure its instances by (`circuit_breaker_instance(id, …)`, `[instances.\"<id>\"]`)."
+    );
+    let scoped_doc = format!(
+        " The ids a `{of}` built with `.scope(scope)` uses, without building one: derived ids become \
+         `<scope>/<derived id>`, ids set with `name` stay as named. (`builder(…).scope(\"\")` is \
+         refused, so an empty `scope` gives ids no `{of}` uses.)"
     );
     let declaration = quote! {
         #[doc = #doc]
         #[derive(Clone, Debug, PartialEq, Eq)]
         #[non_exhaustive]
         #vis struct #name { #(#fields)* }
+
+        #[automatically_derived]
+        impl #name {
+            #[doc = #unscoped_doc]
+            pub fn unscoped() -> Self {
+                Self::__r4c_in(::core::option::Option::None)
+            }
+
+            #[doc = #scoped_doc]
+            pub fn scoped(scope: &str) -> Self {
+                Self::__r4c_in(::core::option::Option::Some(scope))
+            }
+
+            #[doc(hidden)]
+            fn __r4c_in(__r4c_scope: ::core::option::Option<&str>) -> Self {
+                let _ = __r4c_scope;
+                #name { #(#values)* }
+            }
+        }
     };
-    let body = quote! {
-        let __r4c_scope: ::core::option::Option<&str> = self.__r4c_scope.as_deref();
-        let _ = __r4c_scope;
-        #name { #(#values)* }
-    };
+    let body = quote!(#name::__r4c_in(self.__r4c_scope.as_deref()));
     (declaration, body)
 }
 
@@ -126,19 +201,6 @@ fn derived_id(owner: &str, method: &Method) -> TokenStream {
     quote!(::core::concat!(::core::module_path!(), #suffix))
 }
 
-/// Every (cfg attributes, field name, method, policy) of the protected methods.
-fn fields_of(members: &[Member]) -> impl Iterator<Item = (Vec<syn::Attribute>, syn::Ident, &Method, &Policy)> {
-    members
-        .iter()
-        .filter_map(|m| match m {
-            Member::Method(method) => Some(method),
-            _ => None,
-        })
-        .flat_map(|method| {
-            method.policies.iter().map(move |p| (cfgs(&method.item.attrs), field(p.spec, method), &**method, p))
-        })
-}
-
 /// The `#[cfg]` attributes of an item, repeated on everything generated for it.
 pub(crate) fn cfgs(attrs: &[syn::Attribute]) -> Vec<syn::Attribute> {
     attrs.iter().filter(|a| a.path().is_ident("cfg")).cloned().collect()
@@ -150,10 +212,12 @@ fn field_ty(policy: &Policy) -> TokenStream {
     quote!(#p::#ty)
 }
 
-/// The struct, `new`, `builder`, `delegate`, `ids`, and `Build` (whose body is `build_body`).
+/// The struct, `new`, `builder`, `delegate`, `ids`, the per-method constructors, and `Build`
+/// (whose body is `build_body`).
 fn declaration(
     model: &Model,
     policy_fields: TokenStream,
+    constructors: TokenStream,
     build_body: TokenStream,
     (ids_struct, ids_body): (TokenStream, TokenStream),
 ) -> TokenStream {
@@ -209,6 +273,8 @@ fn declaration(
             pub fn ids(&self) -> #ids_name {
                 #ids_body
             }
+
+            #constructors
         }
 
         #[automatically_derived]

@@ -160,6 +160,74 @@ impl Registry {
         self.inner.stores.unused()
     }
 
+    /// [`unused_config`](Registry::unused_config) as an error, at the point you choose (typically
+    /// once every wrapper, `<Type>Policies` and pipeline is built, before serving): `Ok(())` when
+    /// every named configuration and instance override has been resolved, else `R4C-REG-012`
+    /// listing them. An instance override for an id nothing builds (a misspelt id, a scope that
+    /// differs) is otherwise silently ignored; naming ids with the generated
+    /// `<Generated>Ids::scoped(…)` / `unscoped()` avoids the misspelling in the first place.
+    ///
+    /// ```
+    /// use resilience4cata::{Registry, Rejection, ResilienceError, resilient};
+    ///
+    /// #[derive(Debug, ResilienceError)]
+    /// pub enum StockError {
+    ///     Down,
+    ///     #[rejection]
+    ///     Rejected(Rejection),
+    /// }
+    ///
+    /// #[resilient]
+    /// pub trait Stock {
+    ///     #[circuit_breaker]
+    ///     fn stock(&self, sku: &str) -> Result<u32, StockError>;
+    /// }
+    ///
+    /// struct Backend;
+    /// impl Stock for Backend {
+    ///     fn stock(&self, _sku: &str) -> Result<u32, StockError> { Ok(1) }
+    /// }
+    ///
+    /// let right = ResilientStockIds::scoped("host-a").stock.circuit_breaker().unwrap().to_owned();
+    /// let registry = Registry::builder()
+    ///     .circuit_breaker_instance(&right, |c| c.minimum_calls(2))
+    ///     .circuit_breaker_instance("host-a/Stock::stock", |c| c.minimum_calls(2)) // misspelt
+    ///     .build()?;
+    /// let _stock = ResilientStock::builder(Backend, &registry).scope("host-a").build()?;
+    /// let err = registry.check_unused_config().unwrap_err();
+    /// assert_eq!(err.code(), "R4C-REG-012");
+    /// assert!(err.message().contains("host-a/Stock::stock"));
+    /// assert!(!err.message().contains(&right));
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `R4C-REG-012` when [`unused_config`](Registry::unused_config) is not empty; the message
+    /// names each unused entry.
+    pub fn check_unused_config(&self) -> Result<(), RegistryError> {
+        let unused = self.unused_config();
+        if unused.is_empty() {
+            return Ok(());
+        }
+        let entries: Vec<String> = unused
+            .iter()
+            .map(|u| match u {
+                UnusedConfig::Named { policy, name } => {
+                    format!("{policy} configuration \"{name}\" (no `config = \"{name}\"` chose it)")
+                }
+                UnusedConfig::Instance { policy, id } => {
+                    format!("{policy} instance \"{id}\" (no instance has this id)")
+                }
+            })
+            .collect();
+        let message = format!(
+            "configuration nothing has used: {}; check the spelling of the ids (`<Generated>Ids::scoped(…)` names them), \
+             and that every wrapper and pipeline is built before this check",
+            entries.join(", ")
+        );
+        Err(RegistryError::new(codes::UNUSED_CONFIG, None, message))
+    }
+
     /// Whether [`shutdown`](Registry::shutdown) was called.
     pub fn is_shut_down(&self) -> bool {
         self.inner.timer.is_shut_down()
