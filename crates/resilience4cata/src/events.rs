@@ -189,23 +189,31 @@ macro_rules! event_parts {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 let policy = self.policy();
                 match self {
-                    $(AnyEvent::$variant(event) => PolicyTagged { policy, event }.serialize(serializer),)*
-                    $(AnyEvent::$only_variant(event) => PolicyTagged { policy, event }.serialize(serializer),)*
-                    AnyEvent::SharedState(event) => PolicyTagged { policy, event }.serialize(serializer),
+                    $(AnyEvent::$variant(event) => policy_tagged(policy, event, serializer),)*
+                    $(AnyEvent::$only_variant(event) => policy_tagged(policy, event, serializer),)*
+                    AnyEvent::SharedState(event) => policy_tagged(policy, event, serializer),
                 }
             }
         }
     };
 }
 
-/// An event with its policy's name in front of its own fields (`AnyEvent`'s `Serialize`): the
-/// bound on `E` is what makes a policy with events that do not serialize fail to compile.
+/// `event` with its policy's name in front of its own fields (`AnyEvent`'s `Serialize`): the bound
+/// on `E` is what makes a policy whose events do not serialize fail to compile
+/// (``the trait bound `XEvent: Serialize` is not satisfied``).
 #[cfg(feature = "serde")]
-#[derive(serde::Serialize)]
-struct PolicyTagged<'a, E: serde::Serialize> {
+fn policy_tagged<E: serde::Serialize, S: serde::Serializer>(
     policy: &'static str,
-    #[serde(flatten)]
-    event: &'a E,
+    event: &E,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(serde::Serialize)]
+    struct PolicyTagged<'a, E> {
+        policy: &'static str,
+        #[serde(flatten)]
+        event: &'a E,
+    }
+    serde::Serialize::serialize(&PolicyTagged { policy, event }, serializer)
 }
 
 #[cfg(all(test, feature = "serde"))]
