@@ -19,6 +19,7 @@ mod metrics_counters;
 mod pass_or;
 pub mod pipeline;
 pub mod rate_limiter;
+pub mod readings;
 mod registry;
 mod rejection;
 pub mod retry;
