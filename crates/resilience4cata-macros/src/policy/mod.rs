@@ -94,7 +94,7 @@ pub(crate) struct PolicySpec {
     pub(crate) name: &'static str,
     /// Every key the attribute accepts.
     pub(crate) keys: &'static [KeySpec],
-    /// Checks across keys of a method's merged settings, knowing its signature (e.g. `R4C-CLS-011`).
+    /// Checks across keys of a method's merged settings, knowing its signature (e.g. `R4C-CLF-001`).
     pub(crate) check: fn(&Settings, &Method) -> Vec<Problem>,
     /// `__private::<runtime_fn>(registry, site, <builder>::new()…)` builds the instance …
     pub(crate) runtime_fn: &'static str,

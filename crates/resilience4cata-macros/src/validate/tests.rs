@@ -226,7 +226,7 @@ fn classifier_combinations_are_checked_after_the_merge() {
         }
     });
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].starts_with("[R4C-CLS-011]"));
+    assert!(errors[0].starts_with("[R4C-CLF-001]"));
     // A method's own key against the trait's: reported on the method's key.
     single(
         quote!(
@@ -236,7 +236,7 @@ fn classifier_combinations_are_checked_after_the_merge() {
                 fn a(&self) -> Result<u32, E>;
             }
         ),
-        "R4C-CLS-011",
+        "R4C-CLF-001",
     );
     single(
         quote!(
@@ -245,7 +245,7 @@ fn classifier_combinations_are_checked_after_the_merge() {
                 fn a(&self) -> Result<u32, E>;
             }
         ),
-        "R4C-CLS-012",
+        "R4C-CLF-002",
     );
     // The merge supplies the classifier: no error.
     assert!(
