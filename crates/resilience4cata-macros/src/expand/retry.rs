@@ -19,7 +19,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::{Ctx, private};
-use crate::validate::{Setting, Settings, Value};
+use crate::model::{Setting, Settings, Value};
 
 /// `{ let retry = &self.<field>; let mut call = retry.start(); loop { … } }`, an expression of
 /// type `Result<T, E>` around `inner`.
@@ -39,7 +39,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     };
     // A policy ordered between the fallback and the retry (`#[policy_order(Timeout, Retry)]`) may
     // end the call mid-loop: then each attempt reports itself as it starts.
-    let starting = crate::order::cut_short(ctx.method, ctx.policy)
+    let starting = crate::order::cut_short(ctx.method, ctx.layer)
         .then(|| quote!(__r4c_attempts = __r4c_call.attempts().saturating_add(1);));
     if !ctx.is_async() && settings.get("classifier").is_none() {
         let ask = |give_up| ask(ctx, settings, Subject::Error, give_up);

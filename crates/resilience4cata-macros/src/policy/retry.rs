@@ -1,9 +1,9 @@
 //! `#[retry(…)]`: its keys are the fields of `resilience4cata::retry::RetryConfig`
 //! (documented there), plus the error patterns and the classifier rules.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
+use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
 use crate::diag::{ATR_BUDGET, ATR_MAX_ATTEMPTS, ATR_MULTIPLIER, CLF_EXHAUSTED_WITHOUT_CLASSIFIER, CLF_WITH_PATTERNS};
-use crate::validate::{Method, Problem, Settings};
+use crate::model::{KeySpec, Method, PolicySpec, Problem, Role, Settings, ValueKind};
 
 /// The retry attribute.
 pub(crate) static RETRY: PolicySpec = policy_spec!(retry, Retry, check: check, rejects: false);
