@@ -39,8 +39,8 @@ pub(crate) const CLS_POLICIES_MISSING: &str = "R4C-CLS-001";
 pub(crate) const CLS_ARGUMENT: &str = "R4C-CLS-002";
 pub(crate) const CLS_VALUE: &str = "R4C-CLS-003";
 pub(crate) const CLS_IMPL_SHAPE: &str = "R4C-CLS-004";
-/// Bundles (`bundle!` and `#[bundle(…)]`): `#[policy_order]` in a bundle, an attribute that is not a policy, a
-/// malformed `#[bundle(…)]`, a malformed `bundle!` entry.
+/// Bundles (`bundle!` and `#[bundle(…)]`): `#[policy_order]` in a bundle, an attribute that is
+/// not a policy, a malformed `#[bundle(…)]`, a malformed `bundle!` entry.
 pub(crate) const ATR_BUNDLE_ORDER: &str = "R4C-ATR-062";
 pub(crate) const ATR_BUNDLE_NOT_POLICY: &str = "R4C-ATR-080";
 pub(crate) const ATR_BUNDLE_USE: &str = "R4C-ATR-081";

@@ -19,7 +19,7 @@ pub(crate) struct TraitInput {
     /// The trait as it will be re-emitted: policy attributes stripped.
     pub(crate) item: ItemTrait,
     /// Policy attributes on the trait itself, applying to every method.
-    pub(crate) policies: Vec<RawAttribute>,
+    pub(crate) attributes: Vec<RawAttribute>,
     /// Policy attributes of each item of `item.items`, same index.
     pub(crate) members: Vec<Vec<RawAttribute>>,
     /// Whether `async fn` desugars to a `Send` future (`false` under `#[resilient(?Send)]`).
@@ -90,9 +90,9 @@ pub(crate) fn parse_trait(
     };
     let orders = Orders::take(&mut item, errors);
     crate::bundle::inline_trait(&mut item, errors);
-    let policies = take_policies(&mut item.attrs, errors);
-    let members = item.items.iter_mut().map(|member| take_member_policies(member, errors)).collect();
-    Ok(TraitInput { item, policies, members, send, orders })
+    let attributes = take_attributes(&mut item.attrs, errors);
+    let members = item.items.iter_mut().map(|member| take_member_attributes(member, errors)).collect();
+    Ok(TraitInput { item, attributes, members, send, orders })
 }
 
 /// `Some(true)` for no arguments, `Some(false)` for `?Send`, `None` for anything else.
@@ -112,18 +112,18 @@ fn item_keyword(item: &Item) -> TokenStream {
     skip_attrs.take(1).collect()
 }
 
-fn take_member_policies(member: &mut TraitItem, errors: &mut Errors) -> Vec<RawAttribute> {
+fn take_member_attributes(member: &mut TraitItem, errors: &mut Errors) -> Vec<RawAttribute> {
     match member {
-        TraitItem::Fn(f) => take_policies(&mut f.attrs, errors),
-        TraitItem::Const(c) => refuse_policies(&mut c.attrs, errors),
-        TraitItem::Type(t) => refuse_policies(&mut t.attrs, errors),
+        TraitItem::Fn(f) => take_attributes(&mut f.attrs, errors),
+        TraitItem::Const(c) => refuse_attributes(&mut c.attrs, errors),
+        TraitItem::Type(t) => refuse_attributes(&mut t.attrs, errors),
         _ => Vec::new(),
     }
 }
 
 /// Policy attributes on an associated const or type: reported and dropped.
-pub(crate) fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawAttribute> {
-    for p in take_policies(attrs, errors) {
+pub(crate) fn refuse_attributes(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawAttribute> {
+    for p in take_attributes(attrs, errors) {
         let name = p.spec.name;
         errors.add(
             &p.path,
@@ -135,7 +135,7 @@ pub(crate) fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -
 }
 
 /// Removes our attributes from `attrs` and parses them; others stay in place.
-pub(crate) fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawAttribute> {
+pub(crate) fn take_attributes(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawAttribute> {
     let mut taken = Vec::new();
     let mut bundles = 0;
     attrs.retain(|attr| match policy::lookup(attr.path()) {
@@ -156,9 +156,9 @@ pub(crate) fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> 
     taken
 }
 
-/// The policies of a bundle inlined by `crate::bundle` (`#[__r4c_bundled(…)]`), tagged with `index`: its rank among the bundles of one
-/// attribute list (1 for the first written; a later bundle wins over an earlier one). Its values
-/// were judged where the bundle is defined.
+/// The attributes of a bundle inlined by `crate::bundle` (`#[__r4c_bundled(…)]`), tagged with
+/// `index`: its rank among the bundles of one attribute list (1 for the first written; a later
+/// bundle wins over an earlier one). Its values were judged where the bundle is defined.
 fn bundled(attr: &Attribute, index: usize, errors: &mut Errors) -> Vec<RawAttribute> {
     let Ok(content) = attr.parse_args_with(Attribute::parse_outer) else { return Vec::new() };
     let parsed = content.iter().filter_map(|a| Some(parse_policy(policy::lookup(a.path())?, a)));

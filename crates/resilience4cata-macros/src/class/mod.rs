@@ -20,7 +20,7 @@ use syn::{Ident, ImplItem, Item, ItemImpl, Type};
 
 use crate::diag::{CLS_IMPL_SHAPE, Errors};
 use crate::model::Member;
-use crate::parse::{refuse_policies, take_policies};
+use crate::parse::{refuse_attributes, take_attributes};
 
 /// The expansion of `#[resilient(args)]` on an impl block; `None` when `input` is not one (the
 /// trait style then takes it).
@@ -102,14 +102,14 @@ fn expand_impl(args: TokenStream, mut item: ItemImpl) -> TokenStream {
             _ => None,
         })
         .collect();
-    let block = take_policies(&mut item.attrs, &mut errors);
+    let block = take_attributes(&mut item.attrs, &mut errors);
     let raw: Vec<_> = item
         .items
         .iter_mut()
         .map(|member| match member {
-            ImplItem::Fn(f) => take_policies(&mut f.attrs, &mut errors),
-            ImplItem::Const(c) => refuse_policies(&mut c.attrs, &mut errors),
-            ImplItem::Type(t) => refuse_policies(&mut t.attrs, &mut errors),
+            ImplItem::Fn(f) => take_attributes(&mut f.attrs, &mut errors),
+            ImplItem::Const(c) => refuse_attributes(&mut c.attrs, &mut errors),
+            ImplItem::Type(t) => refuse_attributes(&mut t.attrs, &mut errors),
             _ => Vec::new(),
         })
         .collect();

@@ -174,7 +174,7 @@ fn impl_blocks_and_their_methods_call_back_too() {
     assert!(errors.is_empty() && item.attrs.is_empty());
     let ImplItem::Fn(get) = &item.items[0] else { panic!("a method") };
     assert!(get.attrs[0].path().is_ident(crate::bundle::INLINED));
-    let taken = crate::parse::take_policies(&mut get.attrs.clone(), &mut errors);
+    let taken = crate::parse::take_attributes(&mut get.attrs.clone(), &mut errors);
     assert_eq!(taken.iter().map(|p| (p.spec.name, p.bundle)).collect::<Vec<_>>(), [("retry", Some(1))]);
 }
 

@@ -83,8 +83,8 @@ pub(crate) struct Ctx<'a> {
 /// What differs between the trait style and the class style, and nothing else: where the policy
 /// fields live, and what the innermost layer calls. Every layer is shared by both styles.
 pub(crate) struct Host {
-    /// The expression the instance fields hang off: `self` in the wrapper, the generated accessor of
-    /// the `policies = field` field in an impl block.
+    /// The expression the instance fields hang off: `self` in the wrapper, the generated accessor
+    /// of the `policies = field` field in an impl block.
     pub(crate) fields: TokenStream,
     pub(crate) callee: Callee,
 }

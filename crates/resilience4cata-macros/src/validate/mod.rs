@@ -30,10 +30,10 @@ struct Judged {
 /// Validates the parsed trait; mistakes go to `errors`, and the model is still produced so a stub
 /// can be emitted.
 pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
-    let TraitInput { item, policies, members, send, orders } = input;
+    let TraitInput { item, attributes, members, send, orders } = input;
     let implementable = signature::check_trait(&item, errors);
     let mut v = Validator { errors, next_id: 0, reported: HashSet::new(), class: false };
-    let mut trait_level = v.judge_all(&policies, Origin::Trait);
+    let mut trait_level = v.judge_all(&attributes, Origin::Trait);
     fallback::refuse_on_trait(&mut trait_level, v.errors);
     let members = item.items.iter().zip(&members).enumerate();
     let mut members: Vec<Member> =
