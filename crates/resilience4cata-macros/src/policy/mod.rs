@@ -1,11 +1,11 @@
 //! The policy table, as data: each policy is one [`PolicySpec`] (its schema is in `crate::model`)
 //! with a table of its keys (value kind, range check and the code of a bad value), its cross-key
 //! checks and the runtime function that builds its instance. Its layer's emitter is
-//! `expand::<name>::layer`, found through [`for_each_policy!`]: this table knows nothing of the
+//! `expand::<name>::layer`, found through `for_each_policy!`: this table knows nothing of the
 //! expansion.
 //!
 //! Adding a policy means adding one file here (its key table and checks), one layer emitter under
-//! `expand/`, and one line in [`for_each_policy!`]; parsing, validation, merging of trait-level and
+//! `expand/`, and one line in [`POLICIES`]; parsing, validation, merging of trait-level and
 //! method-level attributes, the wrapper's fields and `new` are generic over this table.
 
 pub(crate) mod adaptive_limit;
@@ -19,36 +19,40 @@ pub(crate) mod timeout;
 
 use crate::model::{KeySpec, Layer, Method, PolicySpec, Problem, Role, Settings, ValueKind};
 
-/// Calls `$callback! { module SPEC, … }` with every policy, outer to inner: the module of its
-/// table here (and of its layer emitter under `expand/`) and its spec's name in that module. The
-/// one list of the policies: [`POLICIES`] and the expansion's dispatch to the emitters are both
-/// made from it.
-macro_rules! for_each_policy {
-    ($callback:ident) => {
-        $callback! {
-            fallback FALLBACK,
-            retry RETRY,
-            hedge HEDGE,
-            circuit_breaker CIRCUIT_BREAKER,
-            rate_limiter RATE_LIMITER,
-            adaptive_limit ADAPTIVE_LIMIT,
-            timeout TIMEOUT,
-            bulkhead BULKHEAD,
+/// Declares [`POLICIES`] and `for_each_policy!` from the one list written below it. The list
+/// stays a plain `static` as written (the runtime's test
+/// `the_macro_and_the_runtime_list_the_same_policies_in_the_same_order` reads it), and
+/// `for_each_policy!($callback)` calls `$callback! { module SPEC, … }` with the same entries, outer
+/// to inner: the module of the policy's table here (and of its layer emitter under `expand/`) and
+/// its spec's name there. `$d` is a `$` token, for the inner macro's own metavariable.
+macro_rules! policy_list {
+    ($d:tt $(#[$doc:meta])* static $name:ident: $ty:ty = &[$(&$module:ident::$spec:ident,)*];) => {
+        $(#[$doc])*
+        pub(crate) static $name: $ty = &[$(&$module::$spec),*];
+
+        macro_rules! for_each_policy {
+            ($d callback:ident) => {
+                $d callback! { $($module $spec,)* }
+            };
         }
-    };
-}
-pub(crate) use for_each_policy;
-
-/// `&[&<module>::<SPEC>, …]`, for [`POLICIES`].
-macro_rules! specs {
-    ($($module:ident $spec:ident,)*) => {
-        &[$(&$module::$spec),*]
+        pub(crate) use for_each_policy;
     };
 }
 
-/// Every policy attribute, outer to inner: the layers are chained in this order, whatever order
-/// the attributes are written in (docs/architecture.md, "The path of one call").
-pub(crate) static POLICIES: &[&PolicySpec] = for_each_policy!(specs);
+policy_list! { $
+    /// Every policy attribute, outer to inner: the layers are chained in this order, whatever order
+    /// the attributes are written in (docs/architecture.md, "The path of one call").
+    static POLICIES: &[&PolicySpec] = &[
+        &fallback::FALLBACK,
+        &retry::RETRY,
+        &hedge::HEDGE,
+        &circuit_breaker::CIRCUIT_BREAKER,
+        &rate_limiter::RATE_LIMITER,
+        &adaptive_limit::ADAPTIVE_LIMIT,
+        &timeout::TIMEOUT,
+        &bulkhead::BULKHEAD,
+    ];
+}
 
 /// Whether the policy may call the inner layers more than once per call (retry, hedge), or hands
 /// the arguments to another call after them (fallback), so owned arguments are cloned for each
