@@ -527,7 +527,7 @@ impl<T, E, M> Pipeline<T, E, M> {
                 attempts += 1;
                 f()
             };
-            let outcome = self.level0(order.get(), &mut counted, &mut Reserved::default(), None).await;
+            let outcome = self.run_steps_async(order.get(), &mut counted, &mut Reserved::default(), None).await;
             return self.finish_async(outcome, attempts.max(1)).await;
         }
         let Some(retry) = &self.retry else {
@@ -573,7 +573,7 @@ impl<T, E, M> Pipeline<T, E, M> {
             (Some(_), Some(order)) => {
                 let mut once = Some(f);
                 let mut call = || once.take().expect("no retry among the steps: one call")();
-                self.level0(order.without_retry().get(), &mut call, &mut reserved, None).await
+                self.run_steps_async(order.without_retry().get(), &mut call, &mut reserved, None).await
             }
         }
     }

@@ -9,11 +9,11 @@ use std::future::Future;
 
 use super::rules::{FindRejection, Predicate};
 use crate::Rejection;
-use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, LimitOutcome};
-use crate::bulkhead::policy::{BulkheadPolicy, OwnedSlot, SlotWatch};
-use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome};
-use crate::rate_limiter::policy::{RateLimiterPolicy, ReservedPermit};
-use crate::timeout::policy::TimeoutPolicy;
+use crate::adaptive_limit::policy::{AdaptiveLimitPermit, LimitOutcome};
+use crate::bulkhead::policy::{OwnedSlot, SlotWatch};
+use crate::circuit_breaker::policy::Outcome;
+use crate::rate_limiter::policy::ReservedPermit;
+use crate::registry::for_each_pipeline_policy;
 
 /// What a tower service under backpressure took in `poll_ready` for its next call's first attempt
 /// (a rate limiter permit, a bulkhead slot); empty everywhere else. What the attempt does not use
@@ -24,14 +24,46 @@ pub(super) struct Reserved {
     pub(super) slot: Option<OwnedSlot>,
 }
 
+/// The guards of the list (`for_each_pipeline_policy!`), each present or not, in nesting order.
+macro_rules! guard_set {
+    (retry: $retry:tt hedge: $hedge:tt guards: [$({ $module:ident: $policy:ident($builder:ident) as $variant:ident, $($rest:tt)* })*]) => {
+        $(use crate::$module::policy::$policy;)*
+
+        /// The guarding policies a pipeline has, one slot per guard of the list.
+        #[derive(Clone, Default)]
+        pub(super) struct GuardSet {
+            $(pub(super) $module: Option<$policy>,)*
+        }
+
+        impl GuardSet {
+            /// Whether any guard is present.
+            pub(super) fn any(&self) -> bool {
+                false $(|| self.$module.is_some())*
+            }
+
+            /// How many guards are present.
+            #[cfg(feature = "tower")]
+            pub(super) fn count(&self) -> usize {
+                0 $(+ usize::from(self.$module.is_some()))*
+            }
+        }
+
+        impl fmt::Debug for GuardSet {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct("GuardSet")
+                    $(.field(stringify!($module), &self.$module.as_ref().map($policy::instance)))*
+                    .finish()
+            }
+        }
+    };
+}
+
+for_each_pipeline_policy!(guard_set);
+
 /// The inner policies of a pipeline that has at least one, and how to put their refusals into `E`
 /// (captured by `build`, where `E: ResilienceError` is required).
 pub(super) struct Guards<E> {
-    pub(super) circuit_breaker: Option<CircuitBreakerPolicy>,
-    pub(super) rate_limiter: Option<RateLimiterPolicy>,
-    pub(super) adaptive_limit: Option<AdaptiveLimitPolicy>,
-    pub(super) timeout: Option<TimeoutPolicy>,
-    pub(super) bulkhead: Option<BulkheadPolicy>,
+    pub(super) set: GuardSet,
     pub(super) wrap: fn(Rejection) -> E,
     pub(super) find: FindRejection<E>,
     /// The breaker's `record_on` (default: every `Err`) and `ignore_on` (default: none).
@@ -44,11 +76,7 @@ pub(super) struct Guards<E> {
 impl<E> Clone for Guards<E> {
     fn clone(&self) -> Self {
         Guards {
-            circuit_breaker: self.circuit_breaker.clone(),
-            rate_limiter: self.rate_limiter.clone(),
-            adaptive_limit: self.adaptive_limit.clone(),
-            timeout: self.timeout.clone(),
-            bulkhead: self.bulkhead.clone(),
+            set: self.set.clone(),
             wrap: self.wrap,
             find: self.find,
             record_on: self.record_on.clone(),
@@ -61,11 +89,7 @@ impl<E> Clone for Guards<E> {
 impl<E> fmt::Debug for Guards<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Guards")
-            .field("circuit_breaker", &self.circuit_breaker.as_ref().map(CircuitBreakerPolicy::instance))
-            .field("rate_limiter", &self.rate_limiter.as_ref().map(RateLimiterPolicy::instance))
-            .field("adaptive_limit", &self.adaptive_limit.as_ref().map(AdaptiveLimitPolicy::instance))
-            .field("timeout", &self.timeout.as_ref().map(TimeoutPolicy::instance))
-            .field("bulkhead", &self.bulkhead.as_ref().map(BulkheadPolicy::instance))
+            .field("set", &self.set)
             .field("record_on", &self.record_on.is_some())
             .field("ignore_on", &self.ignore_on.is_some())
             .field("drop_on", &self.drop_on.is_some())
@@ -74,15 +98,16 @@ impl<E> fmt::Debug for Guards<E> {
 }
 
 impl<E> Guards<E> {
+    /// The guards `build` resolved, with the error type's ways in and out.
+    pub(super) fn new(set: GuardSet, wrap: fn(Rejection) -> E, find: FindRejection<E>) -> Self {
+        Guards { set, wrap, find, record_on: None, ignore_on: None, drop_on: None }
+    }
+
     /// The breaker, when it is the only inner policy: the tower adapter then runs each attempt
     /// unboxed, with an owned permit, as [`run_async`](Self::run_async) would.
     #[cfg(feature = "tower")]
     pub(super) fn only_breaker(&self) -> Option<&CircuitBreakerPolicy> {
-        let limits = self.rate_limiter.is_some()
-            || self.adaptive_limit.is_some()
-            || self.timeout.is_some()
-            || self.bulkhead.is_some();
-        self.circuit_breaker.as_ref().filter(|_| !limits)
+        self.set.circuit_breaker.as_ref().filter(|_| self.set.count() == 1)
     }
 
     /// A refusal as `E`.
@@ -96,7 +121,7 @@ impl<E> Guards<E> {
     /// records the outcome. A timeout is never here: it makes a pipeline async-only.
     #[inline]
     pub(super) fn run<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        let Some(breaker) = &self.circuit_breaker else {
+        let Some(breaker) = &self.set.circuit_breaker else {
             return self.limited(attempt);
         };
         let permit = breaker.acquire().map_err(self.wrap)?;
@@ -107,10 +132,10 @@ impl<E> Guards<E> {
 
     #[inline]
     fn limited<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        if let Some(limiter) = &self.rate_limiter {
+        if let Some(limiter) = &self.set.rate_limiter {
             limiter.acquire().map_err(self.wrap)?;
         }
-        let permit = match &self.adaptive_limit {
+        let permit = match &self.set.adaptive_limit {
             Some(limit) => Some(limit.acquire().map_err(self.wrap)?),
             None => None,
         };
@@ -121,7 +146,7 @@ impl<E> Guards<E> {
 
     #[inline]
     fn bulkheaded_sync<T>(&self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        let Some(bulkhead) = &self.bulkhead else {
+        let Some(bulkhead) = &self.set.bulkhead else {
             return attempt();
         };
         let slot = bulkhead.acquire().map_err(self.wrap)?;
@@ -179,7 +204,7 @@ impl<E> Guards<E> {
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        let Some(breaker) = &self.circuit_breaker else {
+        let Some(breaker) = &self.set.circuit_breaker else {
             return self.limited_async(attempt, waits_async, reserved).await;
         };
         let permit = breaker.acquire().map_err(self.wrap)?; // a refused attempt gives `reserved` back
@@ -198,7 +223,7 @@ impl<E> Guards<E> {
         Fut: Future<Output = Result<T, E>>,
     {
         let Reserved { permit: reserved_permit, slot } = reserved;
-        match (&self.rate_limiter, reserved_permit) {
+        match (&self.set.rate_limiter, reserved_permit) {
             (_, Some(reserved)) => reserved.consume(),
             (Some(limiter), None) => {
                 let permit = if waits_async { limiter.acquire_async().await } else { limiter.acquire() };
@@ -206,12 +231,12 @@ impl<E> Guards<E> {
             }
             (None, None) => {}
         }
-        let permit = match &self.adaptive_limit {
+        let permit = match &self.set.adaptive_limit {
             Some(limit) if waits_async => Some(limit.acquire_async().await.map_err(self.wrap)?),
             Some(limit) => Some(limit.acquire().map_err(self.wrap)?),
             None => None,
         };
-        let outcome = match (&self.timeout, &self.bulkhead) {
+        let outcome = match (&self.set.timeout, &self.set.bulkhead) {
             (None, _) => self.bulkheaded(attempt, waits_async, slot, None).await,
             // A wait for the slot inside the timeout is local queueing (SPEC §6): a deadline that
             // comes during it is the bulkhead's `BulkheadFull`, see `SlotWatch`.
@@ -244,7 +269,7 @@ impl<E> Guards<E> {
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        let Some(bulkhead) = &self.bulkhead else {
+        let Some(bulkhead) = &self.set.bulkhead else {
             return attempt().await;
         };
         if let Some(slot) = reserved {

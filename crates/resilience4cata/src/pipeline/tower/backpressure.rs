@@ -30,7 +30,7 @@ impl Backpressure {
         waits_async: bool,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), E>> {
-        if let Some(limiter) = guards.rate_limiter.as_ref().filter(|_| waits_async)
+        if let Some(limiter) = guards.set.rate_limiter.as_ref().filter(|_| waits_async)
             && self.reserved.permit.is_none()
         {
             match ready!(limiter.poll_reserve(&mut self.permit_wait, cx)) {
@@ -38,7 +38,7 @@ impl Backpressure {
                 Err(rejection) => return Poll::Ready(Err(guards.refuse(rejection))),
             }
         }
-        if let Some(bulkhead) = &guards.bulkhead
+        if let Some(bulkhead) = &guards.set.bulkhead
             && self.reserved.slot.is_none()
         {
             match ready!(bulkhead.poll_reserve(&mut self.slot_wait, cx)) {
