@@ -176,13 +176,7 @@ impl LimitOutcome {
         ignored: impl FnOnce() -> bool,
         dropped: impl FnOnce() -> bool,
     ) -> LimitOutcome {
-        match rejection {
-            Some(Rejection::CallTimeout { .. }) => LimitOutcome::Dropped,
-            Some(r) if r.is_local() => LimitOutcome::Ignored,
-            _ if ignored() => LimitOutcome::Ignored,
-            _ if dropped() => LimitOutcome::Dropped,
-            _ => LimitOutcome::Success,
-        }
+        <LimitOutcome as crate::guard::ErrorOutcome>::judge(rejection, ignored, dropped)
     }
 }
 

@@ -12,8 +12,10 @@ use std::future::Future;
 
 use super::Pipeline;
 use super::guards::{Guards, Reserved};
+use crate::bulkhead::guard::AttemptCx;
 use crate::bulkhead::policy::SlotWatch;
 use crate::error::{RegistryError, codes};
+use crate::guard::Guard;
 use crate::registry::for_each_pipeline_policy;
 
 /// The order's names, from the list (`for_each_pipeline_policy!`): [`Policy`] (the fallback, then
@@ -161,161 +163,95 @@ impl<T, E, M> Pipeline<T, E, M> {
         self.guards.as_ref().expect("a pipeline with a breaker, limiter, timeout or bulkhead has guards")
     }
 
-    /// A blocking call through `steps`, outermost first.
-    pub(super) fn run_steps(&self, steps: &[Step], f: &mut dyn FnMut() -> Result<T, E>) -> Result<T, E> {
-        let Some((step, rest)) = steps.split_first() else {
-            return f();
-        };
-        match step {
-            Step::Retry => {
-                let retry = self.retry.as_ref().expect("a retry step has a retry");
-                retry_loop!(self, retry, |call, wait| retry.wait_blocking(&call, wait), self.run_steps(rest, f))
-            }
-            Step::CircuitBreaker => {
-                let guards = self.step_guards();
-                let breaker = guards.set.circuit_breaker.as_ref().expect("a breaker step has a breaker");
-                let permit = breaker.acquire().map_err(guards.wrap)?;
-                let outcome = self.run_steps(rest, f);
-                permit.record(guards.classify(&outcome));
-                outcome
-            }
-            Step::RateLimiter => {
-                let guards = self.step_guards();
-                let limiter = guards.set.rate_limiter.as_ref().expect("a limiter step has a limiter");
-                limiter.acquire().map_err(guards.wrap)?;
-                self.run_steps(rest, f)
-            }
-            Step::AdaptiveLimit => {
-                let guards = self.step_guards();
-                let limit = guards.set.adaptive_limit.as_ref().expect("an adaptive limit step has a limit");
-                let permit = limit.acquire().map_err(guards.wrap)?;
-                let outcome = self.run_steps(rest, f);
-                guards.sample(Some(permit), &outcome);
-                outcome
-            }
-            Step::Bulkhead => {
-                let guards = self.step_guards();
-                let bulkhead = guards.set.bulkhead.as_ref().expect("a bulkhead step has a bulkhead");
-                let slot = bulkhead.acquire().map_err(guards.wrap)?;
-                let outcome = self.run_steps(rest, f);
-                drop(slot);
-                outcome
-            }
-            // A pipeline with a timeout is async-only (`M = AsyncOnly`): `execute` is not offered.
-            Step::Timeout => unreachable!("a pipeline with a timeout has no blocking `execute`"),
-        }
+    /// The context an async call through `steps` starts with: the bulkhead is watched by a
+    /// timeout ordered outside it (SPEC §6), the one pair of steps that hand each other something.
+    pub(super) fn start_cx<'a>(&'a self, steps: &[Step], watch: &'a SlotWatch) -> AttemptCx<'a> {
+        let timeout = steps.iter().position(|s| *s == Step::Timeout);
+        let bulkhead = steps.iter().position(|s| *s == Step::Bulkhead);
+        let inside = matches!((timeout, bulkhead), (Some(t), Some(b)) if t < b);
+        let inside_timeout = self.guards.as_ref().and_then(|g| g.set.bulkhead.as_ref()).filter(|_| inside);
+        AttemptCx { waits_async: self.async_waits, watch, inside_timeout, watched: false }
     }
 }
 
-/// An async call through `steps`, outermost first: one generic `async fn` over the step slice,
-/// calling itself for the next depth in a `Box` of its concrete type (no `dyn`), so the future is
-/// `Send` exactly when the caller's futures are; one allocation per layer entered, the innermost
-/// call excepted. `watch` is the timeout's [`SlotWatch`] on its way to a bulkhead ordered inside it
-/// (`None` elsewhere). `reserved` holds what a tower service under backpressure took in `poll_ready`
-/// for this attempt: the rate limiter and bulkhead steps use it instead of asking (it is empty
-/// everywhere else); what is left when the call ends (a breaker or limit ordered outside refused
-/// it) is given back as it drops.
-impl<T, E, M> Pipeline<T, E, M> {
-    pub(super) async fn run_steps_async<F, Fut>(
-        &self,
-        steps: &[Step],
-        f: &mut F,
-        reserved: &mut Reserved,
-        watch: Option<&SlotWatch>,
-    ) -> Result<T, E>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        let Some((step, rest)) = steps.split_first() else {
-            return f().await;
-        };
-        let waits_async = self.async_waits;
-        // The next depth, boxed: unboxed, each depth's future would hold the next one
-        // (twice where it is moved into a timeout), and the chain outgrows a thread's
-        // stack. The innermost call is not boxed.
-        // `$watch`: the timeout's `SlotWatch` for a bulkhead further in (SPEC §6),
-        // passed through the steps between them.
-        macro_rules! inner {
-            ($watch:expr) => {
-                if rest.is_empty() {
-                    f().await
-                } else {
-                    Box::pin(self.run_steps_async(rest, f, reserved, $watch)).await
-                }
-            };
-        }
-        match step {
-            Step::Retry => {
-                let retry = self.retry.as_ref().expect("a retry step has a retry");
-                retry_loop!(self, retry, |call, wait| self.wait_async(retry, &call, wait).await, inner!(watch))
-            }
-            Step::CircuitBreaker => {
-                let guards = self.step_guards();
-                let breaker = guards.set.circuit_breaker.as_ref().expect("a breaker step has a breaker");
-                let permit = breaker.acquire().map_err(guards.wrap)?;
-                let outcome = inner!(watch);
-                permit.record(guards.classify(&outcome));
-                outcome
-            }
-            Step::RateLimiter => {
-                let guards = self.step_guards();
-                let limiter = guards.set.rate_limiter.as_ref().expect("a limiter step has a limiter");
-                if let Some(permit) = reserved.permit.take() {
-                    permit.consume();
-                } else {
-                    let permit = if waits_async { limiter.acquire_async().await } else { limiter.acquire() };
-                    permit.map_err(guards.wrap)?;
-                }
-                inner!(watch)
-            }
-            Step::AdaptiveLimit => {
-                let guards = self.step_guards();
-                let limit = guards.set.adaptive_limit.as_ref().expect("an adaptive limit step has a limit");
-                let permit = if waits_async { limit.acquire_async().await } else { limit.acquire() };
-                let permit = permit.map_err(guards.wrap)?;
-                let outcome = inner!(watch);
-                guards.sample(Some(permit), &outcome);
-                outcome
-            }
-            Step::Timeout => {
-                let guards = self.step_guards();
-                let timeout = guards.set.timeout.as_ref().expect("a timeout step has a timeout");
-                // A bulkhead further in: a deadline that comes while the attempt
-                // still waits for its slot is the bulkhead's refusal (`SlotWatch`).
-                let outcome = match guards.set.bulkhead.as_ref().filter(|_| rest.contains(&Step::Bulkhead)) {
-                    Some(bulkhead) => {
-                        let watch = SlotWatch::new();
-                        timeout.run_watched(async { inner!(Some(&watch)) }, &watch, bulkhead).await
+/// The step chains, from the list: the retry's loop, then one arm per guard, its [`Guard`] around
+/// the rest of the steps.
+macro_rules! step_chains {
+    (retry: { $retry:ident: $retry_policy:ident($retry_builder:ident) as $retry_variant:ident, $($retry_rest:tt)* }
+     hedge: $hedge:tt
+     guards: [$({ $module:ident: $policy:ident($builder:ident) as $variant:ident, $($rest:tt)* })*]) => {
+        impl<T, E, M> Pipeline<T, E, M> {
+            /// A blocking call through `steps`, outermost first: recursion over the steps, the
+            /// attempt behind a `&mut dyn FnMut`, nothing allocated.
+            pub(super) fn run_steps(&self, steps: &[Step], f: &mut dyn FnMut() -> Result<T, E>) -> Result<T, E> {
+                let Some((step, rest)) = steps.split_first() else {
+                    return f();
+                };
+                match step {
+                    Step::$retry_variant => {
+                        let retry = self.retry.as_ref().expect("a retry step has a retry");
+                        retry_loop!(self, retry, |call, wait| retry.wait_blocking(&call, wait), self.run_steps(rest, f))
                     }
-                    None => timeout.run(async { inner!(watch) }).await,
-                };
-                match outcome {
-                    Ok(outcome) => outcome,
-                    Err(rejection) => Err((guards.wrap)(rejection)),
+                    $(Step::$variant => {
+                        let guards = self.step_guards();
+                        let guard = guards.set.$module.as_ref().expect("a step has its policy");
+                        Guard::<AttemptCx<'_>>::run(guard, guards, || self.run_steps(rest, f))
+                    })*
                 }
             }
-            Step::Bulkhead => {
-                let guards = self.step_guards();
-                let bulkhead = guards.set.bulkhead.as_ref().expect("a bulkhead step has a bulkhead");
-                if let Some(slot) = reserved.slot.take() {
-                    let outcome = inner!(watch);
-                    drop(slot);
-                    return outcome;
-                }
-                let slot = match (waits_async, watch) {
-                    (true, Some(watch)) => bulkhead.acquire_async_watched(watch).await,
-                    (true, None) => bulkhead.acquire_async().await,
-                    (false, _) => bulkhead.acquire(),
+
+            /// An async call through `steps`, outermost first: one generic `async fn` over the
+            /// step slice, calling itself for the next depth in a `Box` of its concrete type (no
+            /// `dyn`), so the future is `Send` exactly when the caller's futures are; one
+            /// allocation per layer entered, the innermost call excepted. `cx` carries the
+            /// timeout's watch to a bulkhead ordered inside it. `reserved` holds what a tower
+            /// service under backpressure took in `poll_ready` for this attempt: each guard uses
+            /// its own instead of asking (it is empty everywhere else); what is left when the call
+            /// ends (a breaker or limit ordered outside refused it) is given back as it drops.
+            pub(super) async fn run_steps_async<F, Fut>(
+                &self,
+                steps: &[Step],
+                f: &mut F,
+                reserved: &mut Reserved,
+                cx: AttemptCx<'_>,
+            ) -> Result<T, E>
+            where
+                F: FnMut() -> Fut,
+                Fut: Future<Output = Result<T, E>>,
+            {
+                let Some((step, rest)) = steps.split_first() else {
+                    return f().await;
                 };
-                let slot = slot.map_err(guards.wrap)?;
-                let outcome = inner!(watch);
-                drop(slot);
-                outcome
+                // The next depth, boxed: unboxed, each depth's future would hold the next one
+                // (twice where it is moved into a timeout), and the chain outgrows a thread's
+                // stack. The innermost call is not boxed.
+                macro_rules! inner {
+                    ($cx:expr) => {
+                        if rest.is_empty() { f().await } else { Box::pin(self.run_steps_async(rest, f, reserved, $cx)).await }
+                    };
+                }
+                match step {
+                    Step::$retry_variant => {
+                        let retry = self.retry.as_ref().expect("a retry step has a retry");
+                        retry_loop!(self, retry, |call, wait| self.wait_async(retry, &call, wait).await, {
+                            // Each attempt its own watch, unless a timeout outside the retry took it.
+                            let watch = SlotWatch::new();
+                            inner!(if cx.watched { cx } else { AttemptCx { watch: &watch, ..cx } })
+                        })
+                    }
+                    $(Step::$variant => {
+                        let guards = self.step_guards();
+                        let guard = guards.set.$module.as_ref().expect("a step has its policy");
+                        let mine = reserved.$module.take();
+                        guard.guard_async(guards, cx, mine, |watched| async move { inner!(AttemptCx { watched, ..cx }) }).await
+                    })*
+                }
             }
         }
-    }
+    };
 }
+
+for_each_pipeline_policy!(step_chains);
 
 impl Steps {
     /// The steps, outermost first.
