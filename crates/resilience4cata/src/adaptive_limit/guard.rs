@@ -4,22 +4,22 @@
 use std::convert::Infallible;
 use std::future::Future;
 
-use super::policy::{AdaptiveLimitPolicy, LimitOutcome};
+use super::policy::{AdaptiveLimitPolicy, Outcome};
 use crate::guard::{ErrorOutcome, Guard, Inward, Judge};
 use crate::rejection::Rejection;
 
-impl ErrorOutcome for LimitOutcome {
-    const IGNORED: Self = LimitOutcome::Ignored;
-    const COUNTED: Self = LimitOutcome::Dropped;
-    const SUCCESS: Self = LimitOutcome::Success;
+impl ErrorOutcome for Outcome {
+    const IGNORED: Self = Outcome::Ignored;
+    const COUNTED: Self = Outcome::Dropped;
+    const SUCCESS: Self = Outcome::Success;
 
     /// An inner timeout is a drop, a local refusal (bulkhead, rate limiter, adaptive limit) is
     /// ignored; any other refusal is judged by the patterns.
     #[inline]
     fn of_rejection(rejection: &Rejection) -> Option<Self> {
         match rejection {
-            Rejection::CallTimeout { .. } => Some(LimitOutcome::Dropped),
-            r if r.is_local() => Some(LimitOutcome::Ignored),
+            Rejection::CallTimeout { .. } => Some(Outcome::Dropped),
+            r if r.is_local() => Some(Outcome::Ignored),
             _ => None,
         }
     }
@@ -28,10 +28,10 @@ impl ErrorOutcome for LimitOutcome {
 /// The attempt's outcome as the generated layer samples it: an inner timeout is a drop, a local
 /// refusal is ignored, then `ignore_on`, then `drop_on` (default: every `Err`).
 #[inline]
-fn sample<T, E>(judge: &impl Judge<E>, outcome: &Result<T, E>) -> LimitOutcome {
+fn sample<T, E>(judge: &impl Judge<E>, outcome: &Result<T, E>) -> Outcome {
     match outcome {
-        Ok(_) => LimitOutcome::Success,
-        Err(e) => LimitOutcome::of_error(judge.rejection(e), || judge.ignored(e), || judge.dropped(e)),
+        Ok(_) => Outcome::Success,
+        Err(e) => Outcome::of_error(judge.rejection(e), || judge.ignored(e), || judge.dropped(e)),
     }
 }
 
