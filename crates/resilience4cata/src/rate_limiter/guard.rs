@@ -19,6 +19,9 @@ impl<C: Inward> Guard<C> for RateLimiterPolicy {
 
 impl RateLimiterPolicy {
     /// [`Guard::run`]'s async twin (see [`Guard`] for why it is not a trait method).
+    // Not an `async fn`: its future holds the captured arguments once, where an `async fn` kept
+    // them apart from its locals, and a pipeline nested in another's attempt grew by that.
+    #[allow(clippy::manual_async_fn)]
     #[inline]
     pub(crate) fn guard_async<T, E, Fut>(
         &self,

@@ -366,6 +366,21 @@ macro_rules! for_each_pipeline_policy {
 }
 pub(crate) use for_each_pipeline_policy;
 
+/// The pipeline list's modules and facades, in its order, for the test that holds it to
+/// [`for_each_policy!`].
+#[cfg(test)]
+macro_rules! pipeline_listed {
+    (retry: $retry:tt hedge: $hedge:tt guards: [$($guard:tt)*]) => {
+        pipeline_listed!(@each $retry $hedge $($guard)*);
+    };
+    (@each $({ $module:ident: $policy:ident($builder:ident) as $variant:ident, $($rest:tt)* })*) => {
+        const PIPELINE_LISTED: &[[&str; 3]] = &[$([stringify!($module), stringify!($builder), stringify!($policy)]),*];
+    };
+}
+
+#[cfg(test)]
+for_each_pipeline_policy!(pipeline_listed);
+
 /// The registry's per-policy parts: stores, configuration layers, snapshot lists, builder trio,
 /// handle lookups.
 macro_rules! registry_parts {
@@ -552,7 +567,16 @@ pub(crate) use policy_handle;
 mod tests {
     use std::path::Path;
 
-    use super::LISTED;
+    use super::{LISTED, PIPELINE_LISTED};
+
+    /// A policy in the registry's list but not in the pipeline's (or in another order, or with
+    /// another builder or facade) fails here: the pipeline would silently lack it.
+    #[test]
+    fn the_pipeline_lists_every_policy_of_the_registry_in_the_same_order() {
+        let registry: Vec<[&str; 3]> =
+            LISTED.iter().map(|[_, module, builder, facade]| [*module, *builder, *facade]).collect();
+        assert_eq!(PIPELINE_LISTED, registry.as_slice(), "for_each_pipeline_policy! vs for_each_policy!");
+    }
 
     /// `field: "value"` in a macro-side `PolicySpec` source.
     fn spec_field<'a>(source: &'a str, field: &str) -> Option<&'a str> {
