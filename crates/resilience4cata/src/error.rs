@@ -105,3 +105,21 @@ pub(crate) fn async_only(id: &str, is_async: bool, why: &str) -> Result<(), Regi
         false => Err(RegistryError::new(codes::INVALID_COMBINATION, Some(id), why)),
     }
 }
+
+/// The `admit` and `check` of a policy only async methods can have (a hedge, a timeout), written
+/// once, inside its `policy_kind!`: `R4C-REG-001` on a blocking method before anything is resolved
+/// (`blocking`: what a blocking call cannot do), then, when the resolved configuration is
+/// enabled, `R4C-REG-010` unless the registry's clock can wait in a future (`waits`: what the
+/// method does in one). `Inner`, `RegistryError` and the config type are the caller's imports.
+macro_rules! async_only_policy {
+    ($config:ty, blocking: $blocking:literal, waits: $waits:literal $(,)?) => {
+        fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
+            $crate::error::async_only(id, is_async, $blocking)
+        }
+
+        fn check(inner: &Inner, id: &str, _: bool, c: &$config) -> Result<(), RegistryError> {
+            inner.require_async_clock_if(c.enabled, id, $waits)
+        }
+    };
+}
+pub(crate) use async_only_policy;

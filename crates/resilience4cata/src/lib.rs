@@ -11,6 +11,7 @@ pub mod clock;
 mod error;
 pub mod events;
 pub mod fallback;
+mod guard;
 pub mod hedge;
 #[cfg(feature = "metrics")]
 mod metric_handles;

@@ -17,7 +17,9 @@ pub use ::std;
 
 pub use crate::Rejection;
 pub use crate::ResilienceError;
-pub use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, LimitOutcome};
+// The adaptive limit's `Outcome` (named in its module, as the breaker's is), under the name the
+// generated code uses.
+pub use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, Outcome as LimitOutcome};
 pub use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, Algorithm};
 pub use crate::bulkhead::BulkheadConfigBuilder;
 pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy, SlotWatch};

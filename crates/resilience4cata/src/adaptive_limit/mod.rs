@@ -101,6 +101,7 @@
 mod algorithm;
 mod config;
 mod events;
+pub(crate) mod guard;
 mod handle;
 #[cfg(all(test, loom))]
 mod loom;

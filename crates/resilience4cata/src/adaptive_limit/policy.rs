@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::state::AdaptiveLimitState;
-pub use super::state::{AdaptiveLimitPermit, LimitOutcome};
+pub use super::state::{AdaptiveLimitPermit, Outcome};
 use super::{AdaptiveLimitConfig, AdaptiveLimitConfigBuilder, AdaptiveLimitEvent, AdaptiveLimitSnapshot};
 use crate::error::RegistryError;
 use crate::events::Publisher;
@@ -138,7 +138,7 @@ mod tests {
                     let work = Duration::from_micros(u64::from((i * 7 + t) % 5) * 900);
                     policy.state.timer.sleep_async(work).await.unwrap();
                     inside.fetch_sub(1, Ordering::SeqCst);
-                    permit.finish(if i % 4 == 0 { LimitOutcome::Dropped } else { LimitOutcome::Success });
+                    permit.finish(if i % 4 == 0 { Outcome::Dropped } else { Outcome::Success });
                     true
                 }
             })

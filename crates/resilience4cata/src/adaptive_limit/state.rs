@@ -155,9 +155,10 @@ impl Slots {
     }
 }
 
-/// What a finished call tells the limit.
+/// What a finished call tells the limit: the adaptive limit's outcome, named in its module as the
+/// breaker's `Outcome` is in its own (the generated code reaches it as `__private::LimitOutcome`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LimitOutcome {
+pub enum Outcome {
     /// A success (still a drop for Aimd when slower than `latency_timeout`).
     Success,
     /// A drop: a matching error or a timeout.
@@ -166,7 +167,7 @@ pub enum LimitOutcome {
     Ignored,
 }
 
-impl LimitOutcome {
+impl Outcome {
     /// Classifies an `Err`: an inner `CallTimeout` is a drop, a local refusal (bulkhead, rate
     /// limiter, adaptive limit) is ignored, then `ignore_on` (ignored) and `drop_on` (a drop; every
     /// `Err` when none is given); any other `Err` counts as a success.
@@ -175,14 +176,8 @@ impl LimitOutcome {
         rejection: Option<&Rejection>,
         ignored: impl FnOnce() -> bool,
         dropped: impl FnOnce() -> bool,
-    ) -> LimitOutcome {
-        match rejection {
-            Some(Rejection::CallTimeout { .. }) => LimitOutcome::Dropped,
-            Some(r) if r.is_local() => LimitOutcome::Ignored,
-            _ if ignored() => LimitOutcome::Ignored,
-            _ if dropped() => LimitOutcome::Dropped,
-            _ => LimitOutcome::Success,
-        }
+    ) -> Outcome {
+        <Outcome as crate::guard::ErrorOutcome>::judge(rejection, ignored, dropped)
     }
 }
 
@@ -315,15 +310,15 @@ impl AdaptiveLimitState {
 
     /// Frees the slot, feeding the sample to the algorithm unless it is ignored.
     #[inline(always)]
-    fn finish(&self, start: u64, in_flight: u32, outcome: LimitOutcome) {
+    fn finish(&self, start: u64, in_flight: u32, outcome: Outcome) {
         #[cfg(feature = "metrics")]
         self.events.metrics().left();
-        if outcome == LimitOutcome::Ignored {
+        if outcome == Outcome::Ignored {
             return self.slots.release();
         }
         let end = self.now();
         let rtt = end.saturating_sub(start);
-        let dropped = outcome == LimitOutcome::Dropped;
+        let dropped = outcome == Outcome::Dropped;
         let (from, to) = match &self.engine {
             Engine::Aimd(aimd) => self.slots.release_with(|limit| aimd.next(limit, rtt, in_flight, dropped)),
             Engine::Windowed(windowed) => {
@@ -441,7 +436,7 @@ impl fmt::Debug for AdaptiveLimitPermit<'_> {
 impl AdaptiveLimitPermit<'_> {
     /// Gives the slot back and feeds the outcome (with the call's duration) to the algorithm.
     #[inline(always)]
-    pub fn finish(mut self, outcome: LimitOutcome) {
+    pub fn finish(mut self, outcome: Outcome) {
         if let Some(state) = self.state.take() {
             state.finish(self.start, self.in_flight, outcome);
         }
@@ -451,7 +446,7 @@ impl AdaptiveLimitPermit<'_> {
 impl Drop for AdaptiveLimitPermit<'_> {
     fn drop(&mut self) {
         if let Some(state) = self.state.take() {
-            state.finish(self.start, self.in_flight, LimitOutcome::Ignored);
+            state.finish(self.start, self.in_flight, Outcome::Ignored);
         }
     }
 }

@@ -146,6 +146,7 @@
 
 mod config;
 mod events;
+pub(crate) mod guard;
 mod handle;
 #[cfg(all(test, loom))]
 mod loom;

@@ -123,6 +123,7 @@
 
 mod config;
 mod events;
+pub(crate) mod guard;
 mod half_open;
 mod handle;
 #[cfg(all(test, loom))]

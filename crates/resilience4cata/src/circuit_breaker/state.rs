@@ -83,12 +83,7 @@ impl Outcome {
         ignored: impl FnOnce() -> bool,
         recorded: impl FnOnce() -> bool,
     ) -> Outcome {
-        match Outcome::of_rejection(rejection) {
-            Some(outcome) => outcome,
-            None if ignored() => Outcome::Ignored,
-            None if recorded() => Outcome::Failure,
-            None => Outcome::Success,
-        }
+        <Outcome as crate::guard::ErrorOutcome>::judge(rejection, ignored, recorded)
     }
 }
 

@@ -8,7 +8,7 @@ use std::task::Poll;
 use super::race::{first_poll, race};
 use super::state::HedgeState;
 use super::{HedgeConfig, HedgeConfigBuilder, HedgeEvent, HedgeSnapshot};
-use crate::error::{RegistryError, async_only};
+use crate::error::{RegistryError, async_only_policy};
 use crate::events::Publisher;
 use crate::registry::{Inner, policy_kind};
 
@@ -111,15 +111,12 @@ policy_kind! {
         metrics: HedgeMetrics,
     }
 
-    /// Attempts side by side need a future: `R4C-REG-001` on a blocking method, before anything is
-    /// resolved.
-    fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
-        async_only(id, is_async, "a hedge needs an async method: its attempts run side by side inside one future")
-    }
-
-    fn check(inner: &Inner, id: &str, _: bool, c: &HedgeConfig) -> Result<(), RegistryError> {
-        inner.require_async_clock_if(c.enabled, id, "this async method hedges its attempts")
-    }
+    // Attempts side by side need a future.
+    async_only_policy!(
+        HedgeConfig,
+        blocking: "a hedge needs an async method: its attempts run side by side inside one future",
+        waits: "this async method hedges its attempts",
+    );
 
     fn new_state(inner: &Inner, instance: Arc<str>, config: HedgeConfig, events: Publisher<HedgeEvent>) -> HedgeState {
         HedgeState::new(instance, config, Arc::clone(&inner.timer), events)

@@ -13,26 +13,12 @@ use std::sync::Arc;
 
 use super::Pipeline;
 use super::execute::find_rejection;
-use super::guards::Guards;
+use super::guards::{GuardSet, Guards};
 use super::order::{self, Policy, Step};
 use super::rules::FindRejection;
 use super::typestate::{AsyncOnly, AsyncPipeline, BuilderTypestate, Hedged, Plain, Rejecting};
-use crate::adaptive_limit::AdaptiveLimitConfigBuilder;
-use crate::adaptive_limit::policy::AdaptiveLimitPolicy;
-use crate::bulkhead::BulkheadConfigBuilder;
-use crate::bulkhead::policy::BulkheadPolicy;
-use crate::circuit_breaker::CircuitBreakerConfigBuilder;
-use crate::circuit_breaker::policy::CircuitBreakerPolicy;
 use crate::error::{RegistryError, codes};
-use crate::hedge::HedgeConfigBuilder;
-use crate::hedge::policy::HedgePolicy;
-use crate::rate_limiter::RateLimiterConfigBuilder;
-use crate::rate_limiter::policy::RateLimiterPolicy;
-use crate::registry::{Layer, Registered, Registry};
-use crate::retry::RetryConfigBuilder;
-use crate::retry::policy::RetryPolicy;
-use crate::timeout::TimeoutConfigBuilder;
-use crate::timeout::policy::TimeoutPolicy;
+use crate::registry::{Layer, Registered, Registry, for_each_pipeline_policy};
 use crate::{Rejection, ResilienceError};
 
 /// What the caller asked of one policy: a named configuration and overrides on top of it.
@@ -70,20 +56,6 @@ impl<B: Layer> Wanted<B> {
 /// How to put a refusal into `E` and find one in it: `E::from_rejection` and `E::rejection`,
 /// captured where `E: ResilienceError` is required.
 type Rejections<E> = (fn(Rejection) -> E, FindRejection<E>);
-
-/// Every policy asked for, one slot per policy kind.
-#[derive(Clone, Debug, Default)]
-struct Wants {
-    retry: Option<Wanted<RetryConfigBuilder>>,
-    hedge: Option<Wanted<HedgeConfigBuilder>>,
-    circuit_breaker: Option<Wanted<CircuitBreakerConfigBuilder>>,
-    rate_limiter: Option<Wanted<RateLimiterConfigBuilder>>,
-    adaptive_limit: Option<Wanted<AdaptiveLimitConfigBuilder>>,
-    timeout: Option<Wanted<TimeoutConfigBuilder>>,
-    bulkhead: Option<Wanted<BulkheadConfigBuilder>>,
-    /// `.order(…)`, outermost first; empty for the default order.
-    order: Vec<Policy>,
-}
 
 /// Chooses a pipeline's policies; [`build`](PipelineBuilder::build) resolves them.
 ///
@@ -184,6 +156,69 @@ macro_rules! policy_methods {
     };
 }
 
+/// The builder's per-policy parts, from the list (`for_each_pipeline_policy!`): the imports, the
+/// slots of [`Wants`], the three builder methods of each policy, and the resolution of the retry
+/// and the guards in nesting order (the hedge is resolved first, by `resolve`, for its checks).
+macro_rules! builder_parts {
+    (retry: $retry:tt hedge: $hedge:tt guards: [$({ $guard:ident: $($guard_rest:tt)* })*]) => {
+        builder_parts!(@all $retry $hedge $({ $guard: $($guard_rest)* })*);
+
+        impl Wants {
+            /// Whether the pipeline has the policy of `step`.
+            fn has(&self, step: Step) -> bool {
+                builder_parts!(@has self, step, $retry $({ $guard: $($guard_rest)* })*)
+            }
+
+            /// The hedge, resolved on its own (before the order is checked).
+            fn resolve_hedge(&mut self, registry: &Registry, id: &str) -> Result<Option<HedgePolicy>, RegistryError> {
+                builder_parts!(@resolve self, registry, id, false, $hedge)
+            }
+
+            /// The retry, resolved as the generated code resolves it.
+            fn resolve_retry(&mut self, registry: &Registry, id: &str, is_async: bool) -> Result<Option<RetryPolicy>, RegistryError> {
+                builder_parts!(@resolve self, registry, id, is_async, $retry)
+            }
+
+            /// Every guard, in nesting order.
+            fn resolve_guards(&mut self, registry: &Registry, id: &str, is_async: bool) -> Result<GuardSet, RegistryError> {
+                Ok(GuardSet {
+                    $($guard: builder_parts!(@resolve self, registry, id, is_async, { $guard: $($guard_rest)* })?,)*
+                })
+            }
+        }
+    };
+    (@all $({ $module:ident: $policy:ident($builder:ident) as $variant:ident, [$add:ident, $config:ident, $with:ident] => $next:ty,
+        always_async: $always_async:literal, $what:literal, [$($example:literal),*] })*) => {
+        $(use crate::$module::policy::$policy;)*
+        $(use crate::$module::$builder;)*
+
+        /// Every policy asked for, one slot per policy kind.
+        #[derive(Clone, Debug, Default)]
+        struct Wants {
+            $($module: Option<Wanted<$builder>>,)*
+            /// `.order(…)`, outermost first; empty for the default order.
+            order: Vec<Policy>,
+        }
+
+        impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
+            $(policy_methods!($module, $config, $with, $builder => $next, $what, [$($example),*]);)*
+        }
+    };
+    (@has $wants:ident, $step:ident, $({ $module:ident: $policy:ident($builder:ident) as $variant:ident, $($rest:tt)* })*) => {
+        match $step {
+            $(Step::$variant => $wants.$module.is_some(),)*
+        }
+    };
+    (@resolve $wants:ident, $registry:ident, $id:ident, $is_async:expr, { $module:ident: $policy:ident($builder:ident) as $variant:ident,
+        [$($methods:ident),*] => $next:ty, always_async: $always_async:literal, $($rest:tt)* }) => {
+        Wanted::resolve($wants.$module.take(), |config, attrs| {
+            $policy::build($registry, $id, None, config, $always_async || $is_async, attrs)
+        })
+    };
+}
+
+for_each_pipeline_policy!(builder_parts);
+
 impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
     fn into_kind<K2>(self) -> PipelineBuilder<'r, K2> {
         PipelineBuilder {
@@ -268,169 +303,6 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
         self
     }
 
-    policy_methods!(
-        retry, retry_config, retry_with, RetryConfigBuilder => K,
-        "retry",
-        [
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"inventory\").retry().build::<u32, String>()?;\n\
-             assert_eq!(registry.snapshot().retries()[0].config.max_attempts, 3);",
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().retry(\"external\", |r| r.max_attempts(5)).build()?;\n\
-             Pipeline::builder(&registry, \"inventory\").retry_config(\"external\").build::<u32, String>()?;\n\
-             assert_eq!(registry.snapshot().retries()[0].config.max_attempts, 5);",
-            "use std::time::Duration;\n\
-             use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"inventory\")\n    \
-                 .retry_with(|r| r.max_attempts(3).delay(Duration::from_millis(100)))\n    \
-                 .build::<u32, String>()?;\n\
-             assert_eq!(registry.snapshot().retries()[0].config.delay, Duration::from_millis(100));"
-        ]
-    );
-
-    policy_methods!(
-        hedge, hedge_config, hedge_with, HedgeConfigBuilder => K::Hedged,
-        "hedge (then the pipeline offers only `execute_async`; a retry beside it fails `build` with \
-         `R4C-REG-001`)",
-        [
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"search\").hedge().build::<u32, String>()?;\n\
-             assert_eq!(registry.snapshot().hedges()[0].config.max_hedged_attempts, 1);",
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().hedge(\"wide\", |h| h.max_hedged_attempts(3)).build()?;\n\
-             Pipeline::builder(&registry, \"search\").hedge_config(\"wide\").build::<u32, String>()?;\n\
-             assert_eq!(registry.snapshot().hedges()[0].config.max_hedged_attempts, 3);",
-            "use std::time::Duration;\n\
-             use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             let search = Pipeline::builder(&registry, \"search\")\n    \
-                 .hedge_with(|h| h.delay(Duration::from_millis(20)))\n    \
-                 .build::<u32, String>()?;\n\
-             # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {\n\
-             assert_eq!(search.execute_async(|| async { Ok(4) }).await, Ok(4));\n\
-             # });\n\
-             assert_eq!(registry.snapshot().hedges()[0].config.delay, Duration::from_millis(20));"
-        ]
-    );
-
-    policy_methods!(
-        circuit_breaker, circuit_breaker_config, circuit_breaker_with, CircuitBreakerConfigBuilder => K::Rejecting,
-        "circuit breaker (then `build` needs `E: ResilienceError`)",
-        [
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"prices\").circuit_breaker().build::<u32, std::io::Error>()?;\n\
-             assert!(registry.circuit_breaker(\"prices\").is_some());",
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().circuit_breaker(\"touchy\", |c| c.minimum_calls(5)).build()?;\n\
-             Pipeline::builder(&registry, \"prices\").circuit_breaker_config(\"touchy\").build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().circuit_breakers()[0].config.minimum_calls, 5);",
-            "use resilience4cata::circuit_breaker::State;\n\
-             use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             let prices = Pipeline::builder(&registry, \"prices\")\n    \
-                 .circuit_breaker_with(|c| c.window_size(2).minimum_calls(2))\n    \
-                 .build::<u32, std::io::Error>()?;\n\
-             for _ in 0..2 {\n    \
-                 let _ = prices.execute(|| Err(std::io::Error::other(\"down\")));\n\
-             }\n\
-             assert_eq!(registry.circuit_breaker(\"prices\").unwrap().state(), State::Open);"
-        ]
-    );
-
-    policy_methods!(
-        rate_limiter, rate_limiter_config, rate_limiter_with, RateLimiterConfigBuilder => K::Rejecting,
-        "rate limiter (then `build` needs `E: ResilienceError`)",
-        [
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"quotes\").rate_limiter().build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().rate_limiters()[0].config.permits, 50);",
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().rate_limiter(\"slow\", |l| l.permits(5)).build()?;\n\
-             Pipeline::builder(&registry, \"quotes\").rate_limiter_config(\"slow\").build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().rate_limiters()[0].config.permits, 5);",
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             let quotes = Pipeline::builder(&registry, \"quotes\")\n    \
-                 .rate_limiter_with(|l| l.permits(1))\n    \
-                 .build::<u32, std::io::Error>()?;\n\
-             assert!(quotes.execute(|| Ok(1)).is_ok());\n\
-             assert!(quotes.execute(|| Ok(2)).is_err()); // RateLimitExceeded: one permit per second"
-        ]
-    );
-
-    policy_methods!(
-        adaptive_limit, adaptive_limit_config, adaptive_limit_with, AdaptiveLimitConfigBuilder => K::Rejecting,
-        "adaptive concurrency limit (then `build` needs `E: ResilienceError`)",
-        [
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"search\").adaptive_limit().build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.adaptive_limit(\"search\").unwrap().snapshot().limit, 20);",
-            "use resilience4cata::adaptive_limit::Algorithm;\n\
-             use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().adaptive_limit(\"vegas\", |a| a.algorithm(Algorithm::Vegas)).build()?;\n\
-             Pipeline::builder(&registry, \"search\").adaptive_limit_config(\"vegas\").build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().adaptive_limits()[0].config.algorithm, Algorithm::Vegas);",
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             let search = Pipeline::builder(&registry, \"search\")\n    \
-                 .adaptive_limit_with(|a| a.initial_limit(10))\n    \
-                 .build::<u32, std::io::Error>()?;\n\
-             let _ = search.execute(|| Err(std::io::Error::other(\"overloaded\"))); // a drop: 10 × 0.9\n\
-             assert_eq!(registry.adaptive_limit(\"search\").unwrap().snapshot().limit, 9);"
-        ]
-    );
-
-    policy_methods!(
-        timeout, timeout_config, timeout_with, TimeoutConfigBuilder => K::AsyncOnly,
-        "timeout on each attempt (then `build` needs `E: ResilienceError`, and the pipeline offers \
-         only `execute_async`)",
-        [
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"search\").timeout().build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().timeouts()[0].config.duration, std::time::Duration::from_secs(1));",
-            "use std::time::Duration;\n\
-             use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().timeout(\"quick\", |t| t.duration(Duration::from_millis(50))).build()?;\n\
-             Pipeline::builder(&registry, \"search\").timeout_config(\"quick\").build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().timeouts()[0].config.duration, Duration::from_millis(50));",
-            "use std::time::Duration;\n\
-             use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"search\")\n    \
-                 .timeout_with(|t| t.duration(Duration::from_millis(250)))\n    \
-                 .build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().timeouts()[0].config.duration, Duration::from_millis(250));"
-        ]
-    );
-
-    policy_methods!(
-        bulkhead, bulkhead_config, bulkhead_with, BulkheadConfigBuilder => K::Rejecting,
-        "bulkhead (then `build` needs `E: ResilienceError`)",
-        [
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"reports\").bulkhead().build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().bulkheads()[0].config.max_concurrent_calls, 25);",
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().bulkhead(\"narrow\", |b| b.max_concurrent_calls(2)).build()?;\n\
-             Pipeline::builder(&registry, \"reports\").bulkhead_config(\"narrow\").build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().bulkheads()[0].config.max_concurrent_calls, 2);",
-            "use resilience4cata::{Pipeline, Registry};\n\
-             let registry = Registry::builder().build()?;\n\
-             Pipeline::builder(&registry, \"reports\")\n    \
-                 .bulkhead_with(|b| b.max_concurrent_calls(4))\n    \
-                 .build::<u32, std::io::Error>()?;\n\
-             assert_eq!(registry.snapshot().bulkheads()[0].config.max_concurrent_calls, 4);"
-        ]
-    );
-
     /// Resolves every policy once, in the generated code's order, under the pipeline's id.
     /// `is_async`: the pipeline can only run async calls (it has a timeout). `rejections`: how to
     /// put a refusal into `E` and find one in it, where `E: ResilienceError` is required.
@@ -446,7 +318,7 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
             Some(scope) => format!("{scope}/{}", self.id),
             None => self.id,
         };
-        let (registry, id, wants) = (self.registry, id.as_str(), self.wants);
+        let (registry, id, mut wants) = (self.registry, id.as_str(), self.wants);
         if wants.retry.is_some() && wants.hedge.is_some() {
             return Err(RegistryError::new(
                 codes::INVALID_COMBINATION,
@@ -454,17 +326,8 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
                 "a pipeline takes a retry or a hedge, not both: both decide when another attempt starts",
             ));
         }
-        let hedge =
-            Wanted::resolve(wants.hedge, |config, attrs| HedgePolicy::build(registry, id, None, config, true, attrs))?;
-        let has = |step| match step {
-            Step::Retry => wants.retry.is_some(),
-            Step::CircuitBreaker => wants.circuit_breaker.is_some(),
-            Step::RateLimiter => wants.rate_limiter.is_some(),
-            Step::AdaptiveLimit => wants.adaptive_limit.is_some(),
-            Step::Timeout => wants.timeout.is_some(),
-            Step::Bulkhead => wants.bulkhead.is_some(),
-        };
-        let order = order::resolve(id, &wants.order, has)?;
+        let hedge = wants.resolve_hedge(registry, id)?;
+        let order = order::resolve(id, &wants.order, |step| wants.has(step))?;
         // The hedge sits in the retry's place (a hedged pipeline has no retry, so a listed `Retry`
         // is ignored) and must stay outermost: its attempts race through `Pipeline::hedged`, each
         // through the other policies, in the order resolved above.
@@ -474,7 +337,7 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
             .filter(|p| **p != Policy::Retry)
             .map(|p| if *p == Policy::Hedge { Policy::Retry } else { *p })
             .collect();
-        let hedge_steps = order::resolve(id, &as_retry, |s| s == Step::Retry || has(s))?;
+        let hedge_steps = order::resolve(id, &as_retry, |s| s == Step::Retry || wants.has(s))?;
         if hedge.is_some() && hedge_steps.is_some_and(|steps| steps.get()[0] != Step::Retry) {
             return Err(RegistryError::new(
                 codes::INVALID_COMBINATION,
@@ -483,41 +346,9 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
                  first to reorder the policies inside its attempts",
             ));
         }
-        let retry = Wanted::resolve(wants.retry, |config, attrs| {
-            RetryPolicy::build(registry, id, None, config, is_async, attrs)
-        })?;
-        let circuit_breaker = Wanted::resolve(wants.circuit_breaker, |config, attrs| {
-            CircuitBreakerPolicy::build(registry, id, None, config, is_async, attrs)
-        })?;
-        let rate_limiter = Wanted::resolve(wants.rate_limiter, |config, attrs| {
-            RateLimiterPolicy::build(registry, id, None, config, is_async, attrs)
-        })?;
-        let adaptive_limit = Wanted::resolve(wants.adaptive_limit, |config, attrs| {
-            AdaptiveLimitPolicy::build(registry, id, None, config, is_async, attrs)
-        })?;
-        let timeout = Wanted::resolve(wants.timeout, |config, attrs| {
-            TimeoutPolicy::build(registry, id, None, config, true, attrs)
-        })?;
-        let bulkhead = Wanted::resolve(wants.bulkhead, |config, attrs| {
-            BulkheadPolicy::build(registry, id, None, config, is_async, attrs)
-        })?;
-        let guarded = circuit_breaker.is_some()
-            || rate_limiter.is_some()
-            || adaptive_limit.is_some()
-            || timeout.is_some()
-            || bulkhead.is_some();
-        let guards = rejections.filter(|_| guarded).map(|(wrap, find)| Guards {
-            circuit_breaker,
-            rate_limiter,
-            adaptive_limit,
-            timeout,
-            bulkhead,
-            wrap,
-            find,
-            record_on: None,
-            ignore_on: None,
-            drop_on: None,
-        });
+        let retry = wants.resolve_retry(registry, id, is_async)?;
+        let set = wants.resolve_guards(registry, id, is_async)?;
+        let guards = rejections.filter(|_| set.any()).map(|(wrap, find)| Guards::new(set, wrap, find));
         let async_waits = registry.inner().timer.can_sleep_async();
         Ok(Pipeline::from_parts(registry.clone(), Arc::from(id), retry, guards, async_waits, order).with_hedge(hedge))
     }

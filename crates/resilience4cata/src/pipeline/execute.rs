@@ -12,6 +12,7 @@ use super::guards::{Guards, Reserved};
 use super::order::Steps;
 use super::rules::{Decide, Rules};
 use super::typestate::{Blocking, SyncOrAsync};
+use crate::bulkhead::policy::SlotWatch;
 use crate::hedge::policy::HedgePolicy;
 use crate::registry::Registry;
 use crate::retry::Verdict;
@@ -527,7 +528,9 @@ impl<T, E, M> Pipeline<T, E, M> {
                 attempts += 1;
                 f()
             };
-            let outcome = self.level0(order.get(), &mut counted, &mut Reserved::default(), None).await;
+            let watch = SlotWatch::new();
+            let cx = self.start_cx(order.get(), &watch);
+            let outcome = self.run_steps_async(order.get(), &mut counted, &mut Reserved::default(), cx).await;
             return self.finish_async(outcome, attempts.max(1)).await;
         }
         let Some(retry) = &self.retry else {
@@ -573,7 +576,9 @@ impl<T, E, M> Pipeline<T, E, M> {
             (Some(_), Some(order)) => {
                 let mut once = Some(f);
                 let mut call = || once.take().expect("no retry among the steps: one call")();
-                self.level0(order.without_retry().get(), &mut call, &mut reserved, None).await
+                let (steps, watch) = (order.without_retry(), SlotWatch::new());
+                let cx = self.start_cx(steps.get(), &watch);
+                self.run_steps_async(steps.get(), &mut call, &mut reserved, cx).await
             }
         }
     }

@@ -56,7 +56,7 @@
 //! `build`. A pipeline whose resulting order is the default one runs the default code. A reordered
 //! one runs each layer as one step of a chain: blocking calls through a recursive call behind a
 //! `&mut dyn FnMut` (one indirect call per layer, no allocation), async calls through one generic
-//! `async fn` per depth, each depth but the innermost call **boxed** (one allocation per layer
+//! `async fn` over the steps calling itself, each depth but the innermost call **boxed** (one allocation per layer
 //! entered, per attempt for the layers inside a retry): the price of choosing the nesting at run
 //! time. `#[policy_order]` chooses it at compile time and costs nothing.
 //!

@@ -3,8 +3,8 @@
 //! A pipeline in the default order runs the fixed loop of `execute.rs` (retry outside the guards).
 //! One built with `.order(…)` that changes the nesting runs its policies as a chain of [`Step`]s
 //! instead: sync calls by recursion over the steps (the attempt behind a `&mut dyn FnMut`, nothing
-//! allocated), async calls through one distinct generic `async fn` per depth (`level0` …
-//! `level6`), each awaiting the next depth in a `Box` of its concrete type (no `dyn`), so the
+//! allocated), async calls through one generic `async fn` over the steps, each depth awaiting the next
+//! in a `Box` of its concrete type (no `dyn`), so the
 //! future stays `Send` exactly when the caller's futures are; that is one allocation per layer
 //! entered, the innermost call excepted.
 
@@ -12,85 +12,87 @@ use std::future::Future;
 
 use super::Pipeline;
 use super::guards::{Guards, Reserved};
+use crate::bulkhead::guard::AttemptCx;
 use crate::bulkhead::policy::SlotWatch;
 use crate::error::{RegistryError, codes};
+use crate::guard::Guard;
+use crate::registry::for_each_pipeline_policy;
 
-/// A policy kind, for [`PipelineBuilder::order`](super::PipelineBuilder::order): the names
-/// `#[policy_order(…)]` takes, in the default order (outermost first).
-///
-/// `#[non_exhaustive]`: a policy added to the crate gets its variant here, so a `match` over
-/// `Policy` outside this crate needs a `_` arm; naming the variants, as `.order([…])` does, is
-/// unaffected.
-///
-/// ```
-/// use resilience4cata::{Pipeline, Policy, Registry};
-///
-/// let registry = Registry::builder().build()?;
-/// // One timeout bounds the whole retried call instead of each attempt.
-/// let search = Pipeline::builder(&registry, "search")
-///     .retry()
-///     .timeout()
-///     .order([Policy::Timeout, Policy::Retry])
-///     .build::<u32, std::io::Error>()?;
-/// # let _ = search;
-/// # Ok::<(), resilience4cata::RegistryError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Policy {
-    /// `#[fallback]`: always the outermost layer.
-    Fallback,
-    /// `#[retry]`.
-    Retry,
-    /// `#[hedge]`.
-    Hedge,
-    /// `#[circuit_breaker]`.
-    CircuitBreaker,
-    /// `#[rate_limiter]`.
-    RateLimiter,
-    /// `#[adaptive_limit]`.
-    AdaptiveLimit,
-    /// `#[timeout]`.
-    Timeout,
-    /// `#[bulkhead]`.
-    Bulkhead,
-}
-
-/// One layer of a reordered pipeline: the policies that can move (the fallback is always
-/// outermost, applied by `execute` around the chain; a hedge is outermost inside it, each of its
-/// attempts running the steps).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Step {
-    Retry,
-    CircuitBreaker,
-    RateLimiter,
-    AdaptiveLimit,
-    Timeout,
-    Bulkhead,
-}
-
-/// The default order of the steps (outermost first).
-const DEFAULT: [Step; 6] =
-    [Step::Retry, Step::CircuitBreaker, Step::RateLimiter, Step::AdaptiveLimit, Step::Timeout, Step::Bulkhead];
-
-impl Step {
-    fn of(policy: Policy) -> Option<Step> {
-        match policy {
-            Policy::Retry => Some(Step::Retry),
-            Policy::CircuitBreaker => Some(Step::CircuitBreaker),
-            Policy::RateLimiter => Some(Step::RateLimiter),
-            Policy::AdaptiveLimit => Some(Step::AdaptiveLimit),
-            Policy::Timeout => Some(Step::Timeout),
-            Policy::Bulkhead => Some(Step::Bulkhead),
-            Policy::Fallback | Policy::Hedge => None,
+/// The order's names, from the list (`for_each_pipeline_policy!`): [`Policy`] (the fallback, then
+/// every policy of the list), [`Step`] (the retry and the guards), the default order and the
+/// mapping from one to the other.
+macro_rules! order_parts {
+    (retry: { $retry:ident: $retry_policy:ident($retry_builder:ident) as $retry_variant:ident, $($retry_rest:tt)* }
+     hedge: { $hedge:ident: $hedge_policy:ident($hedge_builder:ident) as $hedge_variant:ident, $($hedge_rest:tt)* }
+     guards: [$({ $module:ident: $policy:ident($builder:ident) as $variant:ident, $($rest:tt)* })*]) => {
+        /// A policy kind, for [`PipelineBuilder::order`](super::PipelineBuilder::order): the names
+        /// `#[policy_order(…)]` takes, in the default order (outermost first).
+        ///
+        /// `#[non_exhaustive]`: a policy added to the crate gets its variant here, so a `match` over
+        /// `Policy` outside this crate needs a `_` arm; naming the variants, as `.order([…])` does, is
+        /// unaffected.
+        ///
+        /// ```
+        /// use resilience4cata::{Pipeline, Policy, Registry};
+        ///
+        /// let registry = Registry::builder().build()?;
+        /// // One timeout bounds the whole retried call instead of each attempt.
+        /// let search = Pipeline::builder(&registry, "search")
+        ///     .retry()
+        ///     .timeout()
+        ///     .order([Policy::Timeout, Policy::Retry])
+        ///     .build::<u32, std::io::Error>()?;
+        /// # let _ = search;
+        /// # Ok::<(), resilience4cata::RegistryError>(())
+        /// ```
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Policy {
+            /// `#[fallback]`: always the outermost layer.
+            Fallback,
+            #[doc = concat!("`#[", stringify!($retry), "]`.")]
+            $retry_variant,
+            #[doc = concat!("`#[", stringify!($hedge), "]`.")]
+            $hedge_variant,
+            $(
+                #[doc = concat!("`#[", stringify!($module), "]`.")]
+                $variant,
+            )*
         }
-    }
+
+        /// One layer of a reordered pipeline: the policies that can move (the fallback is always
+        /// outermost, applied by `execute` around the chain; a hedge is outermost inside it, each of its
+        /// attempts running the steps).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(super) enum Step {
+            $retry_variant,
+            $($variant,)*
+        }
+
+        /// How many steps there are.
+        const COUNT: usize = [Step::$retry_variant $(, Step::$variant)*].len();
+
+        /// The default order of the steps (outermost first).
+        const DEFAULT: [Step; COUNT] = [Step::$retry_variant $(, Step::$variant)*];
+
+        impl Step {
+            fn of(policy: Policy) -> Option<Step> {
+                match policy {
+                    Policy::$retry_variant => Some(Step::$retry_variant),
+                    $(Policy::$variant => Some(Step::$variant),)*
+                    Policy::Fallback | Policy::$hedge_variant => None,
+                }
+            }
+        }
+    };
 }
+
+for_each_pipeline_policy!(order_parts);
 
 /// A reordered pipeline's steps, outermost first: at most one of each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Steps {
-    steps: [Step; 6],
+    steps: [Step; COUNT],
     len: usize,
 }
 
@@ -161,191 +163,95 @@ impl<T, E, M> Pipeline<T, E, M> {
         self.guards.as_ref().expect("a pipeline with a breaker, limiter, timeout or bulkhead has guards")
     }
 
-    /// A blocking call through `steps`, outermost first.
-    pub(super) fn run_steps(&self, steps: &[Step], f: &mut dyn FnMut() -> Result<T, E>) -> Result<T, E> {
-        let Some((step, rest)) = steps.split_first() else {
-            return f();
-        };
-        match step {
-            Step::Retry => {
-                let retry = self.retry.as_ref().expect("a retry step has a retry");
-                retry_loop!(self, retry, |call, wait| retry.wait_blocking(&call, wait), self.run_steps(rest, f))
-            }
-            Step::CircuitBreaker => {
-                let guards = self.step_guards();
-                let breaker = guards.circuit_breaker.as_ref().expect("a breaker step has a breaker");
-                let permit = breaker.acquire().map_err(guards.wrap)?;
-                let outcome = self.run_steps(rest, f);
-                permit.record(guards.classify(&outcome));
-                outcome
-            }
-            Step::RateLimiter => {
-                let guards = self.step_guards();
-                let limiter = guards.rate_limiter.as_ref().expect("a limiter step has a limiter");
-                limiter.acquire().map_err(guards.wrap)?;
-                self.run_steps(rest, f)
-            }
-            Step::AdaptiveLimit => {
-                let guards = self.step_guards();
-                let limit = guards.adaptive_limit.as_ref().expect("an adaptive limit step has a limit");
-                let permit = limit.acquire().map_err(guards.wrap)?;
-                let outcome = self.run_steps(rest, f);
-                guards.sample(Some(permit), &outcome);
-                outcome
-            }
-            Step::Bulkhead => {
-                let guards = self.step_guards();
-                let bulkhead = guards.bulkhead.as_ref().expect("a bulkhead step has a bulkhead");
-                let slot = bulkhead.acquire().map_err(guards.wrap)?;
-                let outcome = self.run_steps(rest, f);
-                drop(slot);
-                outcome
-            }
-            // A pipeline with a timeout is async-only (`M = AsyncOnly`): `execute` is not offered.
-            Step::Timeout => unreachable!("a pipeline with a timeout has no blocking `execute`"),
-        }
+    /// The context an async call through `steps` starts with: the bulkhead is watched by a
+    /// timeout ordered outside it (SPEC §6), the one pair of steps that hand each other something.
+    pub(super) fn start_cx<'a>(&'a self, steps: &[Step], watch: &'a SlotWatch) -> AttemptCx<'a> {
+        let timeout = steps.iter().position(|s| *s == Step::Timeout);
+        let bulkhead = steps.iter().position(|s| *s == Step::Bulkhead);
+        let inside = matches!((timeout, bulkhead), (Some(t), Some(b)) if t < b);
+        let inside_timeout = self.guards.as_ref().and_then(|g| g.set.bulkhead.as_ref()).filter(|_| inside);
+        AttemptCx { waits_async: self.async_waits, watch, inside_timeout, watched: false }
     }
 }
 
-/// `level0` … `level6`: one async layer per depth, each calling the next, so the chain is as deep
-/// as the pipeline has policies, without recursion and without `dyn`. `watch` is the timeout's
-/// [`SlotWatch`] on its way to a bulkhead ordered inside it (`None` elsewhere). `reserved` holds what a tower
-/// service under backpressure took in `poll_ready` for this attempt: the rate limiter and bulkhead
-/// steps use it instead of asking (it is empty everywhere else); what is left when the call ends
-/// (a breaker or limit ordered outside refused it) is given back as it drops.
-macro_rules! levels {
-    ($($level:ident => $next:ident,)*) => {
+/// The step chains, from the list: the retry's loop, then one arm per guard, its [`Guard`] around
+/// the rest of the steps.
+macro_rules! step_chains {
+    (retry: { $retry:ident: $retry_policy:ident($retry_builder:ident) as $retry_variant:ident, $($retry_rest:tt)* }
+     hedge: $hedge:tt
+     guards: [$({ $module:ident: $policy:ident($builder:ident) as $variant:ident, $($rest:tt)* })*]) => {
         impl<T, E, M> Pipeline<T, E, M> {
-            $(
-                pub(super) async fn $level<F, Fut>(
-                    &self,
-                    steps: &[Step],
-                    f: &mut F,
-                    reserved: &mut Reserved,
-                    watch: Option<&SlotWatch>,
-                ) -> Result<T, E>
-                where
-                    F: FnMut() -> Fut,
-                    Fut: Future<Output = Result<T, E>>,
-                {
-                    let Some((step, rest)) = steps.split_first() else {
-                        return f().await;
-                    };
-                    let waits_async = self.async_waits;
-                    // The next depth, boxed: unboxed, each depth's future would hold the next one
-                    // (twice where it is moved into a timeout), and the chain outgrows a thread's
-                    // stack. The innermost call is not boxed.
-                    // `$watch`: the timeout's `SlotWatch` for a bulkhead further in (SPEC §6),
-                    // passed through the steps between them.
-                    macro_rules! inner {
-                        ($watch:expr) => {
-                            if rest.is_empty() { f().await } else { Box::pin(self.$next(rest, f, reserved, $watch)).await }
-                        };
+            /// A blocking call through `steps`, outermost first: recursion over the steps, the
+            /// attempt behind a `&mut dyn FnMut`, nothing allocated.
+            pub(super) fn run_steps(&self, steps: &[Step], f: &mut dyn FnMut() -> Result<T, E>) -> Result<T, E> {
+                let Some((step, rest)) = steps.split_first() else {
+                    return f();
+                };
+                match step {
+                    Step::$retry_variant => {
+                        let retry = self.retry.as_ref().expect("a retry step has a retry");
+                        retry_loop!(self, retry, |call, wait| retry.wait_blocking(&call, wait), self.run_steps(rest, f))
                     }
-                    match step {
-                        Step::Retry => {
-                            let retry = self.retry.as_ref().expect("a retry step has a retry");
-                            retry_loop!(
-                                self,
-                                retry,
-                                |call, wait| self.wait_async(retry, &call, wait).await,
-                                inner!(watch)
-                            )
-                        }
-                        Step::CircuitBreaker => {
-                            let guards = self.step_guards();
-                            let breaker = guards.circuit_breaker.as_ref().expect("a breaker step has a breaker");
-                            let permit = breaker.acquire().map_err(guards.wrap)?;
-                            let outcome = inner!(watch);
-                            permit.record(guards.classify(&outcome));
-                            outcome
-                        }
-                        Step::RateLimiter => {
-                            let guards = self.step_guards();
-                            let limiter = guards.rate_limiter.as_ref().expect("a limiter step has a limiter");
-                            if let Some(permit) = reserved.permit.take() {
-                                permit.consume();
-                            } else {
-                                let permit =
-                                    if waits_async { limiter.acquire_async().await } else { limiter.acquire() };
-                                permit.map_err(guards.wrap)?;
-                            }
-                            inner!(watch)
-                        }
-                        Step::AdaptiveLimit => {
-                            let guards = self.step_guards();
-                            let limit = guards.adaptive_limit.as_ref().expect("an adaptive limit step has a limit");
-                            let permit = if waits_async { limit.acquire_async().await } else { limit.acquire() };
-                            let permit = permit.map_err(guards.wrap)?;
-                            let outcome = inner!(watch);
-                            guards.sample(Some(permit), &outcome);
-                            outcome
-                        }
-                        Step::Timeout => {
-                            let guards = self.step_guards();
-                            let timeout = guards.timeout.as_ref().expect("a timeout step has a timeout");
-                            // A bulkhead further in: a deadline that comes while the attempt
-                            // still waits for its slot is the bulkhead's refusal (`SlotWatch`).
-                            let outcome = match guards.bulkhead.as_ref().filter(|_| rest.contains(&Step::Bulkhead)) {
-                                Some(bulkhead) => {
-                                    let watch = SlotWatch::new();
-                                    timeout.run_watched(async { inner!(Some(&watch)) }, &watch, bulkhead).await
-                                }
-                                None => timeout.run(async { inner!(watch) }).await,
-                            };
-                            match outcome {
-                                Ok(outcome) => outcome,
-                                Err(rejection) => Err((guards.wrap)(rejection)),
-                            }
-                        }
-                        Step::Bulkhead => {
-                            let guards = self.step_guards();
-                            let bulkhead = guards.bulkhead.as_ref().expect("a bulkhead step has a bulkhead");
-                            if let Some(slot) = reserved.slot.take() {
-                                let outcome = inner!(watch);
-                                drop(slot);
-                                return outcome;
-                            }
-                            let slot = match (waits_async, watch) {
-                                (true, Some(watch)) => bulkhead.acquire_async_watched(watch).await,
-                                (true, None) => bulkhead.acquire_async().await,
-                                (false, _) => bulkhead.acquire(),
-                            };
-                            let slot = slot.map_err(guards.wrap)?;
-                            let outcome = inner!(watch);
-                            drop(slot);
-                            outcome
-                        }
-                    }
+                    $(Step::$variant => {
+                        let guards = self.step_guards();
+                        let guard = guards.set.$module.as_ref().expect("a step has its policy");
+                        Guard::<AttemptCx<'_>>::run(guard, guards, || self.run_steps(rest, f))
+                    })*
                 }
-            )*
+            }
 
-            /// The innermost depth: at most six policies, so only the call is left.
-            async fn level6<F, Fut>(
+            /// An async call through `steps`, outermost first: one generic `async fn` over the
+            /// step slice, calling itself for the next depth in a `Box` of its concrete type (no
+            /// `dyn`), so the future is `Send` exactly when the caller's futures are; one
+            /// allocation per layer entered, the innermost call excepted. `cx` carries the
+            /// timeout's watch to a bulkhead ordered inside it. `reserved` holds what a tower
+            /// service under backpressure took in `poll_ready` for this attempt: each guard uses
+            /// its own instead of asking (it is empty everywhere else); what is left when the call
+            /// ends (a breaker or limit ordered outside refused it) is given back as it drops.
+            pub(super) async fn run_steps_async<F, Fut>(
                 &self,
-                _steps: &[Step],
+                steps: &[Step],
                 f: &mut F,
-                _reserved: &mut Reserved,
-                _watch: Option<&SlotWatch>,
+                reserved: &mut Reserved,
+                cx: AttemptCx<'_>,
             ) -> Result<T, E>
             where
                 F: FnMut() -> Fut,
                 Fut: Future<Output = Result<T, E>>,
             {
-                f().await
+                let Some((step, rest)) = steps.split_first() else {
+                    return f().await;
+                };
+                // The next depth, boxed: unboxed, each depth's future would hold the next one
+                // (twice where it is moved into a timeout), and the chain outgrows a thread's
+                // stack. The innermost call is not boxed.
+                macro_rules! inner {
+                    ($cx:expr) => {
+                        if rest.is_empty() { f().await } else { Box::pin(self.run_steps_async(rest, f, reserved, $cx)).await }
+                    };
+                }
+                match step {
+                    Step::$retry_variant => {
+                        let retry = self.retry.as_ref().expect("a retry step has a retry");
+                        retry_loop!(self, retry, |call, wait| self.wait_async(retry, &call, wait).await, {
+                            // Each attempt its own watch, unless a timeout outside the retry took it.
+                            let watch = SlotWatch::new();
+                            inner!(if cx.watched { cx } else { AttemptCx { watch: &watch, ..cx } })
+                        })
+                    }
+                    $(Step::$variant => {
+                        let guards = self.step_guards();
+                        let guard = guards.set.$module.as_ref().expect("a step has its policy");
+                        let mine = reserved.$module.take();
+                        guard.guard_async(guards, cx, mine, |watched| async move { inner!(AttemptCx { watched, ..cx }) }).await
+                    })*
+                }
             }
         }
     };
 }
 
-levels! {
-    level0 => level1,
-    level1 => level2,
-    level2 => level3,
-    level3 => level4,
-    level4 => level5,
-    level5 => level6,
-}
+for_each_pipeline_policy!(step_chains);
 
 impl Steps {
     /// The steps, outermost first.

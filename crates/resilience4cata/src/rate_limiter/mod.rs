@@ -103,6 +103,7 @@
 
 mod config;
 mod events;
+pub(crate) mod guard;
 mod handle;
 #[cfg(all(test, loom))]
 mod loom;

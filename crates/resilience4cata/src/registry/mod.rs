@@ -16,7 +16,8 @@ pub use layer::UnusedConfig;
 pub(crate) use layer::{Configs, Instances, KeyProblem, Layer, Usage, layered_builder};
 pub use policies::RegistrySnapshot;
 pub(crate) use policies::{
-    PolicyConfigs, PolicyKind, Registered, Stores, for_each_event_only, for_each_policy, policy_handle, policy_kind,
+    PolicyConfigs, PolicyKind, Registered, Stores, for_each_event_only, for_each_pipeline_policy, for_each_policy,
+    policy_handle, policy_kind,
 };
 
 use crate::clock::{Clock, Timer};

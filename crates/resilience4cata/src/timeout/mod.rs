@@ -79,6 +79,7 @@
 
 mod config;
 mod events;
+pub(crate) mod guard;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;

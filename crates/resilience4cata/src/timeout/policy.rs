@@ -9,7 +9,7 @@ use super::race::{Race, against_the_clock, against_the_clock_watched, first_poll
 use super::state::TimeoutState;
 use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
 use crate::bulkhead::policy::{BulkheadPolicy, SlotWatch};
-use crate::error::{RegistryError, async_only};
+use crate::error::{RegistryError, async_only_policy};
 use crate::events::Publisher;
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
@@ -142,14 +142,12 @@ policy_kind! {
         metrics: TimeoutMetrics,
     }
 
-    /// A blocking call cannot be cancelled: `R4C-REG-001` before anything is resolved.
-    fn admit(id: &str, is_async: bool) -> Result<(), RegistryError> {
-        async_only(id, is_async, "a timeout needs an async method: a blocking call cannot be cancelled")
-    }
-
-    fn check(inner: &Inner, id: &str, _: bool, c: &TimeoutConfig) -> Result<(), RegistryError> {
-        inner.require_async_clock_if(c.enabled, id, "this async method runs under a timeout")
-    }
+    // A blocking call cannot be cancelled.
+    async_only_policy!(
+        TimeoutConfig,
+        blocking: "a timeout needs an async method: a blocking call cannot be cancelled",
+        waits: "this async method runs under a timeout",
+    );
 
     fn new_state(
         inner: &Inner,

@@ -30,19 +30,19 @@ impl Backpressure {
         waits_async: bool,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), E>> {
-        if let Some(limiter) = guards.rate_limiter.as_ref().filter(|_| waits_async)
-            && self.reserved.permit.is_none()
+        if let Some(limiter) = guards.set.rate_limiter.as_ref().filter(|_| waits_async)
+            && self.reserved.rate_limiter.is_none()
         {
             match ready!(limiter.poll_reserve(&mut self.permit_wait, cx)) {
-                Ok(permit) => self.reserved.permit = Some(permit),
+                Ok(permit) => self.reserved.rate_limiter = Some(permit),
                 Err(rejection) => return Poll::Ready(Err(guards.refuse(rejection))),
             }
         }
-        if let Some(bulkhead) = &guards.bulkhead
-            && self.reserved.slot.is_none()
+        if let Some(bulkhead) = &guards.set.bulkhead
+            && self.reserved.bulkhead.is_none()
         {
             match ready!(bulkhead.poll_reserve(&mut self.slot_wait, cx)) {
-                Ok(slot) => self.reserved.slot = Some(slot),
+                Ok(slot) => self.reserved.bulkhead = Some(slot),
                 Err(rejection) => return Poll::Ready(Err(guards.refuse(rejection))),
             }
         }
