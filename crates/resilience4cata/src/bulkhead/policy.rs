@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "tower")]
 use std::task::Poll;
 
+use super::shared::SlotPool;
 use super::state::{BulkheadState, Withdrawn};
 #[cfg(feature = "tower")]
 use super::state::{Queued, Wake};
@@ -15,7 +16,7 @@ use crate::events::Publisher;
 use crate::pass_or::PassOr;
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
-use crate::shared::{Answer, SharedPublisher, SlotPool};
+use crate::shared::{self, Answer};
 
 /// A slot of a bulkhead, given back when dropped: on return, on error, on panic, and when the
 /// future holding it is dropped.
@@ -390,18 +391,12 @@ policy_kind! {
         config: BulkheadConfig,
         events: Publisher<BulkheadEvent>,
     ) -> BulkheadState {
-        let shared = config.shared && config.enabled;
         let mut state = BulkheadState::new(instance, config, Arc::clone(&inner.timer), events);
-        if let (Some(store), true) = (&inner.shared, shared) {
-            let pool = SlotPool::new(
-                Arc::clone(&state.instance),
-                &state.config,
-                store.store_timeout(),
-                Arc::clone(&inner.timer),
-                SharedPublisher::new(&inner.listeners),
-            );
-            let pool = Arc::new(pool);
-            store.share_bulkhead(Arc::clone(&pool));
+        let (c, store) = (&state.config, inner.shared.as_deref());
+        let pool = shared::link(store, (c.enabled, c.shared), &state.instance, &inner.timer, &inner.listeners, |parts| {
+            SlotPool::new(parts, c)
+        });
+        if let Some(pool) = pool {
             state.share(pool);
         }
         state

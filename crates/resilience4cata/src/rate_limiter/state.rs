@@ -65,11 +65,12 @@ use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
+use super::shared::{LeasePool, Take};
 use super::{RateLimiterConfig, RateLimiterEvent, RateLimiterSnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::events::{Publisher, publish};
 use crate::rejection::Rejection;
-use crate::shared::{Answer, LeasePool, SharedPublisher, SharedStore, Take};
+use crate::shared::Answer;
 
 /// What GCRA decided for one call at one time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,20 +329,11 @@ impl RateLimiterState {
         }
     }
 
-    /// Shares the instance through `store` (`shared = true`).
-    pub(super) fn share(mut self, store: &dyn SharedStore, events: SharedPublisher) -> Self {
-        let pool = LeasePool::new(
-            Arc::clone(&self.instance),
-            &self.config,
-            store.store_timeout(),
-            Arc::clone(&self.timer),
-            events,
-        );
-        let pool = Arc::new(pool);
-        store.share_rate_limiter(Arc::clone(&pool));
+    /// Spends the fleet's permits through `pool` (`shared = true`), the local GCRA deciding
+    /// while it is degraded.
+    pub(super) fn share(&mut self, pool: Arc<LeasePool>) {
         self.shared = Some(pool);
         self.local = false;
-        self
     }
 
     pub(crate) fn snapshot(&self) -> RateLimiterSnapshot {
