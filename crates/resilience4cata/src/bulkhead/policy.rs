@@ -68,16 +68,17 @@ fn finish_other(state: &BulkheadState, held: Held) {
     }
 }
 
-/// A slot taken ahead of its call by a tower service under backpressure (`poll_ready`), owned so
-/// the service can keep it between `poll_ready` and `call`; given back when dropped, used or not.
+/// A [`BulkheadPermit`] owned instead of borrowed: a slot taken ahead of its call by a tower
+/// service under backpressure (`poll_ready`), so the service can keep it between `poll_ready` and
+/// `call`; given back when dropped, used or not.
 #[derive(Debug)]
 #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-pub(crate) struct OwnedSlot {
+pub(crate) struct OwnedBulkheadPermit {
     /// `None` for a disabled bulkhead, which counts nothing.
     state: Option<Arc<BulkheadState>>,
 }
 
-impl Drop for OwnedSlot {
+impl Drop for OwnedBulkheadPermit {
     #[inline]
     fn drop(&mut self) {
         if let Some(state) = self.state.take() {
@@ -329,13 +330,13 @@ impl BulkheadPolicy {
         &self,
         waiting: &mut Option<SlotWait>,
         cx: &mut std::task::Context<'_>,
-    ) -> Poll<Result<OwnedSlot, Rejection>> {
+    ) -> Poll<Result<OwnedBulkheadPermit, Rejection>> {
         let state = &*self.state;
         if !state.config.enabled {
-            return Poll::Ready(Ok(OwnedSlot { state: None }));
+            return Poll::Ready(Ok(OwnedBulkheadPermit { state: None }));
         }
         let owned = || {
-            let slot = OwnedSlot { state: Some(Arc::clone(&self.state)) };
+            let slot = OwnedBulkheadPermit { state: Some(Arc::clone(&self.state)) };
             state.permitted(); // after the guard exists, as in `BulkheadPermit::new`
             slot
         };

@@ -10,7 +10,7 @@ use std::future::Future;
 use super::rules::{FindRejection, Predicate};
 use crate::Rejection;
 use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, LimitOutcome};
-use crate::bulkhead::policy::{BulkheadPolicy, OwnedSlot, SlotWatch};
+use crate::bulkhead::policy::{BulkheadPolicy, OwnedBulkheadPermit, SlotWatch};
 use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome};
 use crate::rate_limiter::policy::{RateLimiterPolicy, ReservedPermit};
 use crate::timeout::policy::TimeoutPolicy;
@@ -21,7 +21,7 @@ use crate::timeout::policy::TimeoutPolicy;
 #[derive(Debug, Default)]
 pub(super) struct Reserved {
     pub(super) permit: Option<ReservedPermit>,
-    pub(super) slot: Option<OwnedSlot>,
+    pub(super) slot: Option<OwnedBulkheadPermit>,
 }
 
 /// The inner policies of a pipeline that has at least one, and how to put their refusals into `E`
@@ -238,7 +238,7 @@ impl<E> Guards<E> {
         &self,
         attempt: impl FnOnce() -> Fut,
         waits_async: bool,
-        reserved: Option<OwnedSlot>,
+        reserved: Option<OwnedBulkheadPermit>,
         watch: Option<&SlotWatch>,
     ) -> Result<T, E>
     where
