@@ -442,3 +442,67 @@ pub(crate) enum Answer {
     /// No answer in time, or the pool is degraded: decide locally.
     Local,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+
+    #[test]
+    fn a_lease_is_the_one_set_or_a_tenth_of_the_cap_and_never_zero() {
+        assert_eq!(lease_or_tenth(None, 100), 10);
+        assert_eq!(lease_or_tenth(None, 25), 2);
+        assert_eq!(lease_or_tenth(None, 5), 1);
+        assert_eq!(lease_or_tenth(None, 0), 1);
+        assert_eq!(lease_or_tenth(Some(3), 100), 3);
+    }
+
+    /// A store that takes no link of a real policy: only the timeout is asked.
+    #[derive(Debug)]
+    struct Timeout;
+    impl SharedStore for Timeout {
+        fn store_timeout(&self) -> Duration {
+            Duration::from_millis(7)
+        }
+        fn share_rate_limiter(&self, _: Arc<LeasePool>) {
+            unreachable!()
+        }
+        fn share_bulkhead(&self, _: Arc<SlotPool>) {
+            unreachable!()
+        }
+        fn share_circuit_breaker(&self, _: Arc<BreakerLink>) {
+            unreachable!()
+        }
+    }
+
+    static HANDED: AtomicU32 = AtomicU32::new(0);
+
+    /// A link that counts how often it is handed to a store.
+    struct Counted(FleetLink, Duration);
+    impl Link for Counted {
+        fn hand_to(_: &dyn SharedStore, _: Arc<Self>) {
+            HANDED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_link_is_built_and_handed_to_the_store_once_only_for_a_shared_enabled_instance_with_a_store() {
+        let timer = Arc::new(Clock::from(&ManualClock::new()).into_timer());
+        let listeners = Listeners::default();
+        let instance: Arc<str> = Arc::from("p");
+        let build = |store: Option<&dyn SharedStore>, flags| {
+            link(store, flags, &instance, &timer, &listeners, |parts| {
+                Counted(FleetLink::new(parts.instance, parts.events), parts.store_timeout)
+            })
+        };
+        assert!(build(None, (true, true)).is_none(), "no store");
+        assert!(build(Some(&Timeout), (true, false)).is_none(), "not shared");
+        assert!(build(Some(&Timeout), (false, true)).is_none(), "disabled");
+        assert_eq!(HANDED.load(Ordering::Relaxed), 0);
+        let built = build(Some(&Timeout), (true, true)).expect("shared, enabled, with a store");
+        assert_eq!(HANDED.load(Ordering::Relaxed), 1);
+        assert_eq!((built.0.instance(), built.1, built.0.is_degraded()), ("p", Duration::from_millis(7), false));
+    }
+}
