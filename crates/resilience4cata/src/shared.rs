@@ -1,6 +1,8 @@
-//! Shared state across processes: the store trait a registry holds, the lease pool a shared rate
-//! limiter spends from, the link a shared circuit breaker publishes and learns Opens through, the
-//! slot pool of a shared bulkhead, and [`SharedStateEvent`].
+//! Shared state across processes: the store trait a registry holds, [`SharedStateEvent`], and what
+//! every policy's fleet link shares. Each link lives with its policy and is re-exported here: the
+//! lease pool a shared rate limiter spends from ([`LeasePool`]), the slot pool of a shared bulkhead
+//! ([`SlotPool`]), and the link a shared circuit breaker publishes and learns Opens through
+//! ([`BreakerLink`]).
 //!
 //! A fleet of replicas shares one rate limiter, circuit breaker or bulkhead when each builds it with
 //! `shared = true` (a configuration key, in builders and files only) on a registry given a store
