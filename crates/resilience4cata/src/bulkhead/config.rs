@@ -45,7 +45,7 @@ impl BulkheadConfig {
     /// assert_eq!(BulkheadConfig::default().lease(), 2); // 25 / 10
     /// ```
     pub fn lease(&self) -> u32 {
-        self.lease.unwrap_or((self.max_concurrent_calls / 10).max(1))
+        crate::shared::lease_or_tenth(self.lease, self.max_concurrent_calls)
     }
 }
 

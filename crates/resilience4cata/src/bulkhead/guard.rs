@@ -4,7 +4,7 @@
 
 use std::future::Future;
 
-use super::policy::{BulkheadPolicy, OwnedSlot, SlotWatch};
+use super::policy::{BulkheadPolicy, OwnedBulkheadPermit, SlotWatch};
 use crate::guard::{Guard, Inward, Judge};
 
 /// One async attempt of a pipeline on its way inward: whether waits are awaited, and the
@@ -36,7 +36,7 @@ impl Inward for AttemptCx<'_> {
 }
 
 impl Guard<AttemptCx<'_>> for BulkheadPolicy {
-    type Reserved = OwnedSlot;
+    type Reserved = OwnedBulkheadPermit;
 
     /// The thread may wait up to the bulkhead's `max_wait`; the slot is held while `call` runs.
     #[inline]
@@ -58,7 +58,7 @@ impl BulkheadPolicy {
         &self,
         judge: &impl Judge<E>,
         cx: AttemptCx<'_>,
-        reserved: Option<OwnedSlot>,
+        reserved: Option<OwnedBulkheadPermit>,
         call: impl FnOnce(bool) -> Fut,
     ) -> impl Future<Output = Result<T, E>>
     where

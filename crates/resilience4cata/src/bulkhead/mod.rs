@@ -153,6 +153,7 @@ mod loom;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;
+pub(crate) mod shared;
 mod snapshot;
 pub(crate) mod state;
 

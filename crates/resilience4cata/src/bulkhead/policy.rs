@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "tower")]
 use std::task::Poll;
 
+use super::shared::SlotPool;
 use super::state::{BulkheadState, Withdrawn};
 #[cfg(feature = "tower")]
 use super::state::{Queued, Wake};
@@ -15,7 +16,7 @@ use crate::events::Publisher;
 use crate::pass_or::PassOr;
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
-use crate::shared::{Answer, SharedPublisher, SlotPool};
+use crate::shared::{self, Answer};
 
 /// A slot of a bulkhead, given back when dropped: on return, on error, on panic, and when the
 /// future holding it is dropped.
@@ -67,16 +68,17 @@ fn finish_other(state: &BulkheadState, held: Held) {
     }
 }
 
-/// A slot taken ahead of its call by a tower service under backpressure (`poll_ready`), owned so
-/// the service can keep it between `poll_ready` and `call`; given back when dropped, used or not.
+/// A [`BulkheadPermit`] owned instead of borrowed: a slot taken ahead of its call by a tower
+/// service under backpressure (`poll_ready`), so the service can keep it between `poll_ready` and
+/// `call`; given back when dropped, used or not.
 #[derive(Debug)]
 #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-pub(crate) struct OwnedSlot {
+pub(crate) struct OwnedBulkheadPermit {
     /// `None` for a disabled bulkhead, which counts nothing.
     state: Option<Arc<BulkheadState>>,
 }
 
-impl Drop for OwnedSlot {
+impl Drop for OwnedBulkheadPermit {
     #[inline]
     fn drop(&mut self) {
         if let Some(state) = self.state.take() {
@@ -328,13 +330,13 @@ impl BulkheadPolicy {
         &self,
         waiting: &mut Option<SlotWait>,
         cx: &mut std::task::Context<'_>,
-    ) -> Poll<Result<OwnedSlot, Rejection>> {
+    ) -> Poll<Result<OwnedBulkheadPermit, Rejection>> {
         let state = &*self.state;
         if !state.config.enabled {
-            return Poll::Ready(Ok(OwnedSlot { state: None }));
+            return Poll::Ready(Ok(OwnedBulkheadPermit { state: None }));
         }
         let owned = || {
-            let slot = OwnedSlot { state: Some(Arc::clone(&self.state)) };
+            let slot = OwnedBulkheadPermit { state: Some(Arc::clone(&self.state)) };
             state.permitted(); // after the guard exists, as in `BulkheadPermit::new`
             slot
         };
@@ -390,18 +392,12 @@ policy_kind! {
         config: BulkheadConfig,
         events: Publisher<BulkheadEvent>,
     ) -> BulkheadState {
-        let shared = config.shared && config.enabled;
         let mut state = BulkheadState::new(instance, config, Arc::clone(&inner.timer), events);
-        if let (Some(store), true) = (&inner.shared, shared) {
-            let pool = SlotPool::new(
-                Arc::clone(&state.instance),
-                &state.config,
-                store.store_timeout(),
-                Arc::clone(&inner.timer),
-                SharedPublisher::new(&inner.listeners),
-            );
-            let pool = Arc::new(pool);
-            store.share_bulkhead(Arc::clone(&pool));
+        let (c, store) = (&state.config, inner.shared.as_deref());
+        let pool = shared::link(store, (c.enabled, c.shared), &state.instance, &inner.timer, &inner.listeners, |parts| {
+            SlotPool::new(parts, c)
+        });
+        if let Some(pool) = pool {
             state.share(pool);
         }
         state

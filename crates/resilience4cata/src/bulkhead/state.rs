@@ -28,11 +28,12 @@ use std::thread::Thread;
 
 use crossbeam_utils::CachePadded;
 
+use super::shared::SlotPool;
 use super::{BulkheadConfig, BulkheadEvent, BulkheadSnapshot};
 use crate::clock::{Timer, nanos};
 use crate::events::{Publisher, publish};
 use crate::rejection::Rejection;
-use crate::shared::{Answer, SlotPool};
+use crate::shared::Answer;
 
 const ONE_WAITER: u64 = 1 << 32;
 const IN_FLIGHT: u64 = ONE_WAITER - 1;

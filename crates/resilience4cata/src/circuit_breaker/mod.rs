@@ -131,6 +131,7 @@ mod loom;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
 pub(crate) mod policy;
+pub(crate) mod shared;
 mod snapshot;
 mod state;
 pub(crate) mod stripes;

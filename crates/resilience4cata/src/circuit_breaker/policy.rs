@@ -5,6 +5,7 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
+use super::shared::{BreakerLink, RemoteOpen};
 pub use super::state::Outcome;
 use super::state::{CircuitBreakerState, Ticket};
 use super::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerEvent, CircuitBreakerSnapshot};
@@ -12,7 +13,7 @@ use crate::Rejection;
 use crate::error::RegistryError;
 use crate::events::Publisher;
 use crate::registry::{Inner, policy_kind};
-use crate::shared::{BreakerLink, RemoteOpen, SharedPublisher};
+use crate::shared;
 
 /// The field the generated code keeps for one method's breaker.
 #[derive(Clone)]
@@ -149,16 +150,14 @@ policy_kind! {
         config: CircuitBreakerConfig,
         events: Publisher<CircuitBreakerEvent>,
     ) -> CircuitBreakerState {
-        let shared = config.shared && config.enabled;
-        let (wait, permitted) = (config.wait_in_open, config.permitted_calls_in_half_open);
         let state = CircuitBreakerState::new(Arc::clone(&instance), config, Arc::clone(&inner.timer), events);
-        match (&inner.shared, shared) {
-            (Some(store), true) => {
-                let link = Arc::new(BreakerLink::new(instance, wait, permitted, SharedPublisher::new(&inner.listeners)));
-                store.share_circuit_breaker(Arc::clone(&link));
-                state.with_link(link)
-            }
-            _ => state,
+        let (c, store) = (&state.config, inner.shared.as_deref());
+        let link = shared::link(store, (c.enabled, c.shared), &instance, &inner.timer, &inner.listeners, |parts| {
+            BreakerLink::new(parts, c.wait_in_open, c.permitted_calls_in_half_open)
+        });
+        match link {
+            Some(link) => state.with_link(link),
+            None => state,
         }
     }
 

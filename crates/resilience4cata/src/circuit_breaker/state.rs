@@ -40,12 +40,12 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use super::half_open::{Done, Probes, Take};
+use super::shared::{BreakerLink, RemoteOpen};
 use super::window::{FAILED, SLOW, Tally, Window};
 use super::{CircuitBreakerConfig, CircuitBreakerEvent, CircuitBreakerSnapshot, WindowType};
 use crate::Rejection;
 use crate::clock::{Timer, nanos};
 use crate::events::{Publisher, publish};
-use crate::shared::{BreakerLink, RemoteOpen};
 
 /// How the breaker records one call's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

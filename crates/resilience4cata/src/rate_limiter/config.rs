@@ -52,7 +52,7 @@ impl RateLimiterConfig {
     /// assert_eq!(c.lease(), 3);
     /// ```
     pub fn lease(&self) -> u32 {
-        self.lease.unwrap_or((self.permits / 10).max(1))
+        crate::shared::lease_or_tenth(self.lease, self.permits)
     }
 }
 

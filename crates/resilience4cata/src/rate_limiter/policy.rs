@@ -5,6 +5,7 @@ use std::sync::Arc;
 #[cfg(feature = "tower")]
 use std::time::Duration;
 
+use super::shared::LeasePool;
 #[cfg(feature = "tower")]
 use super::state::Decision;
 use super::state::RateLimiterState;
@@ -15,7 +16,7 @@ use crate::events::Publisher;
 use crate::pass_or::PassOr;
 use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
-use crate::shared::SharedPublisher;
+use crate::shared;
 
 /// The field the generated code keeps for one rate-limited method: asked for a permit before every
 /// attempt (after the circuit breaker, so calls the breaker refuses take no permit).
@@ -200,12 +201,15 @@ policy_kind! {
         config: RateLimiterConfig,
         events: Publisher<RateLimiterEvent>,
     ) -> RateLimiterState {
-        let shared = config.shared && config.enabled;
-        let state = RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events);
-        match (&inner.shared, shared) {
-            (Some(store), true) => state.share(store.as_ref(), SharedPublisher::new(&inner.listeners)),
-            _ => state,
+        let mut state = RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events);
+        let (c, store) = (&state.config, inner.shared.as_deref());
+        let pool = shared::link(store, (c.enabled, c.shared), &state.instance, &inner.timer, &inner.listeners, |parts| {
+            LeasePool::new(parts, c)
+        });
+        if let Some(pool) = pool {
+            state.share(pool);
         }
+        state
     }
 }
 

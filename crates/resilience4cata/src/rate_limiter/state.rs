@@ -65,11 +65,12 @@ use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
+use super::shared::{LeasePool, Take};
 use super::{RateLimiterConfig, RateLimiterEvent, RateLimiterSnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::events::{Publisher, publish};
 use crate::rejection::Rejection;
-use crate::shared::{Answer, LeasePool, SharedPublisher, SharedStore, Take};
+use crate::shared::Answer;
 
 /// What GCRA decided for one call at one time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,21 +211,34 @@ impl AtomicGcra {
     /// burst's origin, for the exact re-decision ([`acquire`](Self::acquire); module docs).
     #[inline(always)]
     fn take(&self, now: u64, dated: u64, permit: impl Fn(u64) -> Option<u64>) -> bool {
-        let mut tat = self.words.tat.load(Ordering::Relaxed);
-        while let Some(next) = permit(tat) {
-            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
-                // `before` is `tat`; compared from the instruction's own result, it needs no copy.
-                Ok(before) => {
-                    if before <= now {
-                        // After the compare-and-set: a reader that sees this origin sees its TAT.
-                        self.words.origin.store(dated, Ordering::Release);
-                    }
-                    return true;
+        match self.update_tat(|tat| permit(tat).map(|next| (next, ())).ok_or(())) {
+            // `before` is the TAT replaced; compared from the instruction's own result, it needs
+            // no copy.
+            Ok((before, ())) => {
+                if before <= now {
+                    // After the compare-and-set: a reader that sees this origin sees its TAT.
+                    self.words.origin.store(dated, Ordering::Release);
                 }
+                true
+            }
+            Err(()) => false,
+        }
+    }
+
+    /// The compare-and-set loop on the TAT, written once for the pass path ([`take`](Self::take))
+    /// and the exact decision ([`acquire`](Self::acquire)): `step` answers for each TAT seen with
+    /// the TAT to leave and the answer (`Ok`: set it, then return the TAT it replaced beside the
+    /// answer), or with the answer alone (`Err`: returned at once, the TAT unchanged).
+    #[inline(always)]
+    fn update_tat<T>(&self, mut step: impl FnMut(u64) -> Result<(u64, T), T>) -> Result<(u64, T), T> {
+        let mut tat = self.words.tat.load(Ordering::Relaxed);
+        loop {
+            let (next, answer) = step(tat)?;
+            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(before) => return Ok((before, answer)),
                 Err(current) => tat = current,
             }
         }
-        false
     }
 
     /// Decides for a call at `now`, an exact reading, and, unless it is refused, takes (or
@@ -234,16 +248,12 @@ impl AtomicGcra {
         // The origin first: its `Acquire` pairs with the pass path's `Release`, so the TAT read
         // next is at or after the compare-and-set that started the burst.
         let origin = self.words.origin.load(Ordering::Acquire);
-        let mut tat = self.words.tat.load(Ordering::Relaxed);
-        loop {
-            let (decision, next) = self.gcra.decide_in_burst(tat, now, origin, max_wait);
-            if let Decision::Refuse(_) = decision {
-                return decision;
-            }
-            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return decision,
-                Err(current) => tat = current,
-            }
+        let decided = self.update_tat(|tat| match self.gcra.decide_in_burst(tat, now, origin, max_wait) {
+            (refused @ Decision::Refuse(_), _) => Err(refused),
+            (decision, next) => Ok((next, decision)),
+        });
+        match decided {
+            Ok((_, decision)) | Err(decision) => decision,
         }
     }
 
@@ -328,20 +338,11 @@ impl RateLimiterState {
         }
     }
 
-    /// Shares the instance through `store` (`shared = true`).
-    pub(super) fn share(mut self, store: &dyn SharedStore, events: SharedPublisher) -> Self {
-        let pool = LeasePool::new(
-            Arc::clone(&self.instance),
-            &self.config,
-            store.store_timeout(),
-            Arc::clone(&self.timer),
-            events,
-        );
-        let pool = Arc::new(pool);
-        store.share_rate_limiter(Arc::clone(&pool));
+    /// Spends the fleet's permits through `pool` (`shared = true`), the local GCRA deciding
+    /// while it is degraded.
+    pub(super) fn share(&mut self, pool: Arc<LeasePool>) {
         self.shared = Some(pool);
         self.local = false;
-        self
     }
 
     pub(crate) fn snapshot(&self) -> RateLimiterSnapshot {

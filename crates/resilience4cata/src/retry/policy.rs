@@ -129,12 +129,13 @@ impl RetryPolicy {
     /// registry's clock) and says whether to try again.
     #[inline]
     pub fn retry_after(&self, call: &mut RetryCall, failure: Failure) -> bool {
-        self.quick(call, failure) || self.retry_after_slow(call, failure)
+        self.quick(call, failure) || self.retry_after_slow(call, failure, None)
     }
 
+    /// Past the quick path, sync: [`decide_from`](Self::decide_from), then the wait on the thread.
     #[inline(never)]
-    fn retry_after_slow(&self, call: &mut RetryCall, failure: Failure) -> bool {
-        match self.decide(call, failure, computed_wait) {
+    fn retry_after_slow(&self, call: &mut RetryCall, failure: Failure, rejection: Option<&Rejection>) -> bool {
+        match self.decide_from(call, failure, rejection) {
             Some(wait) => self.wait_blocking(call, wait),
             None => false,
         }
@@ -155,10 +156,7 @@ impl RetryPolicy {
     /// takes the unchanged path, quick path included.
     #[inline]
     pub fn retry_after_from(&self, call: &mut RetryCall, failure: Failure, rejection: Option<&Rejection>) -> bool {
-        match rate_limited_for(rejection) {
-            None => self.retry_after(call, failure),
-            Some(at_least) => self.retry_after_with(call, failure, at_least_wait(at_least)),
-        }
+        self.retry_now_from(call, failure, rejection) || self.retry_after_slow(call, failure, rejection)
     }
 
     /// [`retry_after`](Self::retry_after) with a `delay_from` hook: `adjust(attempt, computed)`
@@ -193,10 +191,7 @@ impl RetryPolicy {
         failure: Failure,
         rejection: Option<&Rejection>,
     ) -> Option<Duration> {
-        match rate_limited_for(rejection) {
-            None => self.decide(call, failure, computed_wait),
-            Some(at_least) => self.decide(call, failure, at_least_wait(at_least)),
-        }
+        self.decide(call, failure, wait_from(rejection))
     }
 
     /// The async loop's decision with a `delay_from` hook (see
@@ -216,7 +211,7 @@ impl RetryPolicy {
         if self.quick(call, failure) {
             return true;
         }
-        match self.decide(call, failure, computed_wait) {
+        match self.decide_from(call, failure, None) {
             Some(wait) => self.wait_async(call, wait).await,
             None => false,
         }
@@ -336,14 +331,12 @@ fn rate_limited_for(rejection: Option<&Rejection>) -> Option<Duration> {
     }
 }
 
-/// No adjustment: the computed wait.
+/// The rule for a failure that may carry a rejection, written once for the sync and the async
+/// loop: after a rate limiter's refusal, never sooner than it said; after anything else, the
+/// computed wait (at least zero).
 #[inline]
-fn computed_wait(_attempt: u32, computed: Duration) -> Option<Duration> {
-    Some(computed)
-}
-
-/// The built-in adjustment for a rate limiter's refusal: never sooner than it said.
-fn at_least_wait(at_least: Duration) -> impl FnOnce(u32, Duration) -> Option<Duration> {
+fn wait_from(rejection: Option<&Rejection>) -> impl FnOnce(u32, Duration) -> Option<Duration> {
+    let at_least = rate_limited_for(rejection).unwrap_or(Duration::ZERO);
     move |_, computed| Some(computed.max(at_least))
 }
 
