@@ -12,12 +12,14 @@ mod error;
 pub mod events;
 pub mod fallback;
 pub mod hedge;
+mod kit;
 #[cfg(feature = "metrics")]
 mod metric_handles;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_counters;
 mod pass_or;
 pub mod pipeline;
+mod policy_list;
 pub mod rate_limiter;
 mod registry;
 mod rejection;
@@ -28,6 +30,7 @@ mod serde_millis;
 pub mod shared;
 #[cfg(test)]
 mod stress;
+mod stripes;
 mod sync;
 pub mod timeout;
 

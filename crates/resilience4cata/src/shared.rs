@@ -104,41 +104,9 @@ pub trait SharedStore: Send + Sync + fmt::Debug + 'static {
     fn share_circuit_breaker(&self, link: Arc<BreakerLink>);
 }
 
-/// An event of the shared state of one instance: it left the fleet for its local state, or came
-/// back. Listen with `listen(|e: &SharedStateEvent| …)`; subscribers get it as
-/// [`AnyEvent::SharedState`](crate::events::AnyEvent::SharedState).
-///
-/// ```
-/// use std::sync::Arc;
-/// use resilience4cata::shared::SharedStateEvent;
-///
-/// let e = SharedStateEvent::Degraded { instance: Arc::from("prices") };
-/// assert_eq!(e.instance(), "prices");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(tag = "kind"))]
-#[non_exhaustive]
-pub enum SharedStateEvent {
-    /// The store could not be reached in time: the instance decides on its local state alone.
-    Degraded {
-        /// The instance id.
-        instance: Arc<str>,
-    },
-    /// The store answered again: the instance is shared again.
-    Recovered {
-        /// The instance id.
-        instance: Arc<str>,
-    },
-}
-
-impl SharedStateEvent {
-    /// The instance id.
-    pub fn instance(&self) -> &str {
-        match self {
-            SharedStateEvent::Degraded { instance } | SharedStateEvent::Recovered { instance } => instance,
-        }
-    }
-}
+/// Declared with the other events (`events/shared_state.rs`), so the event machinery never reads
+/// the store; this path stays the public one.
+pub use crate::events::SharedStateEvent;
 
 /// Where [`SharedStateEvent`]s go: the registry's listeners and subscribers.
 pub(crate) struct SharedPublisher {

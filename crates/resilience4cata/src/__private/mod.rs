@@ -67,13 +67,9 @@ pub struct Site<'a> {
     pub is_async: bool,
 }
 
-/// What a generated wrapper implements so [`WrapperBuilder`](crate::WrapperBuilder) can build it.
-pub trait Build: Sized {
-    /// What the wrapper wraps: the delegate.
-    type Input;
-    /// Resolves every policy instance; `scope` prefixes every derived id.
-    fn build(input: Self::Input, registry: &Registry, scope: Option<Arc<str>>) -> Result<Self, RegistryError>;
-}
+/// What a generated wrapper implements so [`WrapperBuilder`](crate::WrapperBuilder) can build it
+/// (declared beside the builder, in `scope.rs`).
+pub use crate::scope::Build;
 
 /// `ResilientApi::builder(delegate, &registry)`.
 pub fn wrapper_builder<W: Build>(input: W::Input, registry: &Registry) -> crate::WrapperBuilder<'_, W> {
@@ -118,7 +114,7 @@ for_each_policy!(constructors);
 /// fallback has no configuration and no shared state, so this never fails; it returns a `Result`
 /// like every other constructor.
 pub fn fallback(registry: &Registry, site: Site) -> Result<FallbackPolicy, RegistryError> {
-    Ok(FallbackPolicy::build(registry, site.id))
+    Ok(FallbackPolicy::build(registry.inner(), site.id))
 }
 
 /// A duration literal checked at compile time, rebuilt from its nanoseconds.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::registry::{KeyProblem, layered_builder};
+use crate::kit::{KeyProblem, layered_builder};
 
 /// A bulkhead's resolved configuration: every key has a value.
 ///
@@ -124,7 +124,7 @@ impl BulkheadConfigBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Layer;
+    use crate::kit::Layer;
 
     #[test]
     fn zero_slots_are_invalid_and_layers_override() {

@@ -12,8 +12,8 @@ use super::state::{Queued, Wake};
 use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapshot};
 use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::kit::{Inner, policy_kind};
 use crate::pass_or::PassOr;
-use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 use crate::shared::{Answer, SharedPublisher, SlotPool};
 

@@ -132,7 +132,6 @@ pub(crate) mod metrics;
 pub(crate) mod policy;
 mod snapshot;
 mod state;
-pub(crate) mod stripes;
 mod window;
 
 pub use config::{
@@ -141,8 +140,7 @@ pub use config::{
 };
 pub use events::CircuitBreakerEvent;
 pub use handle::CircuitBreakerHandle;
-pub use snapshot::CircuitBreakerSnapshot;
-pub use state::State;
+pub use snapshot::{CircuitBreakerSnapshot, State};
 
 #[cfg(test)]
 mod tests;

@@ -8,10 +8,10 @@ use std::sync::Arc;
 pub use super::state::Outcome;
 use super::state::{CircuitBreakerState, Ticket};
 use super::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerEvent, CircuitBreakerSnapshot};
-use crate::Rejection;
 use crate::error::RegistryError;
 use crate::events::Publisher;
-use crate::registry::{Inner, policy_kind};
+use crate::kit::{Inner, policy_kind};
+use crate::rejection::Rejection;
 use crate::shared::{BreakerLink, RemoteOpen, SharedPublisher};
 
 /// The field the generated code keeps for one method's breaker.

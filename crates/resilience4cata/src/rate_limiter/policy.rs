@@ -12,8 +12,8 @@ use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterEvent, RateL
 use crate::clock::Interrupted;
 use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::kit::{Inner, policy_kind};
 use crate::pass_or::PassOr;
-use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 use crate::shared::SharedPublisher;
 

@@ -11,7 +11,7 @@ use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
 use crate::bulkhead::policy::{BulkheadPolicy, SlotWatch};
 use crate::error::{RegistryError, async_only};
 use crate::events::Publisher;
-use crate::registry::{Inner, policy_kind};
+use crate::kit::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// The field the generated code keeps for one method with a timeout: each attempt runs under its
