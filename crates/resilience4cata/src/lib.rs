@@ -28,6 +28,7 @@ mod scope;
 #[cfg(feature = "serde")]
 mod serde_millis;
 pub mod shared;
+mod slot_watch;
 #[cfg(test)]
 mod stress;
 mod stripes;
