@@ -11,8 +11,8 @@ use std::sync::{Arc, Weak};
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
-use resilience4cata::events::{AnyEvent, Subscription};
-use serde_json::{Value, json};
+use resilience4cata::events::Subscription;
+use serde_json::json;
 use tokio::sync::oneshot;
 
 use crate::state::AdminState;
@@ -35,31 +35,15 @@ async fn next_frames((mut subscription, reported): (Subscription, u64)) -> Optio
     if lost > reported {
         frames.push(Event::default().event("lost").data(json!({ "lost": lost }).to_string()));
     }
-    frames.push(Event::default().data(event_json(&event).to_string()));
+    // `policy`, `kind`, `instance`, then the variant's own fields (durations in milliseconds):
+    // `AnyEvent`'s own `Serialize`, the same for every policy.
+    frames.push(
+        Event::default().data(
+            serde_json::to_string(&event)
+                .unwrap_or_else(|_| json!({ "policy": event.policy(), "instance": event.instance() }).to_string()),
+        ),
+    );
     Some((frames, (subscription, lost)))
-}
-
-/// One event as one JSON object: `policy`, `kind`, `instance`, then the variant's own fields
-/// (durations in milliseconds).
-pub(crate) fn event_json(event: &AnyEvent) -> Value {
-    let fields = match event {
-        AnyEvent::Retry(e) => serde_json::to_value(e),
-        AnyEvent::CircuitBreaker(e) => serde_json::to_value(e),
-        AnyEvent::RateLimiter(e) => serde_json::to_value(e),
-        AnyEvent::Bulkhead(e) => serde_json::to_value(e),
-        AnyEvent::Timeout(e) => serde_json::to_value(e),
-        AnyEvent::Fallback(e) => serde_json::to_value(e),
-        AnyEvent::Hedge(e) => serde_json::to_value(e),
-        AnyEvent::AdaptiveLimit(e) => serde_json::to_value(e),
-        AnyEvent::SharedState(e) => serde_json::to_value(e),
-        _ => Ok(json!({ "instance": event.instance() })),
-    };
-    let mut object = match fields {
-        Ok(Value::Object(map)) => map,
-        _ => serde_json::Map::new(),
-    };
-    object.insert("policy".into(), Value::from(event.policy()));
-    Value::Object(object)
 }
 
 /// Starts the task that feeds the admin's counts from a subscription of its own. It stops when

@@ -42,6 +42,7 @@ mod auth;
 mod control;
 mod counters;
 mod events;
+mod exporter;
 mod metrics;
 mod options;
 mod page;

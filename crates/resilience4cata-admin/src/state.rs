@@ -2,9 +2,9 @@
 
 use resilience4cata::{Registry, RegistrySnapshot};
 
-use crate::AdminOptions;
 use crate::counters::{Counts, SharedCounts};
-use crate::metrics::Exporter;
+use crate::exporter::Exporter;
+use crate::options::AdminOptions;
 
 /// The state behind one admin router.
 #[derive(Debug)]

@@ -39,15 +39,15 @@ pub(crate) const CLS_POLICIES_MISSING: &str = "R4C-CLS-001";
 pub(crate) const CLS_ARGUMENT: &str = "R4C-CLS-002";
 pub(crate) const CLS_VALUE: &str = "R4C-CLS-003";
 pub(crate) const CLS_IMPL_SHAPE: &str = "R4C-CLS-004";
-/// Bundles (`crate::bundle`): `#[policy_order]` in a bundle, an attribute that is not a policy, a
-/// malformed `#[bundle(…)]`, a malformed `bundle!` entry.
+/// Bundles (`bundle!` and `#[bundle(…)]`): `#[policy_order]` in a bundle, an attribute that is
+/// not a policy, a malformed `#[bundle(…)]`, a malformed `bundle!` entry.
 pub(crate) const ATR_BUNDLE_ORDER: &str = "R4C-ATR-062";
 pub(crate) const ATR_BUNDLE_NOT_POLICY: &str = "R4C-ATR-080";
 pub(crate) const ATR_BUNDLE_USE: &str = "R4C-ATR-081";
 pub(crate) const ATR_BUNDLE_SYNTAX: &str = "R4C-ATR-082";
-/// Classifier combinations.
-pub(crate) const CLS_WITH_PATTERNS: &str = "R4C-CLS-011";
-pub(crate) const CLS_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLS-012";
+/// Classifier combinations (`R4C-CLF-…`, their own family: the class style has `R4C-CLS-…`).
+pub(crate) const CLF_WITH_PATTERNS: &str = "R4C-CLF-001";
+pub(crate) const CLF_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLF-002";
 /// Signatures and trait shapes (`R4C-SIG-002`, `-007`, `-010` and `-040` come from the runtime's
 /// `#[diagnostic::on_unimplemented]`; the macro reports `-002` itself for a method without a
 /// return type).

@@ -6,6 +6,11 @@
 //! (values against the policy tables of `policy`, trait/method merge, signatures) → `expand` (the
 //! wrapper and one layer per policy). Every compile error carries an `[R4C-…]` code, listed in
 //! `docs/errors.md`, and points at the offending token.
+//!
+//! Imports go one way, floor by floor (`.ci/imports` checks that no module imports back): `diag` and
+//! `model` (the data every stage reads) at the ground; `policy` (the table, as data); `order`,
+//! `bundle` (resolving `#[bundle(…)]` uses) and `parse`; `validate`; at the top `expand`, `class`
+//! (which calls `expand`'s emitters), `define` (`bundle!`) and `derive`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
@@ -13,9 +18,11 @@ extern crate proc_macro;
 
 mod bundle;
 mod class;
+mod define;
 mod derive;
 mod diag;
 mod expand;
+mod model;
 mod order;
 mod parse;
 mod policy;
@@ -309,7 +316,7 @@ pub fn derive_resilience_error(input: TokenStream) -> TokenStream {
 pub fn bundle(input: TokenStream) -> TokenStream {
     let site = proc_macro::Span::call_site();
     let site = format!("{}:{}:{}", site.file(), site.line(), site.column());
-    bundle::define(input.into(), &site).into()
+    define::define(input.into(), &site).into()
 }
 
 /// parse → validate → expand; on any mistake, the errors beside a stub so nothing cascades.

@@ -11,8 +11,8 @@ use syn::punctuated::Punctuated;
 use syn::{Attribute, Ident, ItemTrait, Meta, Token, TraitItem, TraitItemConst, TraitItemType};
 
 use crate::diag::{ATR_DUPLICATE, ATR_PLACEMENT, ATR_SYNTAX, ATR_UNKNOWN_KEY, Errors};
+use crate::model::{Layer, Method};
 use crate::policy::POLICIES;
-use crate::validate::{Method, Policy};
 
 /// `[R4C-ATR-060]`: a policy named twice in one `#[policy_order]`.
 pub(crate) const ATR_ORDER_DUPLICATE: &str = "R4C-ATR-060";
@@ -156,22 +156,22 @@ fn judge(attr: &Attribute, errors: &mut Errors) -> Order {
 
 /// Reorders a method's policies (given in the default order): the fallback first, then the listed
 /// ones in the listed order, then the rest in their default relative order.
-pub(crate) fn apply(order: &Order, policies: Vec<Policy>) -> Vec<Policy> {
-    let rank = |p: &Policy| match p.spec.name {
+pub(crate) fn apply(order: &Order, layers: Vec<Layer>) -> Vec<Layer> {
+    let rank = |p: &Layer| match p.spec.name {
         "fallback" => 0,
         name => order.listed.iter().position(|l| *l == name).map_or(usize::MAX, |i| i + 1),
     };
-    let mut policies = policies;
-    // A stable sort: the unlisted policies (all `usize::MAX`) keep their default relative order.
-    policies.sort_by_key(rank);
-    policies
+    let mut layers = layers;
+    // A stable sort: the unlisted layers (all `usize::MAX`) keep their default relative order.
+    layers.sort_by_key(rank);
+    layers
 }
 
-/// Whether a policy sits between the method's fallback and `policy` (an attempt-making layer), so
-/// the call may end inside `policy`'s loop, before it reports its attempts to the fallback.
-pub(crate) fn cut_short(method: &Method, policy: &Policy) -> bool {
-    let position = |name: &str| method.policies.iter().position(|p| p.spec.name == name);
-    matches!((position("fallback"), position(policy.spec.name)), (Some(f), Some(p)) if p > f + 1)
+/// Whether a layer sits between the method's fallback and `layer` (an attempt-making one), so
+/// the call may end inside `layer`'s loop, before it reports its attempts to the fallback.
+pub(crate) fn cut_short(method: &Method, layer: &Layer) -> bool {
+    let position = |name: &str| method.layers.iter().position(|p| p.spec.name == name);
+    matches!((position("fallback"), position(layer.spec.name)), (Some(f), Some(p)) if p > f + 1)
 }
 
 #[cfg(test)]
@@ -219,51 +219,6 @@ mod tests {
         assert!(errors[0].contains("Fallback, Retry, Hedge, CircuitBreaker"), "{errors:?}");
     }
 
-    fn expand(input: proc_macro2::TokenStream) -> String {
-        let mut errors = Errors::default();
-        let parsed = crate::parse::parse_trait(proc_macro2::TokenStream::new(), input, &mut errors);
-        let model = crate::validate::validate(parsed.unwrap_or_else(|_| panic!("not a trait")), &mut errors);
-        assert!(errors.is_empty(), "{:?}", errors.messages());
-        crate::expand::expand(&model).to_string()
-    }
-
-    #[test]
-    fn the_default_order_expands_exactly_as_without_a_list() {
-        let plain = expand(quote::quote! {
-            pub trait Api {
-                #[bulkhead] #[retry] #[circuit_breaker] #[rate_limiter]
-                fn get(&self) -> Result<u32, E>;
-            }
-        });
-        let spelled = expand(quote::quote! {
-            #[policy_order(Fallback, Retry, Hedge, CircuitBreaker, RateLimiter, AdaptiveLimit, Timeout, Bulkhead)]
-            pub trait Api {
-                #[bulkhead] #[retry] #[circuit_breaker] #[rate_limiter]
-                fn get(&self) -> Result<u32, E>;
-            }
-        });
-        assert_eq!(plain, spelled);
-    }
-
-    #[test]
-    fn a_listed_policy_wraps_the_others_in_the_expansion() {
-        let out = expand(quote::quote! {
-            pub trait Api {
-                #[policy_order(Bulkhead, Retry)]
-                #[retry] #[circuit_breaker] #[bulkhead]
-                fn get(&self) -> Result<u32, E>;
-            }
-        });
-        let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("{needle} in {out}"));
-        let (bulkhead, retry, breaker) = (
-            at("self . __r4c_bulkhead_get . acquire"),
-            at("& self . __r4c_retry_get"),
-            at("self . __r4c_circuit_breaker_get"),
-        );
-        assert!(bulkhead < retry && retry < breaker, "bulkhead → retry → breaker: {out}");
-        assert!(!out.contains("Box"), "still unboxed");
-    }
-
     #[test]
     fn malformed_forms_are_009_and_two_attributes_008() {
         let (_, errors) = judged(syn::parse_quote!(#[policy_order]));
@@ -285,64 +240,5 @@ mod tests {
         let variants =
             ["Fallback", "Retry", "Hedge", "CircuitBreaker", "RateLimiter", "AdaptiveLimit", "Timeout", "Bulkhead"];
         assert_eq!(names, variants);
-    }
-
-    /// Every permutation of `items`.
-    fn permutations(items: &[&'static str]) -> Vec<Vec<&'static str>> {
-        if items.len() <= 1 {
-            return vec![items.to_vec()];
-        }
-        let mut all = Vec::new();
-        for (i, first) in items.iter().enumerate() {
-            let mut rest = items.to_vec();
-            rest.remove(i);
-            for mut tail in permutations(&rest) {
-                tail.insert(0, first);
-                all.push(tail);
-            }
-        }
-        all
-    }
-
-    #[test]
-    fn every_order_of_six_layers_expands_straight_line_in_the_listed_nesting() {
-        // Where each layer starts in the async expansion, by the policy's order name.
-        let starts = [
-            ("Retry", "let mut __r4c_call = __r4c_retry . start ()"),
-            ("CircuitBreaker", "self . __r4c_circuit_breaker_get . acquire ()"),
-            ("RateLimiter", "self . __r4c_rate_limiter_get . pass_now ()"),
-            ("AdaptiveLimit", "self . __r4c_adaptive_limit_get . acquire_async ()"),
-            ("Timeout", "let __r4c_attempt = :: core :: pin :: pin ! (async"),
-            // `acquire_async ()`, or `acquire_async_watched (…)` inside the timeout.
-            ("Bulkhead", "self . __r4c_bulkhead_get . acquire_async"),
-        ];
-        let names: Vec<&'static str> = starts.iter().map(|(name, _)| *name).collect();
-        let orders = permutations(&names);
-        assert_eq!(orders.len(), 720);
-        for order in orders {
-            let listed: Vec<Ident> = order.iter().map(|name| quote::format_ident!("{name}")).collect();
-            let out = expand(quote::quote! {
-                pub trait Api {
-                    #[policy_order(#(#listed),*)]
-                    #[retry] #[circuit_breaker] #[rate_limiter] #[adaptive_limit] #[timeout] #[bulkhead]
-                    async fn get(&self) -> Result<u32, E>;
-                }
-            });
-            let at = |name: &str| {
-                let (_, needle) = starts.iter().find(|(n, _)| *n == name).unwrap();
-                assert_eq!(out.matches(needle).count(), 1, "{needle} once for {order:?}: {out}");
-                out.find(needle).unwrap()
-            };
-            let positions: Vec<usize> = order.iter().map(|name| at(name)).collect();
-            assert!(positions.is_sorted(), "{order:?} nests outermost first: {out}");
-            // A timeout outside the bulkhead watches its slot wait (SPEC §6), and only then.
-            let timeout_outside = at("Timeout") < at("Bulkhead");
-            assert_eq!(out.contains("acquire_async_watched (& __r4c_slot_watch)"), timeout_outside, "{order:?}: {out}");
-            assert_eq!(out.contains("run_pinned_watched"), timeout_outside, "{order:?}: {out}");
-            for boxed in ["Box", "dyn", "Pin"] {
-                assert!(!out.contains(boxed), "{order:?} expands without `{boxed}`: {out}");
-            }
-            assert_eq!(out.matches("loop").count(), 1, "{order:?}: one retry loop, no other: {out}");
-        }
     }
 }

@@ -8,25 +8,28 @@ use syn::ext::IdentExt;
 use syn::parse::ParseStream;
 use syn::{Attribute, Expr, Ident, Item, ItemTrait, Meta, Pat, Token, TraitItem};
 
+use crate::bundle::INLINED;
 use crate::diag::{self, ATR_PLACEMENT, ATR_RESILIENT_ARGS, ATR_SYNTAX, Errors, SIG_TRAIT_SHAPE};
-use crate::policy::{self, PolicySpec, ValueKind};
+use crate::model::{PolicySpec, ValueKind};
+use crate::order::Orders;
+use crate::policy;
 
 /// The trait under `#[resilient]`, with our attributes taken off it and its items.
 pub(crate) struct TraitInput {
     /// The trait as it will be re-emitted: policy attributes stripped.
     pub(crate) item: ItemTrait,
     /// Policy attributes on the trait itself, applying to every method.
-    pub(crate) policies: Vec<RawPolicy>,
+    pub(crate) attributes: Vec<RawAttribute>,
     /// Policy attributes of each item of `item.items`, same index.
-    pub(crate) members: Vec<Vec<RawPolicy>>,
+    pub(crate) members: Vec<Vec<RawAttribute>>,
     /// Whether `async fn` desugars to a `Send` future (`false` under `#[resilient(?Send)]`).
     pub(crate) send: bool,
     /// `#[policy_order]` on the trait, and on each item of `item.items` (same index).
-    pub(crate) orders: crate::order::Orders,
+    pub(crate) orders: Orders,
 }
 
-/// One policy attribute as written: `#[retry(max_attempts = 3)]`.
-pub(crate) struct RawPolicy {
+/// One policy attribute as written, unjudged: `#[retry(max_attempts = 3)]`.
+pub(crate) struct RawAttribute {
     pub(crate) spec: &'static PolicySpec,
     /// The attribute's path (`retry`), for diagnostics about the attribute as a whole.
     pub(crate) path: syn::Path,
@@ -85,11 +88,11 @@ pub(crate) fn parse_trait(
             return Err(input);
         }
     };
-    let orders = crate::order::Orders::take(&mut item, errors);
+    let orders = Orders::take(&mut item, errors);
     crate::bundle::inline_trait(&mut item, errors);
-    let policies = take_policies(&mut item.attrs, errors);
-    let members = item.items.iter_mut().map(|member| take_member_policies(member, errors)).collect();
-    Ok(TraitInput { item, policies, members, send, orders })
+    let attributes = take_attributes(&mut item.attrs, errors);
+    let members = item.items.iter_mut().map(|member| take_member_attributes(member, errors)).collect();
+    Ok(TraitInput { item, attributes, members, send, orders })
 }
 
 /// `Some(true)` for no arguments, `Some(false)` for `?Send`, `None` for anything else.
@@ -109,18 +112,18 @@ fn item_keyword(item: &Item) -> TokenStream {
     skip_attrs.take(1).collect()
 }
 
-fn take_member_policies(member: &mut TraitItem, errors: &mut Errors) -> Vec<RawPolicy> {
+fn take_member_attributes(member: &mut TraitItem, errors: &mut Errors) -> Vec<RawAttribute> {
     match member {
-        TraitItem::Fn(f) => take_policies(&mut f.attrs, errors),
-        TraitItem::Const(c) => refuse_policies(&mut c.attrs, errors),
-        TraitItem::Type(t) => refuse_policies(&mut t.attrs, errors),
+        TraitItem::Fn(f) => take_attributes(&mut f.attrs, errors),
+        TraitItem::Const(c) => refuse_attributes(&mut c.attrs, errors),
+        TraitItem::Type(t) => refuse_attributes(&mut t.attrs, errors),
         _ => Vec::new(),
     }
 }
 
 /// Policy attributes on an associated const or type: reported and dropped.
-pub(crate) fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
-    for p in take_policies(attrs, errors) {
+pub(crate) fn refuse_attributes(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawAttribute> {
+    for p in take_attributes(attrs, errors) {
         let name = p.spec.name;
         errors.add(
             &p.path,
@@ -132,13 +135,13 @@ pub(crate) fn refuse_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -
 }
 
 /// Removes our attributes from `attrs` and parses them; others stay in place.
-pub(crate) fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawPolicy> {
+pub(crate) fn take_attributes(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Vec<RawAttribute> {
     let mut taken = Vec::new();
     let mut bundles = 0;
     attrs.retain(|attr| match policy::lookup(attr.path()) {
-        None if crate::bundle::is_inlined(attr) => {
+        None if attr.path().is_ident(INLINED) => {
             bundles += 1;
-            taken.extend(crate::bundle::policies(attr, bundles, errors));
+            taken.extend(bundled(attr, bundles, errors));
             false
         }
         Some(spec) => {
@@ -153,7 +156,23 @@ pub(crate) fn take_policies(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> 
     taken
 }
 
-pub(crate) fn parse_policy(spec: &'static PolicySpec, attr: &Attribute) -> syn::Result<RawPolicy> {
+/// The attributes of a bundle inlined by `crate::bundle` (`#[__r4c_bundled(…)]`), tagged with
+/// `index`: its rank among the bundles of one attribute list (1 for the first written; a later
+/// bundle wins over an earlier one). Its values were judged where the bundle is defined.
+fn bundled(attr: &Attribute, index: usize, errors: &mut Errors) -> Vec<RawAttribute> {
+    let Ok(content) = attr.parse_args_with(Attribute::parse_outer) else { return Vec::new() };
+    let parsed = content.iter().filter_map(|a| Some(parse_policy(policy::lookup(a.path())?, a)));
+    let mut taken = Vec::new();
+    for raw in parsed {
+        match raw {
+            Ok(raw) => taken.push(RawAttribute { bundle: Some(index), ..raw }),
+            Err(e) => errors.push(e),
+        }
+    }
+    taken
+}
+
+pub(crate) fn parse_policy(spec: &'static PolicySpec, attr: &Attribute) -> syn::Result<RawAttribute> {
     let path = attr.path().clone();
     let entries = match &attr.meta {
         Meta::Path(_) => Vec::new(),
@@ -167,7 +186,7 @@ pub(crate) fn parse_policy(spec: &'static PolicySpec, attr: &Attribute) -> syn::
             ));
         }
     };
-    Ok(RawPolicy { spec, path, entries, bundle: None })
+    Ok(RawAttribute { spec, path, entries, bundle: None })
 }
 
 /// `key = value, …`; the value is a pattern for pattern keys, an expression otherwise (also for

@@ -166,7 +166,194 @@ macro_rules! event_parts {
                 }
             }
         }
+
+        /// With feature `serde`: one object per event, `policy` (as [`AnyEvent::policy`]) then the
+        /// event's own fields, `kind` (the variant's name), `instance` and the rest, durations in
+        /// milliseconds: what the admin's `/events` streams. A variant whose event type is not
+        /// `Serialize` does not compile.
+        ///
+        /// ```
+        /// # use std::sync::Arc;
+        /// # use resilience4cata::events::AnyEvent;
+        /// # use resilience4cata::{GiveUpReason, RetryEvent};
+        /// let event = AnyEvent::Retry(RetryEvent::GaveUp {
+        ///     instance: Arc::from("shop::Api::get"),
+        ///     attempts: 3,
+        ///     reason: GiveUpReason::MaxAttempts,
+        /// });
+        /// assert_eq!(
+        ///     serde_json::to_string(&event)?,
+        ///     r#"{"policy":"retry","kind":"GaveUp","instance":"shop::Api::get","attempts":3,"reason":"MaxAttempts"}"#
+        /// );
+        /// # Ok::<(), serde_json::Error>(())
+        /// ```
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for AnyEvent {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let policy = self.policy();
+                match self {
+                    $(AnyEvent::$variant(event) => policy_tagged(policy, event, serializer),)*
+                    $(AnyEvent::$only_variant(event) => policy_tagged(policy, event, serializer),)*
+                    AnyEvent::SharedState(event) => policy_tagged(policy, event, serializer),
+                }
+            }
+        }
     };
+}
+
+/// `event` with its policy's name in front of its own fields (`AnyEvent`'s `Serialize`): the bound
+/// on `E` is what makes a policy whose events do not serialize fail to compile
+/// (``the trait bound `XEvent: Serialize` is not satisfied``).
+#[cfg(feature = "serde")]
+fn policy_tagged<E: serde::Serialize, S: serde::Serializer>(
+    policy: &'static str,
+    event: &E,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(serde::Serialize)]
+    struct PolicyTagged<'a, E> {
+        policy: &'static str,
+        #[serde(flatten)]
+        event: &'a E,
+    }
+    serde::Serialize::serialize(&PolicyTagged { policy, event }, serializer)
+}
+
+#[cfg(all(test, feature = "serde"))]
+mod serialize_tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::GiveUpReason;
+    use crate::circuit_breaker::State;
+
+    /// The variants of `AnyEvent`, numbered: no `_` arm, so a new variant does not compile here
+    /// until it is numbered (and `VARIANTS` grows, so the test below wants a sample of it).
+    const VARIANTS: usize = 9;
+
+    fn variant(event: &AnyEvent) -> usize {
+        match event {
+            AnyEvent::Retry(_) => 0,
+            AnyEvent::Hedge(_) => 1,
+            AnyEvent::CircuitBreaker(_) => 2,
+            AnyEvent::RateLimiter(_) => 3,
+            AnyEvent::AdaptiveLimit(_) => 4,
+            AnyEvent::Timeout(_) => 5,
+            AnyEvent::Bulkhead(_) => 6,
+            AnyEvent::Fallback(_) => 7,
+            AnyEvent::SharedState(_) => 8,
+        }
+    }
+
+    /// The event's own serialization, without the policy (what the admin wrote before `AnyEvent`
+    /// serialized itself).
+    fn own_fields(event: &AnyEvent) -> Value {
+        match event {
+            AnyEvent::Retry(e) => serde_json::to_value(e),
+            AnyEvent::Hedge(e) => serde_json::to_value(e),
+            AnyEvent::CircuitBreaker(e) => serde_json::to_value(e),
+            AnyEvent::RateLimiter(e) => serde_json::to_value(e),
+            AnyEvent::AdaptiveLimit(e) => serde_json::to_value(e),
+            AnyEvent::Timeout(e) => serde_json::to_value(e),
+            AnyEvent::Bulkhead(e) => serde_json::to_value(e),
+            AnyEvent::Fallback(e) => serde_json::to_value(e),
+            AnyEvent::SharedState(e) => serde_json::to_value(e),
+        }
+        .unwrap()
+    }
+
+    /// One event of every variant, with the policy and kind its JSON must carry.
+    fn one_of_each() -> Vec<(AnyEvent, &'static str, &'static str)> {
+        let i: Arc<str> = Arc::from("shop::Api::get");
+        vec![
+            (
+                AnyEvent::Retry(RetryEvent::Retrying {
+                    instance: i.clone(),
+                    attempt: 1,
+                    delay: Duration::from_millis(5),
+                }),
+                "retry",
+                "Retrying",
+            ),
+            (AnyEvent::Hedge(HedgeEvent::Hedged { instance: i.clone(), attempt: 2 }), "hedge", "Hedged"),
+            (
+                AnyEvent::CircuitBreaker(CircuitBreakerEvent::StateTransition {
+                    instance: i.clone(),
+                    from: State::Closed,
+                    to: State::Open,
+                }),
+                "circuit_breaker",
+                "StateTransition",
+            ),
+            (
+                AnyEvent::RateLimiter(RateLimiterEvent::Rejected {
+                    instance: i.clone(),
+                    retry_after: Duration::from_micros(1500),
+                }),
+                "rate_limiter",
+                "Rejected",
+            ),
+            (
+                AnyEvent::AdaptiveLimit(AdaptiveLimitEvent::LimitChanged { instance: i.clone(), from: 10, to: 9 }),
+                "adaptive_limit",
+                "LimitChanged",
+            ),
+            (
+                AnyEvent::Timeout(TimeoutEvent::TimedOut { instance: i.clone(), timeout: Duration::from_secs(2) }),
+                "timeout",
+                "TimedOut",
+            ),
+            (AnyEvent::Bulkhead(BulkheadEvent::Finished { instance: i.clone() }), "bulkhead", "Finished"),
+            (AnyEvent::Fallback(FallbackEvent::Applied { instance: i.clone(), attempts: 3 }), "fallback", "Applied"),
+            (AnyEvent::SharedState(SharedStateEvent::Degraded { instance: i }), "shared_state", "Degraded"),
+        ]
+    }
+
+    #[test]
+    fn every_variant_serializes_with_its_policy_and_kind() {
+        let events = one_of_each();
+        let mut covered: Vec<usize> = events.iter().map(|(e, ..)| variant(e)).collect();
+        covered.sort_unstable();
+        assert_eq!(covered, (0..VARIANTS).collect::<Vec<_>>(), "one sample per variant");
+        for (event, policy, kind) in &events {
+            let value = serde_json::to_value(event).unwrap();
+            assert_eq!((&value["policy"], &value["kind"]), (&json!(policy), &json!(kind)), "{event:?}");
+            assert_eq!(
+                (value["policy"].as_str(), value["instance"].as_str()),
+                (Some(event.policy()), Some(event.instance()))
+            );
+            // Exactly the event's own fields plus `policy`: nothing lost, nothing renamed.
+            let mut own = own_fields(event);
+            own.as_object_mut().unwrap().insert("policy".into(), json!(policy));
+            assert_eq!(value, own, "{event:?}");
+            let text = serde_json::to_string(event).unwrap();
+            let prefix = format!(r#"{{"policy":"{policy}","kind":"{kind}","instance":"shop::Api::get""#);
+            assert!(text.starts_with(&prefix), "{text}");
+        }
+    }
+
+    #[test]
+    fn durations_stay_milliseconds_and_options_stay_null() {
+        let i: Arc<str> = Arc::from("a");
+        let limited = AnyEvent::RateLimiter(RateLimiterEvent::Rejected {
+            instance: i.clone(),
+            retry_after: Duration::from_micros(1500),
+        });
+        assert_eq!(
+            serde_json::to_value(&limited).unwrap(),
+            json!({ "policy": "rate_limiter", "kind": "Rejected", "instance": "a", "retry_after": 1.5 })
+        );
+        let lost = AnyEvent::Hedge(HedgeEvent::Finished { instance: i.clone(), attempts: 2, winner: None });
+        assert_eq!(
+            serde_json::to_value(&lost).unwrap(),
+            json!({ "policy": "hedge", "kind": "Finished", "instance": "a", "attempts": 2, "winner": null })
+        );
+        let gave_up = AnyEvent::Retry(RetryEvent::GaveUp { instance: i, attempts: 3, reason: GiveUpReason::Refused });
+        assert_eq!(serde_json::to_value(&gave_up).unwrap()["reason"], "Refused");
+    }
 }
 
 /// The policies of the list, then the kinds that only publish events.

@@ -21,6 +21,7 @@ mod pass_or;
 pub mod pipeline;
 mod policy_list;
 pub mod rate_limiter;
+pub mod readings;
 mod registry;
 mod rejection;
 pub mod retry;

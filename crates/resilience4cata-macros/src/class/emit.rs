@@ -8,11 +8,11 @@ use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{ImplItem, ImplItemFn, ReturnType, Signature, Visibility};
 
-use super::{ClassModel, inner_ident, policies};
+use super::{ClassModel, policies};
 use crate::expand::method::{protected, signature};
 use crate::expand::wrapper::cfgs;
-use crate::expand::{Callee, Host, private};
-use crate::validate::{Form, Member, Method};
+use crate::expand::{Callee, Host, inner_ident, private};
+use crate::model::{Form, Member, Method};
 
 /// The block, its inner methods, the accessor of the policies field and `<Type>Policies`.
 pub(super) fn expand(model: &ClassModel) -> TokenStream {
@@ -27,7 +27,7 @@ pub(super) fn expand(model: &ClassModel) -> TokenStream {
     let mut inners = Vec::new();
     for (item, member) in model.item.items.iter().zip(&model.members) {
         match (item, member) {
-            (ImplItem::Fn(f), Member::Method(method)) if !method.policies.is_empty() => {
+            (ImplItem::Fn(f), Member::Method(method)) if !method.layers.is_empty() => {
                 items.push(outer(f, method, &host));
                 inners.push(inner(model, f, method));
             }

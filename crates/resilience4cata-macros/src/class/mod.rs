@@ -3,7 +3,7 @@
 //!
 //! The block is judged by the trait style's validation (`validate::class`), and each protected
 //! method is emitted by the trait style's expansion (`expand::method::protected`): only the
-//! [`Host`](crate::expand::Host) differs. The policy fields live in a generated `<Type>Policies`
+//! [`Host`](crate::expand::Host) differs. The instance fields live in a generated `<Type>Policies`
 //! (`<Type><Trait>Policies` for a trait impl; `policies.rs`), which the type holds in the field
 //! the arguments name (`args.rs`); each protected method keeps its signature and runs its own
 //! body, moved into a private hidden method, through those policies (`emit.rs`).
@@ -19,8 +19,8 @@ use quote::{ToTokens, format_ident, quote};
 use syn::{Ident, ImplItem, Item, ItemImpl, Type};
 
 use crate::diag::{CLS_IMPL_SHAPE, Errors};
-use crate::parse::{refuse_policies, take_policies};
-use crate::validate::{Member, Method};
+use crate::model::Member;
+use crate::parse::{refuse_attributes, take_attributes};
 
 /// The expansion of `#[resilient(args)]` on an impl block; `None` when `input` is not one (the
 /// trait style then takes it).
@@ -29,13 +29,6 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> Option<TokenStrea
         Ok(Item::Impl(item)) => Some(expand_impl(args, item)),
         _ => None,
     }
-}
-
-/// The inner method holding a protected method's body: `__r4c_inner_get` (inherent),
-/// `__r4c_inner_Api_get` (trait impl, so both blocks of one type can protect a `get`).
-pub(crate) fn inner_ident(prefix: &str, method: &Method) -> Ident {
-    let ident = &method.item.sig.ident;
-    format_ident!("{prefix}{}", syn::ext::IdentExt::unraw(ident), span = ident.span())
 }
 
 /// An impl block, checked: everything the emitters read.
@@ -109,14 +102,14 @@ fn expand_impl(args: TokenStream, mut item: ItemImpl) -> TokenStream {
             _ => None,
         })
         .collect();
-    let block = take_policies(&mut item.attrs, &mut errors);
+    let block = take_attributes(&mut item.attrs, &mut errors);
     let raw: Vec<_> = item
         .items
         .iter_mut()
         .map(|member| match member {
-            ImplItem::Fn(f) => take_policies(&mut f.attrs, &mut errors),
-            ImplItem::Const(c) => refuse_policies(&mut c.attrs, &mut errors),
-            ImplItem::Type(t) => refuse_policies(&mut t.attrs, &mut errors),
+            ImplItem::Fn(f) => take_attributes(&mut f.attrs, &mut errors),
+            ImplItem::Const(c) => refuse_attributes(&mut c.attrs, &mut errors),
+            ImplItem::Type(t) => refuse_attributes(&mut t.attrs, &mut errors),
             _ => Vec::new(),
         })
         .collect();

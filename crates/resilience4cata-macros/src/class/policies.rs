@@ -8,7 +8,7 @@ use quote::quote;
 
 use super::ClassModel;
 use crate::expand::private;
-use crate::expand::wrapper::{Ids, PolicyFields, ids_body, policy_fields};
+use crate::expand::wrapper::{Ids, InstanceFields, ids_body, instance_fields};
 
 /// The struct and its impls; without instances (`real = false`) beside errors.
 pub(super) fn emit(model: &ClassModel, real: bool) -> TokenStream {
@@ -17,8 +17,8 @@ pub(super) fn emit(model: &ClassModel, real: bool) -> TokenStream {
     let ids = Ids { vis, of: &name, owner: owner.clone(), members: &model.members };
     let ids_name = ids.name();
     let (ids_struct, ids_body) = ids_body(&ids, real);
-    let PolicyFields { declarations, constructors, lets, inits } =
-        if real { policy_fields(&model.members, &owner) } else { PolicyFields::default() };
+    let InstanceFields { declarations, constructors, lets, inits } =
+        if real { instance_fields(&model.members, &owner) } else { InstanceFields::default() };
     let Docs { ty: doc_ty, new: doc_new, builder: doc_builder } = Docs::of(&name, &owner);
     let shown = name.to_string();
     quote! {

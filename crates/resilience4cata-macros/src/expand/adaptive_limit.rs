@@ -11,7 +11,7 @@ use quote::quote;
 
 use super::circuit_breaker::any;
 use super::{Ctx, private};
-use crate::validate::Settings;
+use crate::model::Settings;
 
 /// `'adaptive_limit: { let permit = match self.<field>.acquire() { Ok(p) => p, Err(r) => break 'adaptive_limit … };
 /// let r = <inner>; permit.finish(outcome); r }`: the permit is bound by a `let`, so an async

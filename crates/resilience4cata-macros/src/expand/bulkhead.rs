@@ -5,7 +5,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::Ctx;
-use crate::validate::Settings;
+use crate::model::Settings;
 
 /// `'bulkhead: { let slot = match self.<field>.acquire() { Ok(s) => s, Err(r) => break 'bulkhead … };
 /// <inner> }`: bound by a `let`, so an async method's future does not keep the whole `Result` the

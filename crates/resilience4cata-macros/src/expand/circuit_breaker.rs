@@ -11,7 +11,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::{Ctx, private};
-use crate::validate::{Setting, Settings, Value};
+use crate::model::{Setting, Settings, Value};
 
 /// `'breaker: { let permit = match self.<field>.acquire() { Ok(p) => p, Err(r) => break 'breaker Err(…) }; …;
 /// match result { Ok(v) => { permit.record(Success); Ok(v) } Err(e) => { permit.record(outcome); Err(e) } } }`.

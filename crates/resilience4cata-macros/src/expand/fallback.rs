@@ -12,7 +12,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::{Ctx, private};
-use crate::validate::{Setting, Settings, Value};
+use crate::model::{Setting, Settings, Value};
 
 /// `{ let mut attempts = 1; match <inner> { Ok(v) => Ok(v), Err(e) if applies => <fallback>, Err(e) => Err(e) } }`.
 pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> TokenStream {

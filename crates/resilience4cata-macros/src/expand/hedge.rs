@@ -6,7 +6,7 @@ use quote::quote;
 use syn::Type;
 
 use super::{Ctx, private};
-use crate::validate::Settings;
+use crate::model::Settings;
 
 /// `self.<field>.run(move || async move { <inner> }, |e| <is CallNotPermitted>).await`, or
 /// `run_counting(&mut __r4c_attempts, …)` under a `#[fallback]`, so the fallback's

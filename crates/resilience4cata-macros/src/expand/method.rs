@@ -8,8 +8,8 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, Pat, PatIdent, Signature, Type};
 
 use super::wrapper::cfgs;
-use super::{Callee, Ctx, Host, private};
-use crate::validate::{Form, Member, Method, Model, Receiver};
+use super::{Callee, Ctx, Host, emitter, inner_ident, private};
+use crate::model::{Form, Member, Method, Model, Receiver};
 
 /// The trait's `impl` for the wrapper.
 pub(crate) fn impl_trait(model: &Model) -> TokenStream {
@@ -27,7 +27,7 @@ pub(crate) fn stub_impl(model: &Model) -> TokenStream {
         return TokenStream::new();
     }
     let items = model.members.iter().map(|m| match m {
-        Member::Method(method) if method.policies.is_empty() && method.forwardable => {
+        Member::Method(method) if method.layers.is_empty() && method.forwardable => {
             method_item(model, method, forward(model, method))
         }
         Member::Method(method) => {
@@ -47,7 +47,7 @@ pub(crate) fn stub_impl(model: &Model) -> TokenStream {
 /// (an `async fn` is a `Send` future unless the trait says `?Send`).
 fn needs_sync(model: &Model) -> bool {
     model.members.iter().any(|m| match m {
-        Member::Method(method) if !method.policies.is_empty() => match method.form {
+        Member::Method(method) if !method.layers.is_empty() => match method.form {
             Form::ImplFuture { send } => send,
             Form::AsyncFn => model.send,
             _ => false,
@@ -118,7 +118,7 @@ pub(crate) fn signature(method: &Method) -> Signature {
 }
 
 fn body(model: &Model, method: &Method) -> TokenStream {
-    if method.policies.is_empty() {
+    if method.layers.is_empty() {
         return forward(model, method);
     }
     let host = Host {
@@ -156,11 +156,11 @@ fn async_body(_method: &Method, block: TokenStream) -> TokenStream {
 /// The statements of a protected method: the chain of layers around one call of what `host`
 /// calls, ending in the method's return value. Both styles emit their methods with it.
 pub(crate) fn protected(host: &Host, method: &Method) -> TokenStream {
-    let ctx = Ctx { method, policy: &method.policies[0], host };
-    let chained = method.policies.iter().rev().fold(innermost(host, method), |inner, policy| {
-        (policy.spec.layer)(&Ctx { method, policy, host }, &policy.settings, inner)
+    let ctx = Ctx { method, layer: &method.layers[0], host };
+    let chained = method.layers.iter().rev().fold(innermost(host, method), |inner, layer| {
+        emitter(layer.spec)(&Ctx { method, layer, host }, &layer.settings, inner)
     });
-    let rejects = method.policies.iter().any(|p| p.spec.rejects).then(|| {
+    let rejects = method.layers.iter().any(|p| p.spec.rejects).then(|| {
         let p = private();
         let err = ctx.err_type();
         quote!(#p::require_resilience_error::<#err>();)
@@ -177,7 +177,7 @@ pub(crate) fn protected(host: &Host, method: &Method) -> TokenStream {
 /// owned argument is cloned per attempt when a policy may call more than once, moved otherwise.
 fn innermost(host: &Host, method: &Method) -> TokenStream {
     let p = private();
-    let repeats = method.policies.iter().any(|policy| crate::policy::repeats(policy.spec));
+    let repeats = method.layers.iter().any(|layer| crate::policy::repeats(layer.spec));
     // A hedge's attempts run side by side: its layer rebinds each owned argument to a reference.
     let hedged = crate::policy::hedged(method);
     let args = method.args.iter().map(|a| {
@@ -194,12 +194,12 @@ fn innermost(host: &Host, method: &Method) -> TokenStream {
     let call = match &host.callee {
         Callee::Delegate { d, trait_name } => delegate_call(d, trait_name, method, args, method.is_async()),
         Callee::Inner { prefix } => {
-            let inner = crate::class::inner_ident(prefix, method);
+            let inner = inner_ident(prefix, method);
             let awaited = method.is_async().then(|| quote!(.await));
             quote!(Self::#inner(self, #args) #awaited)
         }
     };
-    Ctx { method, policy: &method.policies[0], host }.wrap_attempt(call)
+    Ctx { method, layer: &method.layers[0], host }.wrap_attempt(call)
 }
 
 /// The unprotected method: the delegate's, called directly (an `async fn` returns the

@@ -24,8 +24,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::policy::PolicySpec;
-use crate::validate::{Method, Model, Policy};
+use crate::model::{Layer, Method, Model, PolicySpec, Settings};
 
 /// The whole expansion of a valid trait.
 pub(crate) fn expand(model: &Model) -> TokenStream {
@@ -55,19 +54,37 @@ pub(crate) fn field(spec: &PolicySpec, method: &Method) -> Ident {
     format_ident!("__r4c_{}_{}", spec.name, name)
 }
 
-/// What a layer emitter knows: the method, the policy whose layer it writes, and the style that
-/// hosts it.
+/// A policy's layer emitter: wraps the inner expression (of type `Result<T, E>`) in the layer.
+pub(crate) type Emitter = fn(&Ctx<'_>, &Settings, TokenStream) -> TokenStream;
+
+/// The layer emitter of `spec`: `expand::<module>::layer`, for the module of the same name under
+/// `policy/` (one list of both, `policy::for_each_policy!`).
+pub(crate) fn emitter(spec: &PolicySpec) -> Emitter {
+    macro_rules! find {
+        ($($module:ident $spec:ident,)*) => {
+            $(
+                if ::std::ptr::eq(spec, &crate::policy::$module::$spec) {
+                    return $module::layer;
+                }
+            )*
+        };
+    }
+    crate::policy::for_each_policy!(find);
+    unreachable!("`{}` is not in the policy table", spec.name)
+}
+
+/// What a layer emitter knows: the method, the layer it writes, and the style that hosts it.
 pub(crate) struct Ctx<'a> {
     pub(crate) method: &'a Method,
-    pub(crate) policy: &'a Policy,
+    pub(crate) layer: &'a Layer,
     pub(crate) host: &'a Host,
 }
 
 /// What differs between the trait style and the class style, and nothing else: where the policy
 /// fields live, and what the innermost layer calls. Every layer is shared by both styles.
 pub(crate) struct Host {
-    /// The expression the policy fields hang off: `self` in the wrapper, the generated accessor of
-    /// the `policies = field` field in an impl block.
+    /// The expression the instance fields hang off: `self` in the wrapper, the generated accessor
+    /// of the `policies = field` field in an impl block.
     pub(crate) fields: TokenStream,
     pub(crate) callee: Callee,
 }
@@ -76,16 +93,23 @@ pub(crate) struct Host {
 pub(crate) enum Callee {
     /// The wrapper's delegate: `<D as Trait>::method(&self.delegate, args…)`.
     Delegate { d: Ident, trait_name: Ident },
-    /// The method's own body, moved aside: `Self::<prefix><method>(self, args…)` (see
-    /// `crate::class`).
+    /// The method's own body, moved aside by the class style: `Self::<prefix><method>(self,
+    /// args…)` (see [`inner_ident`]).
     Inner { prefix: String },
+}
+
+/// The inner method holding a protected method's body in the class style: `__r4c_inner_get`
+/// (inherent), `__r4c_inner_Api_get` (trait impl, so both blocks of one type can protect a `get`).
+pub(crate) fn inner_ident(prefix: &str, method: &Method) -> Ident {
+    let ident = &method.item.sig.ident;
+    format_ident!("{prefix}{}", syn::ext::IdentExt::unraw(ident), span = ident.span())
 }
 
 impl Ctx<'_> {
     /// This policy's field, as an expression: `self.__r4c_retry_stock`, or
     /// `__r4c_policies_of_Client(self).__r4c_retry_stock` in an impl block.
     pub(crate) fn field(&self) -> TokenStream {
-        let (fields, name) = (&self.host.fields, field(self.policy.spec, self.method));
+        let (fields, name) = (&self.host.fields, field(self.layer.spec, self.method));
         quote!(#fields.#name)
     }
 

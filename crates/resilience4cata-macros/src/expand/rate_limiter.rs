@@ -5,7 +5,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::Ctx;
-use crate::validate::Settings;
+use crate::model::Settings;
 
 /// `'rate_limiter: { if let Err(r) = self.<field>.acquire() { break 'rate_limiter Err(E::from_rejection(r)) } <inner> }`:
 /// the acquisition's `Result` ends with the `if let`, so an async method's future does not keep it

@@ -1,6 +1,6 @@
 //! The retry layer: a `loop` around the inner layers that asks the policy only after a failure.
 //! A sync method without a classifier makes its first attempt before the loop, straight-line, and
-//! enters the loop only after a failure (see `by_error_peeled`).
+//! enters the loop only after a failure (see [`Rounds::Peeled`]).
 //!
 //! Without a classifier, `Ok` leaves the loop at once; an `Err` is not retried when it is an open
 //! breaker's refusal (found by autoref specialisation, whatever the patterns say), matches
@@ -19,7 +19,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::{Ctx, private};
-use crate::validate::{Setting, Settings, Value};
+use crate::model::{Setting, Settings, Value};
 
 /// `{ let retry = &self.<field>; let mut call = retry.start(); loop { … } }`, an expression of
 /// type `Result<T, E>` around `inner`.
@@ -39,11 +39,11 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
     };
     // A policy ordered between the fallback and the retry (`#[policy_order(Timeout, Retry)]`) may
     // end the call mid-loop: then each attempt reports itself as it starts.
-    let starting = crate::order::cut_short(ctx.method, ctx.policy)
+    let starting = crate::order::cut_short(ctx.method, ctx.layer)
         .then(|| quote!(__r4c_attempts = __r4c_call.attempts().saturating_add(1);));
     if !ctx.is_async() && settings.get("classifier").is_none() {
         let ask = |give_up| ask(ctx, settings, Subject::Error, give_up);
-        let rounds = by_error_peeled(settings, inner, ask, gave_up, starting);
+        let rounds = by_error(settings, inner, ask, gave_up, Rounds::Peeled { starting });
         return quote! {{
             #[allow(unused_imports)]
             use #p::{ProbeFallback as _, ProbeRejection as _};
@@ -57,7 +57,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, settings: &Settings, inner: TokenStream) -> T
             let again = |give_up: TokenStream| ask(ctx, settings, Subject::Result, give_up);
             classified(classifier, settings.get("on_exhausted_result"), inner, again, [gave_up, accepted])
         }
-        None => by_error(settings, inner, |give_up| ask(ctx, settings, Subject::Error, give_up), gave_up),
+        None => by_error(settings, inner, |give_up| ask(ctx, settings, Subject::Error, give_up), gave_up, Rounds::Loop),
     };
     quote! {{
         #[allow(unused_imports)]
@@ -170,55 +170,40 @@ fn ask(ctx: &Ctx<'_>, settings: &Settings, subject: Subject, give_up: TokenStrea
     }
 }
 
-/// One round without a classifier: `Ok` breaks out; an `Err` is judged by the patterns.
+/// The rounds without a classifier: `Ok` breaks out; an `Err` is judged by the patterns, then the
+/// retry is asked (`again`). [`Rounds::Loop`] is one round, the body of the caller's `loop`;
+/// [`Rounds::Peeled`] is the whole retry of a sync method, its first attempt before the loop.
 fn by_error(
     settings: &Settings,
     inner: TokenStream,
     again: impl FnOnce(TokenStream) -> TokenStream,
     gave_up: TokenStream,
+    rounds: Rounds,
 ) -> TokenStream {
     let failure = failure_by_patterns(settings);
     let again = again(quote! {
         #gave_up
         break ::core::result::Result::Err(__r4c_error);
     });
-    quote! {
-        match #inner {
-            ::core::result::Result::Ok(__r4c_value) => break ::core::result::Result::Ok(__r4c_value),
-            ::core::result::Result::Err(__r4c_error) => {
-                #failure
-                #again
+    // `match <inner> { Ok(v) => break [label] Ok(v), Err(__r4c_error) => <on_error> }` (`on_error`
+    // brings its own comma when it is an expression).
+    let attempt = |label: Option<TokenStream>, on_error: TokenStream| {
+        quote! {
+            match #inner {
+                ::core::result::Result::Ok(__r4c_value) => break #label ::core::result::Result::Ok(__r4c_value),
+                ::core::result::Result::Err(__r4c_error) => #on_error
             }
         }
-    }
-}
-
-/// The rounds of a sync method without a classifier, its first attempt before the loop: a first
-/// attempt that succeeds leaves the labelled block straight-line, without entering the loop, so
-/// the loop's set-up (the inner layers' fields hoisted into registers, spilled to the stack under
-/// register pressure) is paid only after a failure. The loop judges the failure it holds, asks the
-/// retry, then makes the next attempt; the failure is moved into the judging block, so it drops
-/// where a round of a loop around the whole attempt drops it: after the retry's answer (and wait),
-/// before the next attempt starts. (`user_stack/ours_sync` in docs/benchmarks.md.)
-fn by_error_peeled(
-    settings: &Settings,
-    inner: TokenStream,
-    again: impl FnOnce(TokenStream) -> TokenStream,
-    gave_up: TokenStream,
-    starting: Option<TokenStream>,
-) -> TokenStream {
-    let failure = failure_by_patterns(settings);
-    let again = again(quote! {
-        #gave_up
-        break ::core::result::Result::Err(__r4c_error);
-    });
+    };
+    let Rounds::Peeled { starting } = rounds else {
+        return attempt(None, quote!({ #failure #again }));
+    };
+    let first = attempt(Some(quote!('__r4c_retry)), quote!(__r4c_error,));
+    let next = attempt(None, quote!(__r4c_error,));
     quote! {
         '__r4c_retry: {
             #starting
-            let mut __r4c_failed = match #inner {
-                ::core::result::Result::Ok(__r4c_value) => break '__r4c_retry ::core::result::Result::Ok(__r4c_value),
-                ::core::result::Result::Err(__r4c_error) => __r4c_error,
-            };
+            let mut __r4c_failed = #first;
             // Mutable from here: the call's state goes to memory (the policy's slow path takes
             // it by reference) only once an attempt failed.
             let mut __r4c_call = __r4c_call;
@@ -229,13 +214,25 @@ fn by_error_peeled(
                     #again
                 }
                 #starting
-                __r4c_failed = match #inner {
-                    ::core::result::Result::Ok(__r4c_value) => break ::core::result::Result::Ok(__r4c_value),
-                    ::core::result::Result::Err(__r4c_error) => __r4c_error,
-                };
+                __r4c_failed = #next;
             }
         }
     }
+}
+
+/// The shapes of [`by_error`]'s rounds.
+enum Rounds {
+    /// One round, the body of a `loop` around the whole attempt.
+    Loop,
+    /// The rounds of a sync method without a classifier, its first attempt before the loop: a
+    /// first attempt that succeeds leaves the labelled block straight-line, without entering the
+    /// loop, so the loop's cost (the inner layers' fields hoisted into registers, spilled to the
+    /// stack under register pressure) is paid only after a failure. The loop judges the failure it
+    /// holds, asks the retry, then makes the next attempt; the failure is moved into the judging
+    /// block, so it drops where a round of a loop around the whole attempt drops it: after the
+    /// retry's answer (and wait), before the next attempt starts. (`user_stack/ours_sync` in
+    /// docs/benchmarks.md.) `starting` opens each attempt (see [`layer`]).
+    Peeled { starting: Option<TokenStream> },
 }
 
 /// `let __r4c_failure = …;`: how a round without a classifier judges `__r4c_error` (an open

@@ -335,3 +335,101 @@ fn a_timeout_watches_the_slot_wait_of_the_bulkhead_inside_it_unless_a_hedge_is_b
     let outside = expanded(quote!(#[policy_order(Bulkhead, Timeout)]));
     assert!(!outside.contains("SlotWatch") && !outside.contains("_watched"), "{outside}");
 }
+
+// `#[policy_order]` in the expansion (the judging of the attribute is tested in `crate::order`).
+
+#[test]
+fn the_default_order_expands_exactly_as_without_a_list() {
+    let plain = expand(quote::quote! {
+        pub trait Api {
+            #[bulkhead] #[retry] #[circuit_breaker] #[rate_limiter]
+            fn get(&self) -> Result<u32, E>;
+        }
+    });
+    let spelled = expand(quote::quote! {
+        #[policy_order(Fallback, Retry, Hedge, CircuitBreaker, RateLimiter, AdaptiveLimit, Timeout, Bulkhead)]
+        pub trait Api {
+            #[bulkhead] #[retry] #[circuit_breaker] #[rate_limiter]
+            fn get(&self) -> Result<u32, E>;
+        }
+    });
+    assert_eq!(plain, spelled);
+}
+
+#[test]
+fn a_listed_policy_wraps_the_others_in_the_expansion() {
+    let out = expand(quote::quote! {
+        pub trait Api {
+            #[policy_order(Bulkhead, Retry)]
+            #[retry] #[circuit_breaker] #[bulkhead]
+            fn get(&self) -> Result<u32, E>;
+        }
+    });
+    let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("{needle} in {out}"));
+    let (bulkhead, retry, breaker) = (
+        at("self . __r4c_bulkhead_get . acquire"),
+        at("& self . __r4c_retry_get"),
+        at("self . __r4c_circuit_breaker_get"),
+    );
+    assert!(bulkhead < retry && retry < breaker, "bulkhead → retry → breaker: {out}");
+    assert!(!out.contains("Box"), "still unboxed");
+}
+
+/// Every permutation of `items`.
+fn permutations(items: &[&'static str]) -> Vec<Vec<&'static str>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut all = Vec::new();
+    for (i, first) in items.iter().enumerate() {
+        let mut rest = items.to_vec();
+        rest.remove(i);
+        for mut tail in permutations(&rest) {
+            tail.insert(0, first);
+            all.push(tail);
+        }
+    }
+    all
+}
+
+#[test]
+fn every_order_of_six_layers_expands_straight_line_in_the_listed_nesting() {
+    // Where each layer starts in the async expansion, by the policy's order name.
+    let starts = [
+        ("Retry", "let mut __r4c_call = __r4c_retry . start ()"),
+        ("CircuitBreaker", "self . __r4c_circuit_breaker_get . acquire ()"),
+        ("RateLimiter", "self . __r4c_rate_limiter_get . pass_now ()"),
+        ("AdaptiveLimit", "self . __r4c_adaptive_limit_get . acquire_async ()"),
+        ("Timeout", "let __r4c_attempt = :: core :: pin :: pin ! (async"),
+        // `acquire_async ()`, or `acquire_async_watched (…)` inside the timeout.
+        ("Bulkhead", "self . __r4c_bulkhead_get . acquire_async"),
+    ];
+    let names: Vec<&'static str> = starts.iter().map(|(name, _)| *name).collect();
+    let orders = permutations(&names);
+    assert_eq!(orders.len(), 720);
+    for order in orders {
+        let listed: Vec<syn::Ident> = order.iter().map(|name| quote::format_ident!("{name}")).collect();
+        let out = expand(quote::quote! {
+            pub trait Api {
+                #[policy_order(#(#listed),*)]
+                #[retry] #[circuit_breaker] #[rate_limiter] #[adaptive_limit] #[timeout] #[bulkhead]
+                async fn get(&self) -> Result<u32, E>;
+            }
+        });
+        let at = |name: &str| {
+            let (_, needle) = starts.iter().find(|(n, _)| *n == name).unwrap();
+            assert_eq!(out.matches(needle).count(), 1, "{needle} once for {order:?}: {out}");
+            out.find(needle).unwrap()
+        };
+        let positions: Vec<usize> = order.iter().map(|name| at(name)).collect();
+        assert!(positions.is_sorted(), "{order:?} nests outermost first: {out}");
+        // A timeout outside the bulkhead watches its slot wait (SPEC §6), and only then.
+        let timeout_outside = at("Timeout") < at("Bulkhead");
+        assert_eq!(out.contains("acquire_async_watched (& __r4c_slot_watch)"), timeout_outside, "{order:?}: {out}");
+        assert_eq!(out.contains("run_pinned_watched"), timeout_outside, "{order:?}: {out}");
+        for boxed in ["Box", "dyn", "Pin"] {
+            assert!(!out.contains(boxed), "{order:?} expands without `{boxed}`: {out}");
+        }
+        assert_eq!(out.matches("loop").count(), 1, "{order:?}: one retry loop, no other: {out}");
+    }
+}

@@ -9,7 +9,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::{Ctx, private};
-use crate::validate::Settings;
+use crate::model::Settings;
 
 /// The name of the watch a timeout keeps for the bulkhead inside it (one of each per method).
 pub(crate) fn slot_watch() -> TokenStream {
@@ -25,7 +25,7 @@ pub(crate) fn layer(ctx: &Ctx<'_>, _settings: &Settings, inner: TokenStream) -> 
     let (watch_decl, run) = match crate::policy::watched_bulkhead(ctx.method) {
         Some(bulkhead) => {
             let (p, watch) = (private(), slot_watch());
-            let bulkhead = Ctx { method: ctx.method, policy: bulkhead, host: ctx.host }.field();
+            let bulkhead = Ctx { method: ctx.method, layer: bulkhead, host: ctx.host }.field();
             (
                 quote!(let #watch = #p::SlotWatch::new();),
                 quote!(#field.run_pinned_watched(__r4c_attempt, &#watch, &#bulkhead)),

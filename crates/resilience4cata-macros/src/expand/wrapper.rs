@@ -5,13 +5,12 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 
 use super::{field, private};
-use crate::policy::{Role, ValueKind};
-use crate::validate::{Member, Method, Model, Policy, Setting, Value};
+use crate::model::{Layer, Member, Method, Model, Role, Setting, Value, ValueKind};
 
 /// Struct, inherent impl, `Build`, the ids struct and `Debug`.
 pub(crate) fn emit(model: &Model) -> TokenStream {
     let owner = model.item.ident.to_string();
-    let PolicyFields { declarations, constructors, lets, inits } = policy_fields(&model.members, &owner);
+    let InstanceFields { declarations, constructors, lets, inits } = instance_fields(&model.members, &owner);
     let unused = protected(&model.members).next().is_none().then(|| quote!(let _ = (registry, __r4c_scope);));
     let p = private();
     let body = quote! {
@@ -26,10 +25,10 @@ pub(crate) fn emit(model: &Model) -> TokenStream {
     quote!(#declaration #debug)
 }
 
-/// The policy fields of the protected methods, and how `build` makes them: shared by the wrapper
-/// and `<Type>Policies`.
+/// The instance fields of the protected methods (one per policy instance), and how `build` makes
+/// them: shared by the wrapper and `<Type>Policies`.
 #[derive(Default)]
-pub(crate) struct PolicyFields {
+pub(crate) struct InstanceFields {
     /// `__r4c_<policy>_<method>: __private::<Policy>,` per policy instance.
     pub(crate) declarations: TokenStream,
     /// One constructor per protected method, an associated function of the generated type:
@@ -42,8 +41,8 @@ pub(crate) struct PolicyFields {
     pub(crate) inits: TokenStream,
 }
 
-/// The policy fields of the protected methods among `members`, ids derived as
-/// `<module_path>::<owner>::<method>`.
+/// The instance fields of the protected methods among `members` (one per policy instance), ids
+/// derived as `<module_path>::<owner>::<method>`.
 ///
 /// Each method's instances are built by a constructor of its own, kept out of line, and `build`
 /// only calls them in turn. Built inline in one function, the constructions (an id, a builder
@@ -54,17 +53,17 @@ pub(crate) struct PolicyFields {
 /// call and an error arm per method: the build time is linear in the methods
 /// (`crates/bench/buildtime/`, `.ci/buildtime`). Construction runs once per wrapper, so the
 /// calls cost nothing that matters; the methods' success paths are untouched.
-pub(crate) fn policy_fields(members: &[Member], owner: &str) -> PolicyFields {
+pub(crate) fn instance_fields(members: &[Member], owner: &str) -> InstanceFields {
     let p = private();
-    let mut out = PolicyFields::default();
+    let mut out = InstanceFields::default();
     for method in protected(members) {
         let cfg = cfgs(&method.item.attrs);
-        let names: Vec<_> = method.policies.iter().map(|policy| field(policy.spec, method)).collect();
-        let types = method.policies.iter().map(field_ty);
-        let instances = method.policies.iter().map(|policy| instance(owner, method, policy));
+        let names: Vec<_> = method.layers.iter().map(|layer| field(layer.spec, method)).collect();
+        let types = method.layers.iter().map(field_ty);
+        let instances = method.layers.iter().map(|layer| instance(owner, method, layer));
         let constructor = constructor(method);
         out.declarations.extend(
-            names.iter().zip(method.policies.iter().map(field_ty)).map(|(name, ty)| quote!(#(#cfg)* #name: #ty,)),
+            names.iter().zip(method.layers.iter().map(field_ty)).map(|(name, ty)| quote!(#(#cfg)* #name: #ty,)),
         );
         out.constructors.extend(quote! {
             #(#cfg)*
@@ -129,9 +128,9 @@ pub(crate) fn ids_body(ids: &Ids<'_>, real: bool) -> (TokenStream, TokenStream) 
     });
     let values = methods.iter().map(|m| {
         let (cfg, ident) = (cfgs(&m.item.attrs), &m.item.sig.ident);
-        let ids = m.policies.iter().map(|policy| {
-            let spec = policy.spec.name;
-            let name = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Name));
+        let ids = m.layers.iter().map(|layer| {
+            let spec = layer.spec.name;
+            let name = optional_str(layer.settings.iter().find(|s| s.key.role == Role::Name));
             let id = derived_id(&ids.owner, m);
             quote!(#p::method_id(#spec, __r4c_scope, #id, #name))
         });
@@ -190,7 +189,7 @@ pub(crate) fn ids_body(ids: &Ids<'_>, real: bool) -> (TokenStream, TokenStream) 
 
 fn protected(members: &[Member]) -> impl Iterator<Item = &Method> {
     members.iter().filter_map(|m| match m {
-        Member::Method(method) if !method.policies.is_empty() => Some(&**method),
+        Member::Method(method) if !method.layers.is_empty() => Some(&**method),
         _ => None,
     })
 }
@@ -206,9 +205,9 @@ pub(crate) fn cfgs(attrs: &[syn::Attribute]) -> Vec<syn::Attribute> {
     attrs.iter().filter(|a| a.path().is_ident("cfg")).cloned().collect()
 }
 
-fn field_ty(policy: &Policy) -> TokenStream {
+fn field_ty(layer: &Layer) -> TokenStream {
     let p = private();
-    let ty = format_ident!("{}", policy.spec.field_ty);
+    let ty = format_ident!("{}", layer.spec.field_ty);
     quote!(#p::#ty)
 }
 
@@ -216,7 +215,7 @@ fn field_ty(policy: &Policy) -> TokenStream {
 /// (whose body is `build_body`).
 fn declaration(
     model: &Model,
-    policy_fields: TokenStream,
+    instance_fields: TokenStream,
     constructors: TokenStream,
     build_body: TokenStream,
     (ids_struct, ids_body): (TokenStream, TokenStream),
@@ -246,7 +245,7 @@ fn declaration(
         #vis struct #name<#d> {
             delegate: #d,
             __r4c_scope: ::core::option::Option<#p::Arc<str>>,
-            #policy_fields
+            #instance_fields
         }
 
         #ids_struct
@@ -306,15 +305,15 @@ fn debug(model: &Model) -> TokenStream {
 }
 
 /// `__private::<policy>(registry, Site { … }, <Builder>::new().<key>(<value>)…)?`
-fn instance(owner: &str, method: &Method, policy: &Policy) -> TokenStream {
+fn instance(owner: &str, method: &Method, layer: &Layer) -> TokenStream {
     let p = private();
-    let spec = policy.spec;
+    let spec = layer.spec;
     let runtime_fn = format_ident!("{}", spec.runtime_fn);
     let id = derived_id(owner, method);
-    let name = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Name));
-    let config = optional_str(policy.settings.iter().find(|s| s.key.role == Role::Config));
+    let name = optional_str(layer.settings.iter().find(|s| s.key.role == Role::Name));
+    let config = optional_str(layer.settings.iter().find(|s| s.key.role == Role::Config));
     let is_async = method.is_async();
-    let setters = policy.settings.iter().filter(|s| s.key.role == Role::Builder).map(setter);
+    let setters = layer.settings.iter().filter(|s| s.key.role == Role::Builder).map(setter);
     let attrs = (!spec.builder.is_empty()).then(|| {
         let builder = format_ident!("{}", spec.builder);
         quote!(#p::#builder::new() #(#setters)*,)

@@ -1,9 +1,9 @@
 //! `#[adaptive_limit(…)]`: keys of SPEC §7.4, with the limits' order (`R4C-ATR-050`) and the
 //! algorithms' ranges (`R4C-ATR-051`) checked at compile time.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
+use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
 use crate::diag::{ATR_LIMIT_ORDER, ATR_LIMIT_PARAMETER};
-use crate::validate::{Method, Problem, Setting, Settings, Value};
+use crate::model::{KeySpec, Method, PolicySpec, Problem, Role, Setting, Settings, Value, ValueKind};
 
 /// The adaptive limit attribute.
 pub(crate) static ADAPTIVE_LIMIT: PolicySpec = policy_spec!(adaptive_limit, AdaptiveLimit, check: check, rejects: true);

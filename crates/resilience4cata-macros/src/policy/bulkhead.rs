@@ -1,8 +1,9 @@
 //! `#[bulkhead(…)]`: its keys are the fields of `resilience4cata::bulkhead::BulkheadConfig`,
 //! documented there.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
+use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
 use crate::diag::ATR_MAX_CONCURRENT_CALLS;
+use crate::model::{KeySpec, PolicySpec, Role, ValueKind};
 
 /// The bulkhead attribute.
 pub(crate) static BULKHEAD: PolicySpec = policy_spec!(bulkhead, Bulkhead, check: super::no_cross_checks, rejects: true);

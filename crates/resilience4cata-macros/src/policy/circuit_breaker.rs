@@ -2,9 +2,9 @@
 //! `resilience4cata::circuit_breaker::CircuitBreakerConfig`, and the ranges the runtime would refuse
 //! with `R4C-REG-003`, caught at compile time instead.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
+use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
 use crate::diag::{ATR_CB_COUNT, ATR_CB_RATE, ATR_CB_SLOW_ZERO};
-use crate::validate::{Method, Problem, Setting, Settings, Value};
+use crate::model::{KeySpec, Method, PolicySpec, Problem, Role, Setting, Settings, Value, ValueKind};
 
 /// `circuit_breaker::MAX_COUNT_WINDOW`, `MAX_TIME_WINDOW` and `MAX_HALF_OPEN_CALLS` of the runtime.
 const MAX_COUNT_WINDOW: u64 = 1_000_000;

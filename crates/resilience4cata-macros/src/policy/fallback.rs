@@ -2,9 +2,8 @@
 //! configuration), so those are unknown keys. The rules that need the whole trait (the method
 //! exists, has the right signature, is not the method itself) are in `validate/fallback.rs`.
 
-use super::{KeySpec, PolicySpec, Role, ValueKind};
 use crate::diag::ATR_SYNTAX;
-use crate::validate::{Method, Problem, Settings};
+use crate::model::{KeySpec, Method, PolicySpec, Problem, Role, Settings, ValueKind};
 
 /// The fallback attribute: the outermost layer.
 pub(crate) static FALLBACK: PolicySpec = PolicySpec {
@@ -14,7 +13,6 @@ pub(crate) static FALLBACK: PolicySpec = PolicySpec {
     runtime_fn: "fallback",
     builder: "",
     field_ty: "FallbackPolicy",
-    layer: crate::expand::fallback::layer,
     rejects: false,
 };
 

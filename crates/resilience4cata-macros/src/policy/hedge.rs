@@ -1,9 +1,9 @@
 //! `#[hedge(…)]`: keys of SPEC §7.7. Async methods only, and never beside a retry (both decide
 //! when to start another attempt).
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, ValueKind, key, policy_spec};
+use super::{CONFIG, ENABLED, NAME, key, policy_spec};
 use crate::diag::{ATR_HEDGED_ATTEMPTS, ATR_RETRY_WITH_HEDGE, SIG_HEDGE_SYNC};
-use crate::validate::{Method, Problem, Settings};
+use crate::model::{KeySpec, Method, PolicySpec, Problem, Role, Settings, ValueKind};
 
 /// The hedge attribute.
 pub(crate) static HEDGE: PolicySpec = policy_spec!(hedge, Hedge, check: check, rejects: false);
@@ -43,7 +43,7 @@ fn check(settings: &Settings, method: &Method) -> Vec<Problem> {
             ),
         ));
     }
-    if method.policies.iter().any(|p| p.spec.name == "retry") {
+    if method.layers.iter().any(|p| p.spec.name == "retry") {
         problems.push(Problem::on_attribute(
             settings,
             ATR_RETRY_WITH_HEDGE,

@@ -1,8 +1,9 @@
 //! `#[rate_limiter(…)]`: its keys are the fields of
 //! `resilience4cata::rate_limiter::RateLimiterConfig`, documented there.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
+use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
 use crate::diag::{ATR_PERIOD, ATR_PERMITS};
+use crate::model::{KeySpec, PolicySpec, Role, ValueKind};
 
 /// The rate limiter attribute.
 pub(crate) static RATE_LIMITER: PolicySpec =

@@ -1,9 +1,9 @@
 //! `#[retry(…)]`: its keys are the fields of `resilience4cata::retry::RetryConfig`
 //! (documented there), plus the error patterns and the classifier rules.
 
-use super::{CONFIG, ENABLED, KeySpec, NAME, PolicySpec, Role, U32_MAX, ValueKind, key, policy_spec};
-use crate::diag::{ATR_BUDGET, ATR_MAX_ATTEMPTS, ATR_MULTIPLIER, CLS_EXHAUSTED_WITHOUT_CLASSIFIER, CLS_WITH_PATTERNS};
-use crate::validate::{Method, Problem, Settings};
+use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
+use crate::diag::{ATR_BUDGET, ATR_MAX_ATTEMPTS, ATR_MULTIPLIER, CLF_EXHAUSTED_WITHOUT_CLASSIFIER, CLF_WITH_PATTERNS};
+use crate::model::{KeySpec, Method, PolicySpec, Problem, Role, Settings, ValueKind};
 
 /// The retry attribute.
 pub(crate) static RETRY: PolicySpec = policy_spec!(retry, Retry, check: check, rejects: false);
@@ -45,7 +45,7 @@ fn check(settings: &Settings, _method: &Method) -> Vec<Problem> {
             let names: Vec<_> = patterns.iter().map(|s| format!("`{}`", s.key.name)).collect();
             problems.push(Problem::at(
                 at,
-                CLS_WITH_PATTERNS,
+                CLF_WITH_PATTERNS,
                 format!(
                     "`classifier` cannot be combined with {}: the classifier decides for `Ok` and `Err` alike; \
                      match the errors inside the classifier or remove it",
@@ -57,7 +57,7 @@ fn check(settings: &Settings, _method: &Method) -> Vec<Problem> {
     if let (Some(exhausted), None) = (settings.get("on_exhausted_result"), classifier) {
         problems.push(Problem::at(
             exhausted,
-            CLS_EXHAUSTED_WITHOUT_CLASSIFIER,
+            CLF_EXHAUSTED_WITHOUT_CLASSIFIER,
             "`on_exhausted_result` needs a `classifier`: without one an `Ok` is never retried, so there is no \
              exhausted `Ok` to map; add `classifier = path::to::fn` or remove `on_exhausted_result`",
         ));

@@ -1,9 +1,9 @@
 //! `#[timeout(…)]`: its keys are the fields of `resilience4cata::timeout::TimeoutConfig`. No `name`
 //! (the id is always the derived one, so `name` is an unknown key), and async methods only.
 
-use super::{CONFIG, ENABLED, KeySpec, PolicySpec, Role, ValueKind, key, policy_spec};
+use super::{CONFIG, ENABLED, key, policy_spec};
 use crate::diag::{ATR_TIMEOUT_DURATION, SIG_TIMEOUT_SYNC};
-use crate::validate::{Method, Problem, Settings};
+use crate::model::{KeySpec, Method, PolicySpec, Problem, Role, Settings, ValueKind};
 
 /// The timeout attribute.
 pub(crate) static TIMEOUT: PolicySpec = policy_spec!(timeout, Timeout, check: check, rejects: true);

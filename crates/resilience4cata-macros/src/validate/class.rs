@@ -8,10 +8,11 @@ use std::collections::HashSet;
 use proc_macro2::TokenStream;
 use syn::{ImplItem, ImplItemFn, ItemImpl, TraitItemFn};
 
-use super::{Member, Origin, Validator, fallback};
+use super::{Validator, fallback};
 use crate::diag::Errors;
+use crate::model::{Member, Origin};
 use crate::order::Order;
-use crate::parse::RawPolicy;
+use crate::parse::RawAttribute;
 
 /// One [`Member`] per item of `item` (`Member::Skip` for what is not a method). `owner` names
 /// the impl in messages (`Client`, `Api`); `qualified` is what a fallback is called on (`Self`,
@@ -19,7 +20,7 @@ use crate::parse::RawPolicy;
 /// replaces the block's.
 pub(crate) fn members(
     item: &ItemImpl,
-    (block, raw): (&[RawPolicy], &[Vec<RawPolicy>]),
+    (block, raw): (&[RawAttribute], &[Vec<RawAttribute>]),
     (block_order, orders): (&Order, &[Option<Order>]),
     (owner, qualified): (&syn::Ident, &TokenStream),
     errors: &mut Errors,

@@ -10,23 +10,9 @@ use syn::visit_mut::VisitMut;
 use syn::{Ident, Lifetime, Type};
 
 use super::value::closest;
-use super::{Form, Member, Method, Origin, Receiver, Value};
 use crate::diag::{ATR_PLACEMENT, Errors, SIG_FALLBACK_ITSELF, SIG_FALLBACK_NOT_FOUND, SIG_FALLBACK_SIGNATURE, error};
+use crate::model::{FallbackTarget, Form, Member, Method, Origin, Receiver, Setting, Value};
 use crate::policy::fallback::FALLBACK;
-
-/// The fallback method a protected method calls, as the expansion needs it.
-pub(crate) struct Target {
-    /// What the method is called on: `<Self as Trait>` in the wrapper and a trait impl, `Self` in
-    /// an inherent impl (`<owner>::method(self, …)`).
-    pub(crate) owner: TokenStream,
-    pub(crate) ident: Ident,
-    /// The fallback's parameter types before the context, lifetimes erased to `'_`.
-    pub(crate) params: Vec<Type>,
-    /// The fallback's last parameter type, lifetimes erased.
-    pub(crate) context: Type,
-    /// The fallback's `Result` type (its return type or its future's output), lifetimes erased.
-    pub(crate) ret: Type,
-}
 
 /// `#[fallback]` on the trait itself: one method cannot serve every signature.
 pub(super) fn refuse_on_trait(trait_level: &mut Vec<super::Judged>, errors: &mut Errors) {
@@ -48,7 +34,7 @@ pub(super) fn refuse_on_trait(trait_level: &mut Vec<super::Judged>, errors: &mut
 
 /// Resolves every method's fallback target, reporting what is wrong with it.
 /// `owner` is the trait (or type) the methods belong to, as messages name it; `qualified` what a
-/// call is made on (see [`Target::owner`]); `class`: the methods are an `impl` block's (class
+/// call is made on (see [`FallbackTarget::owner`]); `class`: the methods are an `impl` block's (class
 /// style), not a trait's.
 pub(super) fn resolve(
     (owner, qualified, class): (&Ident, &TokenStream, bool),
@@ -62,7 +48,7 @@ pub(super) fn resolve(
             _ => None,
         })
         .collect();
-    let targets: Vec<Option<Target>> =
+    let targets: Vec<Option<FallbackTarget>> =
         methods.iter().map(|m| target_of((owner, qualified, class), &methods, m, errors)).collect();
     let mut targets = targets.into_iter();
     for member in members.iter_mut() {
@@ -73,8 +59,8 @@ pub(super) fn resolve(
 }
 
 /// The `method = …` setting of `method`'s fallback, if it has one.
-fn named(method: &Method) -> Option<(&syn::ExprPath, &super::Setting)> {
-    let policy = method.policies.iter().find(|p| std::ptr::eq(p.spec, &FALLBACK))?;
+fn named(method: &Method) -> Option<(&syn::ExprPath, &Setting)> {
+    let policy = method.layers.iter().find(|p| std::ptr::eq(p.spec, &FALLBACK))?;
     let setting = policy.settings.get("method")?;
     match &setting.value {
         Value::Path(path) => Some((path, setting)),
@@ -87,7 +73,7 @@ fn target_of(
     methods: &[&Method],
     method: &Method,
     errors: &mut Errors,
-) -> Option<Target> {
+) -> Option<FallbackTarget> {
     let (path, setting) = named(method)?;
     debug_assert_eq!(setting.origin, Origin::Method, "trait-level fallbacks are refused");
     let own = &method.item.sig.ident;
@@ -116,7 +102,7 @@ fn target_of(
     }
     let before = errors.len();
     check_signature(method, target, errors);
-    (errors.len() == before).then(|| Target {
+    (errors.len() == before).then(|| FallbackTarget {
         owner: qualified.clone(),
         ident: target.item.sig.ident.clone(),
         params: target.args[..method.args.len()].iter().map(|a| erased(&a.ty)).collect(),

@@ -1,6 +1,6 @@
 //! Validation: judges every attribute value against the policy tables, merges trait-level and
 //! method-level attributes key by key, checks combinations and signatures, and produces the
-//! [`Model`] the expansion reads. Every mistake is reported once, on its own token.
+//! `Model` the expansion reads (`crate::model`). Every mistake is reported once, on its own token.
 
 pub(crate) mod class;
 mod fallback;
@@ -13,189 +13,13 @@ use std::collections::HashSet;
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident};
-use syn::{Ident, ItemTrait, LitBool, LitStr, Pat, TraitItem, TraitItemFn, Type};
+use syn::{Ident, ItemTrait, TraitItem, TraitItemFn};
 
 use crate::diag::{ATR_DUPLICATE, Errors};
+use crate::model::{Layer, Member, Method, Model, Origin, PolicySpec, Setting, Settings, Written};
 use crate::order::Order;
-use crate::parse::{RawPolicy, TraitInput};
-use crate::policy::{KeySpec, POLICIES, PolicySpec};
-
-/// Everything the expansion needs, checked.
-pub(crate) struct Model {
-    /// The trait as re-emitted (policy attributes stripped).
-    pub(crate) item: ItemTrait,
-    /// `Resilient<Trait>`.
-    pub(crate) wrapper: Ident,
-    /// The wrapper's type parameter, `D` unless the trait already names a `D`.
-    pub(crate) delegate: Ident,
-    /// One per item of the trait.
-    pub(crate) members: Vec<Member>,
-    /// Whether the trait's own shape lets the wrapper implement it.
-    pub(crate) implementable: bool,
-    /// Whether `async fn` desugars to `impl Future + Send` (the default; `false` under `?Send`).
-    pub(crate) send: bool,
-}
-
-/// An item of the trait, as the wrapper's `impl` handles it.
-pub(crate) enum Member {
-    Method(Box<Method>),
-    Const(syn::TraitItemConst),
-    Type(syn::TraitItemType),
-    /// Reported already (a macro invocation): nothing to generate.
-    Skip,
-}
-
-/// One method: forwarded when `policies` is empty, protected otherwise.
-pub(crate) struct Method {
-    pub(crate) item: TraitItemFn,
-    pub(crate) form: Form,
-    pub(crate) receiver: Receiver,
-    pub(crate) args: Vec<Arg>,
-    /// The `Result` type (the return type or the future's `Output`), if any.
-    pub(crate) ret: Option<Type>,
-    /// Merged policies, outer to inner: the order of [`POLICIES`], or the method's
-    /// `#[policy_order]` (`crate::order`).
-    pub(crate) policies: Vec<Policy>,
-    /// Whether the wrapper can call the delegate's method with this signature.
-    pub(crate) forwardable: bool,
-    /// The method `#[fallback(method = …)]` names, once checked.
-    pub(crate) fallback: Option<fallback::Target>,
-}
-
-impl Method {
-    pub(crate) fn is_async(&self) -> bool {
-        !matches!(self.form, Form::Sync | Form::ImplOther)
-    }
-}
-
-/// How a method returns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Form {
-    Sync,
-    AsyncFn,
-    /// `fn … -> impl Future<Output = …> (+ Send)`.
-    ImplFuture {
-        send: bool,
-    },
-    /// `fn … -> impl OtherTrait`: forwardable, not protectable.
-    ImplOther,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Receiver {
-    Ref,
-    RefMut,
-    Value,
-    None,
-    /// `self: Box<Self>` and the like.
-    Other,
-}
-
-/// A method argument, renamed when its pattern is not a plain name.
-pub(crate) struct Arg {
-    pub(crate) ident: Ident,
-    pub(crate) ty: Type,
-}
-
-/// One policy of one method, with its merged settings.
-pub(crate) struct Policy {
-    pub(crate) spec: &'static PolicySpec,
-    pub(crate) settings: Settings,
-}
-
-/// Where a setting was written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Origin {
-    Trait,
-    Method,
-}
-
-/// A judged `key = value`.
-#[derive(Clone)]
-pub(crate) struct Setting {
-    pub(crate) key: &'static KeySpec,
-    /// The key as written, for diagnostics about the setting.
-    pub(crate) ident: Ident,
-    pub(crate) value: Value,
-    pub(crate) origin: Origin,
-    /// Unique per written setting, so a trait-level mistake is reported once, not once per method.
-    id: usize,
-}
-
-impl Setting {
-    pub(crate) fn is_method_level(&self) -> bool {
-        self.origin == Origin::Method
-    }
-}
-
-/// A value, parsed and judged.
-#[derive(Clone)]
-pub(crate) enum Value {
-    Count(u64),
-    Number(f64),
-    /// Nanoseconds.
-    Duration(u64),
-    Enum(&'static str),
-    Bool(LitBool),
-    Str(LitStr),
-    Path(syn::ExprPath),
-    Pattern(Pat),
-}
-
-/// The settings of one policy on one method, trait-level and method-level merged.
-#[derive(Clone, Default)]
-pub(crate) struct Settings {
-    items: Vec<Setting>,
-    /// The attribute that brought the policy (the method's own when it has one), for diagnostics
-    /// about the policy as a whole.
-    attribute: Option<Written>,
-}
-
-/// An attribute as written: its path, and a unique id so a trait-level mistake is reported once.
-#[derive(Clone)]
-struct Written {
-    path: syn::Path,
-    id: usize,
-}
-
-impl Settings {
-    pub(crate) fn get(&self, key: &str) -> Option<&Setting> {
-        self.items.iter().find(|s| s.key.name == key)
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Setting> {
-        self.items.iter()
-    }
-
-    /// `self` with `over`'s keys replacing its own (the method below, the trait above).
-    fn overlay(&self, over: &Settings) -> Settings {
-        let kept = self.items.iter().filter(|s| over.get(s.key.name).is_none()).cloned();
-        let attribute = over.attribute.clone().or_else(|| self.attribute.clone());
-        Settings { items: kept.chain(over.items.iter().cloned()).collect(), attribute }
-    }
-}
-
-/// A combination mistake found by a policy's check.
-pub(crate) struct Problem {
-    error: syn::Error,
-    id: usize,
-}
-
-impl Problem {
-    /// A mistake about `setting`, reported on its key.
-    pub(crate) fn at(setting: &Setting, code: &str, message: impl std::fmt::Display) -> Problem {
-        Problem { error: crate::diag::error(&setting.ident, code, message), id: setting.id }
-    }
-
-    /// A mistake about the policy as a whole, reported on its attribute's path (`timeout` in
-    /// `#[timeout]`): the method's own attribute, else the trait's (then reported once).
-    pub(crate) fn on_attribute(settings: &Settings, code: &str, message: impl std::fmt::Display) -> Problem {
-        match &settings.attribute {
-            Some(written) => Problem { error: crate::diag::error(&written.path, code, message), id: written.id },
-            None => Problem { error: syn::Error::new(Span::call_site(), format!("[{code}] {message}")), id: 0 },
-        }
-    }
-}
+use crate::parse::{RawAttribute, TraitInput};
+use crate::policy::POLICIES;
 
 /// One policy attribute, judged.
 struct Judged {
@@ -206,10 +30,10 @@ struct Judged {
 /// Validates the parsed trait; mistakes go to `errors`, and the model is still produced so a stub
 /// can be emitted.
 pub(crate) fn validate(input: TraitInput, errors: &mut Errors) -> Model {
-    let TraitInput { item, policies, members, send, orders } = input;
+    let TraitInput { item, attributes, members, send, orders } = input;
     let implementable = signature::check_trait(&item, errors);
     let mut v = Validator { errors, next_id: 0, reported: HashSet::new(), class: false };
-    let mut trait_level = v.judge_all(&policies, Origin::Trait);
+    let mut trait_level = v.judge_all(&attributes, Origin::Trait);
     fallback::refuse_on_trait(&mut trait_level, v.errors);
     let members = item.items.iter().zip(&members).enumerate();
     let mut members: Vec<Member> =
@@ -235,7 +59,7 @@ struct Validator<'e> {
 }
 
 impl Validator<'_> {
-    fn member(&mut self, member: &TraitItem, raw: &[RawPolicy], trait_level: &[Judged], order: &Order) -> Member {
+    fn member(&mut self, member: &TraitItem, raw: &[RawAttribute], trait_level: &[Judged], order: &Order) -> Member {
         match member {
             TraitItem::Fn(f) => Member::Method(Box::new(self.method(f, raw, trait_level, order))),
             TraitItem::Const(c) => Member::Const(c.clone()),
@@ -244,13 +68,13 @@ impl Validator<'_> {
         }
     }
 
-    fn method(&mut self, f: &TraitItemFn, raw: &[RawPolicy], trait_level: &[Judged], order: &Order) -> Method {
+    fn method(&mut self, f: &TraitItemFn, raw: &[RawAttribute], trait_level: &[Judged], order: &Order) -> Method {
         let own = self.judge_all(raw, Origin::Method);
-        let policies = crate::order::apply(order, merge(trait_level, &own));
+        let layers = crate::order::apply(order, merge(trait_level, &own));
         let read = if self.class { signature::class_method } else { signature::method };
-        let signature::Shape { form, receiver, args, ret, forwardable } = read(f, !policies.is_empty(), self.errors);
-        let method = Method { item: f.clone(), form, receiver, args, ret, policies, forwardable, fallback: None };
-        for p in &method.policies {
+        let signature::Shape { form, receiver, args, ret, forwardable } = read(f, !layers.is_empty(), self.errors);
+        let method = Method { item: f.clone(), form, receiver, args, ret, layers, forwardable, fallback: None };
+        for p in &method.layers {
             for problem in (p.spec.check)(&p.settings, &method) {
                 if self.reported.insert(problem.id) {
                     self.errors.push(problem.error);
@@ -262,18 +86,18 @@ impl Validator<'_> {
 
     /// Judges the attributes of one level (the trait, or one method): its bundles in the order
     /// written, each overlaid by the next, then its own attributes over them (SPEC §3, `crate::bundle`).
-    fn judge_all(&mut self, raw: &[RawPolicy], origin: Origin) -> Vec<Judged> {
+    fn judge_all(&mut self, raw: &[RawAttribute], origin: Origin) -> Vec<Judged> {
         let bundles = raw.iter().filter_map(|p| p.bundle).max().unwrap_or(0);
         let mut level = Vec::new();
         for n in (1..=bundles).map(Some).chain([None]) {
-            let written: Vec<&RawPolicy> = raw.iter().filter(|p| p.bundle == n).collect();
+            let written: Vec<&RawAttribute> = raw.iter().filter(|p| p.bundle == n).collect();
             level = overlay_level(level, self.judge_written(&written, origin));
         }
         level
     }
 
     /// Judges each attribute of one list; a policy written twice in it is `[R4C-ATR-008]`.
-    fn judge_written(&mut self, raw: &[&RawPolicy], origin: Origin) -> Vec<Judged> {
+    fn judge_written(&mut self, raw: &[&RawAttribute], origin: Origin) -> Vec<Judged> {
         let mut judged: Vec<Judged> = Vec::new();
         for p in raw.iter().copied() {
             if judged.iter().any(|j| std::ptr::eq(j.spec, p.spec)) {
@@ -291,7 +115,7 @@ impl Validator<'_> {
     }
 
     /// Judges every entry of one attribute; a key written twice is `[R4C-ATR-008]`.
-    fn judge(&mut self, raw: &RawPolicy, origin: Origin) -> Settings {
+    fn judge(&mut self, raw: &RawAttribute, origin: Origin) -> Settings {
         self.next_id += 1;
         let mut settings =
             Settings { items: Vec::new(), attribute: Some(Written { path: raw.path.clone(), id: self.next_id }) };
@@ -332,12 +156,12 @@ fn overlay_level(lower: Vec<Judged>, upper: Vec<Judged>) -> Vec<Judged> {
 }
 
 /// Judges one attribute on its own, as `bundle!` does at a bundle's definition.
-pub(crate) fn judge_alone(raw: &RawPolicy, errors: &mut Errors) {
+pub(crate) fn judge_alone(raw: &RawAttribute, errors: &mut Errors) {
     Validator { errors, next_id: 0, reported: HashSet::new(), class: false }.judge(raw, Origin::Method);
 }
 
 /// The method's policies in table order: each trait-level attribute overlaid by the method's own.
-fn merge(trait_level: &[Judged], own: &[Judged]) -> Vec<Policy> {
+fn merge(trait_level: &[Judged], own: &[Judged]) -> Vec<Layer> {
     POLICIES
         .iter()
         .filter_map(|spec| {
@@ -347,7 +171,7 @@ fn merge(trait_level: &[Judged], own: &[Judged]) -> Vec<Policy> {
                 (None, Some(m)) => m.clone(),
                 (Some(t), Some(m)) => t.overlay(m),
             };
-            Some(Policy { spec, settings })
+            Some(Layer { spec, settings })
         })
         .collect()
 }

@@ -8,11 +8,11 @@ use syn::{
     TypeParamBound, WherePredicate,
 };
 
-use super::{Arg, Form, Receiver};
 use crate::diag::{
     Errors, SIG_ASYNC_FORM, SIG_FUTURE_OUTPUT, SIG_GENERIC_METHOD, SIG_NOT_FORWARDABLE, SIG_NOT_RESULT, SIG_RECEIVER,
     SIG_SUPERTRAIT, SIG_TRAIT_SHAPE,
 };
+use crate::model::{Arg, Form, Receiver};
 
 /// Auto traits a supertrait list may name: the wrapper has them whenever the delegate does.
 const AUTO_TRAITS: &[&str] = &["Send", "Sync", "Unpin"];

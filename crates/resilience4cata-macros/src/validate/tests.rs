@@ -5,6 +5,7 @@ use quote::quote;
 
 use super::*;
 use crate::diag::Errors;
+use crate::model::*;
 use crate::parse::parse_trait;
 
 fn run(input: TokenStream) -> (Model, Vec<String>) {
@@ -38,7 +39,7 @@ fn method<'m>(model: &'m Model, name: &str) -> &'m Method {
 }
 
 fn retry_keys(method: &Method) -> Vec<(String, Origin)> {
-    method.policies[0].settings.iter().map(|s| (s.key.name.to_owned(), s.origin)).collect()
+    method.layers[0].settings.iter().map(|s| (s.key.name.to_owned(), s.origin)).collect()
 }
 
 #[test]
@@ -57,8 +58,8 @@ fn trait_level_keys_merge_below_method_keys() {
         retry_keys(a),
         [("delay".into(), Origin::Trait), ("max_attempts".into(), Origin::Method), ("jitter".into(), Origin::Method)]
     );
-    assert!(matches!(a.policies[0].settings.get("max_attempts").unwrap().value, Value::Count(4)));
-    assert!(matches!(a.policies[0].settings.get("jitter").unwrap().value, Value::Enum("None")));
+    assert!(matches!(a.layers[0].settings.get("max_attempts").unwrap().value, Value::Count(4)));
+    assert!(matches!(a.layers[0].settings.get("jitter").unwrap().value, Value::Enum("None")));
     assert_eq!(retry_keys(method(&model, "b")).len(), 2);
     assert_eq!(model.wrapper, "ResilientApi");
 }
@@ -74,9 +75,9 @@ fn methods_without_policies_are_forwarded_and_not_checked() {
         }
     });
     assert!(errors.is_empty(), "{errors:?}");
-    assert!(method(&model, "name").policies.is_empty());
+    assert!(method(&model, "name").layers.is_empty());
     assert_eq!(method(&model, "owned").receiver, Receiver::Value);
-    assert_eq!(method(&model, "get").policies.len(), 1);
+    assert_eq!(method(&model, "get").layers.len(), 1);
 }
 
 #[test]
@@ -124,7 +125,7 @@ fn accepted_values_take_every_documented_spelling() {
         }
     });
     assert!(errors.is_empty(), "{errors:?}");
-    let settings = &method(&model, "get").policies[0].settings;
+    let settings = &method(&model, "get").layers[0].settings;
     assert!(matches!(settings.get("backoff").unwrap().value, Value::Enum("Fixed")));
     assert!(matches!(settings.get("multiplier").unwrap().value, Value::Number(n) if n == 2.0));
     assert!(matches!(settings.get("max_duration").unwrap().value, Value::Duration(2_000_000_000)));
@@ -226,7 +227,7 @@ fn classifier_combinations_are_checked_after_the_merge() {
         }
     });
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].starts_with("[R4C-CLS-011]"));
+    assert!(errors[0].starts_with("[R4C-CLF-001]"));
     // A method's own key against the trait's: reported on the method's key.
     single(
         quote!(
@@ -236,7 +237,7 @@ fn classifier_combinations_are_checked_after_the_merge() {
                 fn a(&self) -> Result<u32, E>;
             }
         ),
-        "R4C-CLS-011",
+        "R4C-CLF-001",
     );
     single(
         quote!(
@@ -245,7 +246,7 @@ fn classifier_combinations_are_checked_after_the_merge() {
                 fn a(&self) -> Result<u32, E>;
             }
         ),
-        "R4C-CLS-012",
+        "R4C-CLF-002",
     );
     // The merge supplies the classifier: no error.
     assert!(
@@ -515,7 +516,7 @@ fn a_fallback_chain_that_ends_resolves_every_target() {
     });
     assert!(errors.is_empty(), "{errors:?}");
     let a = method(&model, "a");
-    assert_eq!(a.policies.iter().map(|p| p.spec.name).collect::<Vec<_>>(), ["fallback", "retry"]);
+    assert_eq!(a.layers.iter().map(|p| p.spec.name).collect::<Vec<_>>(), ["fallback", "retry"]);
     let target = a.fallback.as_ref().expect("resolved");
     assert_eq!(target.ident, "b");
     assert_eq!(target.params[0].to_token_stream().to_string(), "& '_ str", "lifetimes are erased");

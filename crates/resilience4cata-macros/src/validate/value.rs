@@ -3,10 +3,9 @@
 
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, UnOp};
 
-use super::Value;
 use crate::diag::{self, ATR_DURATION, ATR_UNKNOWN_KEY, ATR_VALUE_KIND};
+use crate::model::{KeySpec, PolicySpec, Value, ValueKind};
 use crate::parse::{RawEntry, RawValue};
-use crate::policy::{KeySpec, PolicySpec, ValueKind};
 
 /// The key spec of `entry`, or `[R4C-ATR-002]` listing the valid keys and the closest one.
 pub(crate) fn key_of(spec: &PolicySpec, entry: &RawEntry) -> syn::Result<&'static KeySpec> {

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::readings::{Reading, Series};
+
 use super::AdaptiveLimitConfig;
 
 /// One adaptive limit instance as `registry.snapshot().adaptive_limits()` and its handle list it.
@@ -28,4 +30,22 @@ pub struct AdaptiveLimitSnapshot {
     pub in_flight: u32,
     /// Calls waiting for a slot (only with `max_wait > 0`).
     pub waiting: u32,
+}
+
+const LIMIT: Series = Series::gauge("adaptive_limit_limit", "the adaptive limit's current concurrency limit");
+const IN_FLIGHT: Series = Series::gauge("adaptive_limit_in_flight", "calls holding a slot of the adaptive limit");
+const WAITING: Series = Series::gauge("adaptive_limit_waiting", "calls waiting for a slot of the adaptive limit");
+
+impl crate::readings::Readings for AdaptiveLimitSnapshot {
+    const SERIES: &'static [Series] = &[LIMIT, IN_FLIGHT, WAITING];
+
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn read(&self, out: &mut dyn FnMut(Reading)) {
+        out(Reading::new(&LIMIT, f64::from(self.limit)));
+        out(Reading::new(&IN_FLIGHT, f64::from(self.in_flight)));
+        out(Reading::new(&WAITING, f64::from(self.waiting)));
+    }
 }

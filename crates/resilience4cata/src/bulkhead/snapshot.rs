@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::readings::{Reading, Series};
+
 use super::BulkheadConfig;
 
 /// One bulkhead instance as `registry.snapshot().bulkheads()` and its handle list it.
@@ -28,4 +30,24 @@ pub struct BulkheadSnapshot {
     pub available: u32,
     /// Calls waiting for a slot.
     pub waiting: u32,
+}
+
+const IN_FLIGHT: Series = Series::gauge("bulkhead_in_flight", "slots taken");
+const AVAILABLE: Series = Series::gauge("bulkhead_available", "slots free");
+const WAITING: Series = Series::gauge("bulkhead_waiting", "calls waiting for a slot");
+const MAX: Series = Series::gauge("bulkhead_max_concurrent_calls", "slots in all (the limit)");
+
+impl crate::readings::Readings for BulkheadSnapshot {
+    const SERIES: &'static [Series] = &[IN_FLIGHT, AVAILABLE, WAITING, MAX];
+
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn read(&self, out: &mut dyn FnMut(Reading)) {
+        out(Reading::new(&IN_FLIGHT, f64::from(self.in_flight)));
+        out(Reading::new(&AVAILABLE, f64::from(self.available)));
+        out(Reading::new(&WAITING, f64::from(self.waiting)));
+        out(Reading::new(&MAX, f64::from(self.config.max_concurrent_calls)));
+    }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::CircuitBreakerConfig;
+use crate::readings::{Reading, Series};
 
 /// The state of a circuit breaker.
 ///
@@ -76,4 +77,42 @@ pub struct CircuitBreakerSnapshot {
     pub failure_rate: Option<f32>,
     /// Slow-call rate in percent; `None` exactly when `failure_rate` is.
     pub slow_call_rate: Option<f32>,
+}
+
+const STATE: Series = Series::gauge("circuit_breaker_state", "1 for the breaker's current state, 0 for the others");
+const FAILURE_RATE: Series =
+    Series::gauge("circuit_breaker_failure_rate", "failure rate in percent, NaN until minimum_calls are recorded");
+const SLOW_CALL_RATE: Series =
+    Series::gauge("circuit_breaker_slow_call_rate", "slow-call rate in percent, NaN until minimum_calls are recorded");
+const NOT_PERMITTED: Series =
+    Series::gauge("circuit_breaker_not_permitted_calls", "calls refused since the breaker was built or reset");
+
+/// Each state and the label its series of `circuit_breaker_state` gets.
+const STATES: [(State, &str); 5] = [
+    (State::Closed, "closed"),
+    (State::Open, "open"),
+    (State::HalfOpen, "half_open"),
+    (State::ForcedOpen, "forced_open"),
+    (State::Disabled, "disabled"),
+];
+
+/// One `circuit_breaker_state` series per state (1 for the current one), the two rates (`NaN`
+/// while there are none) and the calls refused.
+impl crate::readings::Readings for CircuitBreakerSnapshot {
+    const SERIES: &'static [Series] = &[STATE, FAILURE_RATE, SLOW_CALL_RATE, NOT_PERMITTED];
+
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn read(&self, out: &mut dyn FnMut(Reading)) {
+        for (state, label) in STATES {
+            let on = if self.state == state { 1.0 } else { 0.0 };
+            out(Reading::labelled(&STATE, ("state", label), on));
+        }
+        let rate = |r: Option<f32>| r.map_or(f64::NAN, f64::from);
+        out(Reading::new(&FAILURE_RATE, rate(self.failure_rate)));
+        out(Reading::new(&SLOW_CALL_RATE, rate(self.slow_call_rate)));
+        out(Reading::new(&NOT_PERMITTED, self.not_permitted_calls as f64));
+    }
 }

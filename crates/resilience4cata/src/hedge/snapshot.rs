@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::readings::{Reading, Series};
+
 use super::HedgeConfig;
 
 /// One hedge instance as `registry.snapshot().hedges()` lists it.
@@ -26,4 +28,15 @@ pub struct HedgeSnapshot {
     pub hedged_calls: u64,
     /// Calls whose returned `Ok` came from an extra attempt.
     pub hedge_wins: u64,
+}
+
+/// No series: the admin counts hedged calls from events since it started.
+impl crate::readings::Readings for HedgeSnapshot {
+    const SERIES: &'static [Series] = &[];
+
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn read(&self, _: &mut dyn FnMut(Reading)) {}
 }

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::readings::{Reading, Series};
+
 use super::RateLimiterConfig;
 
 /// One rate limiter instance as `registry.snapshot().rate_limiters()` and its handle list it.
@@ -24,4 +26,20 @@ pub struct RateLimiterSnapshot {
     pub config: RateLimiterConfig,
     /// Calls that could pass right now without waiting (0 while callers wait for reserved permits).
     pub available_permits: u32,
+}
+
+const AVAILABLE: Series = Series::gauge("rate_limiter_available_permits", "calls that could pass right now");
+const PERMITS: Series = Series::gauge("rate_limiter_permits", "permits per period (the limit)");
+
+impl crate::readings::Readings for RateLimiterSnapshot {
+    const SERIES: &'static [Series] = &[AVAILABLE, PERMITS];
+
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn read(&self, out: &mut dyn FnMut(Reading)) {
+        out(Reading::new(&AVAILABLE, f64::from(self.available_permits)));
+        out(Reading::new(&PERMITS, f64::from(self.config.permits)));
+    }
 }

@@ -7,6 +7,7 @@
 pub(crate) mod config_file;
 mod layer;
 mod policies;
+mod readings;
 
 use std::fmt;
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::readings::{Reading, Series};
+
 use super::TimeoutConfig;
 
 /// One timeout instance as `registry.snapshot().timeouts()` lists it.
@@ -24,4 +26,18 @@ pub struct TimeoutSnapshot {
     pub config: TimeoutConfig,
     /// Attempts cut off at their deadline since the instance was built.
     pub timed_out: u64,
+}
+
+const TIMED_OUT: Series = Series::counter("timeout_timed_out_total", "attempts cut off at their deadline");
+
+impl crate::readings::Readings for TimeoutSnapshot {
+    const SERIES: &'static [Series] = &[TIMED_OUT];
+
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn read(&self, out: &mut dyn FnMut(Reading)) {
+        out(Reading::new(&TIMED_OUT, self.timed_out as f64));
+    }
 }

@@ -5,8 +5,12 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use syn::{ImplItem, ItemImpl, ItemTrait};
+
 use super::*;
-use crate::validate::{self, Member, Method, Value};
+use crate::bundle::{inline_impl, inline_trait, pending};
+use crate::model::{Member, Method, Value};
+use crate::validate;
 
 fn define_text(input: TokenStream) -> String {
     define(input, "src/lib.rs:1:1").to_string()
@@ -169,8 +173,8 @@ fn impl_blocks_and_their_methods_call_back_too() {
     inline_impl(&mut item, &mut errors);
     assert!(errors.is_empty() && item.attrs.is_empty());
     let ImplItem::Fn(get) = &item.items[0] else { panic!("a method") };
-    assert!(is_inlined(&get.attrs[0]));
-    let taken = policies(&get.attrs[0], 1, &mut errors);
+    assert!(get.attrs[0].path().is_ident(crate::bundle::INLINED));
+    let taken = crate::parse::take_attributes(&mut get.attrs.clone(), &mut errors);
     assert_eq!(taken.iter().map(|p| (p.spec.name, p.bundle)).collect::<Vec<_>>(), [("retry", Some(1))]);
 }
 
@@ -216,7 +220,7 @@ fn retry_of(input: TokenStream, name: &str) -> Vec<(String, String)> {
             _ => None,
         })
         .expect("the method");
-    let retry = method.policies.iter().find(|p| p.spec.name == "retry").expect("a retry");
+    let retry = method.layers.iter().find(|p| p.spec.name == "retry").expect("a retry");
     let mut settings: Vec<_> = retry.settings.iter().map(|s| (s.key.name.to_owned(), shown(&s.value))).collect();
     settings.sort();
     settings

@@ -1,0 +1,150 @@
+//! The admin's own Prometheus recorder, and what a scrape records into it: every policy
+//! snapshot's readings (their names and values given by the runtime's snapshot types, prefixed
+//! `r4c_`) and the admin's event counts.
+//!
+//! The recorder is never installed as the process's global one, so the application's own metrics
+//! (and the runtime's `metrics` feature) are untouched.
+
+use metrics::{Label, counter, gauge};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
+use resilience4cata::RegistrySnapshot;
+use resilience4cata::readings::{Reading, SeriesKind};
+
+use crate::counters::Counts;
+
+/// The prefix of every series the admin exports.
+const PREFIX: &str = "r4c_";
+
+/// The admin's own Prometheus recorder.
+pub(crate) struct Exporter {
+    recorder: PrometheusRecorder,
+}
+
+impl std::fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exporter").finish_non_exhaustive()
+    }
+}
+
+impl Exporter {
+    pub(crate) fn new() -> Self {
+        Exporter { recorder: PrometheusBuilder::new().build_recorder() }
+    }
+
+    /// Records `snapshot` and `counts` into the recorder and renders the exposition text.
+    pub(crate) fn render(&self, snapshot: &RegistrySnapshot, counts: &Counts) -> String {
+        metrics::with_local_recorder(&self.recorder, || {
+            describe();
+            record_snapshot(snapshot);
+            record_counts(counts);
+        });
+        self.recorder.handle().render()
+    }
+}
+
+/// The counters set from the admin's event counts, and their help text.
+const COUNTERS: [(&str, &str); 8] = [
+    ("r4c_retry_retries_total", "retries since the admin started"),
+    ("r4c_retry_gave_up_total", "retried calls that gave up since the admin started, by reason"),
+    (
+        "r4c_hedge_hedged_calls_total",
+        "calls that started an extra attempt and ended since the admin started, by outcome",
+    ),
+    ("r4c_hedge_extra_attempts_total", "extra attempts started since the admin started"),
+    ("r4c_fallback_applied_total", "calls answered by the fallback since the admin started"),
+    ("r4c_adaptive_limit_changes_total", "moves of the adaptive limit since the admin started, by direction"),
+    ("r4c_adaptive_limit_rejected_total", "calls the adaptive limit refused since the admin started"),
+    ("r4c_admin_events_lost_total", "events the admin's counting subscription missed"),
+];
+
+/// HELP lines: every series a snapshot may give, then the admin's own counters.
+fn describe() {
+    for series in RegistrySnapshot::series() {
+        let name = format!("{PREFIX}{}", series.name);
+        match series.kind {
+            SeriesKind::Counter => metrics::describe_counter!(name, series.help),
+            _ => metrics::describe_gauge!(name, series.help),
+        }
+    }
+    for (name, help) in COUNTERS {
+        metrics::describe_counter!(name, help);
+    }
+}
+
+/// Each snapshot's readings: gauges set, counters set to the snapshot's total.
+fn record_snapshot(snapshot: &RegistrySnapshot) {
+    snapshot.readings(|instance, reading| {
+        let Reading { series, label, value, .. } = reading;
+        let mut labels = vec![Label::new("instance", instance.to_owned())];
+        labels.extend(label.map(|(key, value)| Label::new(key, value)));
+        let name = format!("{PREFIX}{}", series.name);
+        match series.kind {
+            SeriesKind::Counter => counter!(name, labels).absolute(value as u64),
+            _ => gauge!(name, labels).set(value),
+        }
+    });
+}
+
+fn record_counts(counts: &Counts) {
+    for (id, c) in &counts.retries {
+        counter!("r4c_retry_retries_total", "instance" => id.clone()).absolute(c.retries);
+        for (reason, n) in &c.gave_up {
+            counter!("r4c_retry_gave_up_total", "instance" => id.clone(), "reason" => reason.clone()).absolute(*n);
+        }
+    }
+    for (id, h) in &counts.hedges {
+        for (outcome, n) in
+            [("won_by_extra", h.won_by_extra), ("won_by_first", h.won_by_first), ("all_failed", h.all_failed)]
+        {
+            counter!("r4c_hedge_hedged_calls_total", "instance" => id.clone(), "outcome" => outcome).absolute(n);
+        }
+        counter!("r4c_hedge_extra_attempts_total", "instance" => id.clone()).absolute(h.extra_attempts);
+    }
+    for (id, f) in &counts.fallbacks {
+        counter!("r4c_fallback_applied_total", "instance" => id.clone()).absolute(f.applied);
+    }
+    for (id, a) in &counts.adaptive_limits {
+        for (direction, n) in [("increase", a.increases), ("decrease", a.decreases)] {
+            counter!("r4c_adaptive_limit_changes_total", "instance" => id.clone(), "direction" => direction)
+                .absolute(n);
+        }
+        counter!("r4c_adaptive_limit_rejected_total", "instance" => id.clone()).absolute(a.rejected);
+    }
+    counter!("r4c_admin_events_lost_total").absolute(counts.events_lost);
+}
+
+#[cfg(test)]
+mod tests {
+    use resilience4cata::{Pipeline, Registry};
+
+    use super::*;
+
+    /// One series of each policy kind that has any, as a scrape sees it: its `# TYPE` line (a
+    /// counter for the timeout's total, gauges for the rest) and its value.
+    #[test]
+    fn a_series_of_each_policy_kind_is_rendered_with_its_type() {
+        let registry = Registry::builder().build().unwrap();
+        let _calls = Pipeline::builder(&registry, "a")
+            .retry_with(|r| r.budget_percent(20.0))
+            .circuit_breaker()
+            .rate_limiter_with(|r| r.permits(7))
+            .adaptive_limit_with(|a| a.initial_limit(10))
+            .timeout()
+            .bulkhead_with(|b| b.max_concurrent_calls(3))
+            .build::<u32, std::io::Error>()
+            .unwrap();
+        let text = Exporter::new().render(&registry.snapshot(), &Counts::default());
+        for (name, kind, sample) in [
+            ("r4c_retry_budget_retries", "gauge", r#"r4c_retry_budget_retries{instance="a"} 0"#),
+            ("r4c_circuit_breaker_state", "gauge", r#"r4c_circuit_breaker_state{instance="a",state="closed"} 1"#),
+            ("r4c_rate_limiter_permits", "gauge", r#"r4c_rate_limiter_permits{instance="a"} 7"#),
+            ("r4c_adaptive_limit_limit", "gauge", r#"r4c_adaptive_limit_limit{instance="a"} 10"#),
+            ("r4c_timeout_timed_out_total", "counter", r#"r4c_timeout_timed_out_total{instance="a"} 0"#),
+            ("r4c_bulkhead_available", "gauge", r#"r4c_bulkhead_available{instance="a"} 3"#),
+        ] {
+            assert!(text.contains(&format!("# TYPE {name} {kind}\n")), "{name} {kind}:\n{text}");
+            assert!(text.contains(&format!("# HELP {name} ")), "{name} help:\n{text}");
+            assert!(text.lines().any(|line| line == sample), "{sample}:\n{text}");
+        }
+    }
+}
