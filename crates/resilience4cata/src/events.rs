@@ -3,17 +3,18 @@
 //!
 //! [`Registry::subscribe`]: crate::Registry::subscribe
 
+mod shared_state;
 mod subscription;
 
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use shared_state::SharedStateEvent;
 pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
 
-use crate::registry::{PolicyKind, for_each_event_only, for_each_policy};
-pub use crate::shared::SharedStateEvent;
+use crate::policy_list::{for_each_event_only, for_each_policy};
 
 /// A registered listener of events of type `E`.
 pub(crate) type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
@@ -44,10 +45,26 @@ pub(crate) mod sealed {
 /// [`CircuitBreakerEvent`], and the event enum of each other policy.
 pub trait Event: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {}
 
-/// One event type: where its listeners are kept (`Listeners::$field`), its `AnyEvent` variant, the
-/// name of the policy that publishes it and (feature `metrics`) its metric handles.
+/// One event type: where its listeners are kept (`Listeners::$field`) and its `AnyEvent` variant;
+/// for a kind that only publishes events, also the name of the policy that publishes it and
+/// (feature `metrics`) its metric handles (a policy of the list has them from `policy_kind!`).
 macro_rules! event_kind {
     ($event:ident => $field:ident, $variant:ident, $name:expr, $metrics:ty, $register:expr) => {
+        event_kind!($event => $field, $variant);
+
+        impl Published for $event {
+            const POLICY: &'static str = $name;
+
+            #[cfg(feature = "metrics")]
+            type Metrics = $metrics;
+
+            #[cfg(feature = "metrics")]
+            fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
+                $register(instance)
+            }
+        }
+    };
+    ($event:ident => $field:ident, $variant:ident) => {
         impl sealed::Sealed for $event {
             fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
                 &mut listeners.$field
@@ -62,25 +79,13 @@ macro_rules! event_kind {
             }
         }
 
-        impl Published for $event {
-            const POLICY: &'static str = $name;
-
-            #[cfg(feature = "metrics")]
-            type Metrics = $metrics;
-
-            #[cfg(feature = "metrics")]
-            fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-                $register(instance)
-            }
-        }
-
         impl Event for $event {}
     };
 }
 
 /// Per policy of the list: its listeners' field, its `Event` impl, its `AnyEvent` variant; then the
-/// same for each kind that only publishes events (`for_each_event_only!`), with its metric handles
-/// named directly since it has no `PolicyKind`.
+/// same for each kind that only publishes events (`for_each_event_only!`), with its name and metric
+/// handles named directly since it has no `PolicyKind` (a policy's come with its `policy_kind!`).
 macro_rules! event_parts {
     ($({ $module:ident: $policy:ident($($types:tt)*), $event:ident => $variant:ident, $human:literal, $($rest:tt)* })*
      ; $({ $only:ident: $only_event:ident => $only_variant:ident, $only_human:literal, $only_metrics:ident })*) => {
@@ -108,9 +113,7 @@ macro_rules! event_parts {
             }
         }
 
-        $(event_kind!($event => $module, $variant, <crate::$module::policy::$policy as PolicyKind>::NAME,
-            <crate::$module::policy::$policy as PolicyKind>::Metrics,
-            <crate::$module::policy::$policy as PolicyKind>::register_metrics);)*
+        $(event_kind!($event => $module, $variant);)*
         $(event_kind!($only_event => $only, $only_variant, stringify!($only), crate::$only::metrics::$only_metrics,
             crate::$only::metrics::$only_metrics::register);)*
 

@@ -11,14 +11,17 @@ pub mod clock;
 mod error;
 pub mod events;
 pub mod fallback;
+mod fleet;
 mod guard;
 pub mod hedge;
+mod kit;
 #[cfg(feature = "metrics")]
 mod metric_handles;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_counters;
 mod pass_or;
 pub mod pipeline;
+mod policy_list;
 pub mod rate_limiter;
 pub mod readings;
 mod registry;
@@ -28,8 +31,10 @@ mod scope;
 #[cfg(feature = "serde")]
 mod serde_millis;
 pub mod shared;
+mod slot_watch;
 #[cfg(test)]
 mod stress;
+mod stripes;
 mod sync;
 pub mod timeout;
 

@@ -9,6 +9,14 @@ use std::sync::Arc;
 use crate::error::{RegistryError, codes};
 use crate::registry::Registry;
 
+/// What a generated wrapper implements so [`WrapperBuilder`](crate::WrapperBuilder) can build it.
+pub trait Build: Sized {
+    /// What the wrapper wraps: the delegate.
+    type Input;
+    /// Resolves every policy instance; `scope` prefixes every derived id.
+    fn build(input: Self::Input, registry: &Registry, scope: Option<Arc<str>>) -> Result<Self, RegistryError>;
+}
+
 /// Builds a generated `Resilient<Trait>` wrapper: `ResilientApi::builder(delegate, &registry)`,
 /// optionally [`scope`](Self::scope)d, then [`build`](Self::build). `ResilientApi::new(delegate,
 /// &registry)` is the same builder without a scope.
@@ -59,13 +67,13 @@ use crate::registry::Registry;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct WrapperBuilder<'r, W: crate::__private::Build> {
+pub struct WrapperBuilder<'r, W: Build> {
     input: W::Input,
     registry: &'r Registry,
     scope: Option<Arc<str>>,
 }
 
-impl<'r, W: crate::__private::Build> WrapperBuilder<'r, W> {
+impl<'r, W: Build> WrapperBuilder<'r, W> {
     pub(crate) fn new(input: W::Input, registry: &'r Registry) -> Self {
         WrapperBuilder { input, registry, scope: None }
     }
@@ -92,7 +100,7 @@ impl<'r, W: crate::__private::Build> WrapperBuilder<'r, W> {
     }
 }
 
-impl<W: crate::__private::Build> fmt::Debug for WrapperBuilder<'_, W> {
+impl<W: Build> fmt::Debug for WrapperBuilder<'_, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WrapperBuilder").field("scope", &self.scope).finish_non_exhaustive()
     }

@@ -22,7 +22,7 @@ pub use crate::ResilienceError;
 pub use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, Outcome as LimitOutcome};
 pub use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, Algorithm};
 pub use crate::bulkhead::BulkheadConfigBuilder;
-pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy, SlotWatch};
+pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
 pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};
 pub use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
 pub use crate::error::RegistryError;
@@ -37,6 +37,7 @@ pub use crate::registry::Registry;
 use crate::registry::{Registered, for_each_policy};
 pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
 pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
+pub use crate::slot_watch::{SlotWatch, WaitRefusal};
 pub use crate::timeout::TimeoutConfigBuilder;
 pub use crate::timeout::policy::TimeoutPolicy;
 pub use class::{PoliciesField, policies_field};
@@ -69,13 +70,9 @@ pub struct Site<'a> {
     pub is_async: bool,
 }
 
-/// What a generated wrapper implements so [`WrapperBuilder`](crate::WrapperBuilder) can build it.
-pub trait Build: Sized {
-    /// What the wrapper wraps: the delegate.
-    type Input;
-    /// Resolves every policy instance; `scope` prefixes every derived id.
-    fn build(input: Self::Input, registry: &Registry, scope: Option<Arc<str>>) -> Result<Self, RegistryError>;
-}
+/// What a generated wrapper implements so [`WrapperBuilder`](crate::WrapperBuilder) can build it
+/// (declared beside the builder, in `scope.rs`).
+pub use crate::scope::Build;
 
 /// `ResilientApi::builder(delegate, &registry)`.
 pub fn wrapper_builder<W: Build>(input: W::Input, registry: &Registry) -> crate::WrapperBuilder<'_, W> {
@@ -120,7 +117,7 @@ for_each_policy!(constructors);
 /// fallback has no configuration and no shared state, so this never fails; it returns a `Result`
 /// like every other constructor.
 pub fn fallback(registry: &Registry, site: Site) -> Result<FallbackPolicy, RegistryError> {
-    Ok(FallbackPolicy::build(registry, site.id))
+    Ok(FallbackPolicy::build(registry.inner(), site.id))
 }
 
 /// A duration literal checked at compile time, rebuilt from its nanoseconds.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{RegistryError, codes};
-use crate::registry::{KeyProblem, layered_builder};
+use crate::kit::{KeyProblem, layered_builder};
 
 /// Which algorithm moves the limit (`algorithm = Aimd`).
 ///
@@ -283,7 +283,7 @@ fn check_values(c: &AdaptiveLimitConfig) -> Result<(), KeyProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Layer;
+    use crate::kit::Layer;
 
     fn code(b: AdaptiveLimitConfigBuilder) -> &'static str {
         b.resolve("a").map(|_| "ok").unwrap_or_else(|e| if e.code() == "R4C-REG-003" { "R4C-REG-003" } else { "?" })

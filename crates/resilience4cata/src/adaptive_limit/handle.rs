@@ -2,7 +2,7 @@
 
 use super::AdaptiveLimitSnapshot;
 use super::policy::AdaptiveLimitPolicy;
-use crate::registry::policy_handle;
+use crate::kit::policy_handle;
 
 policy_handle! {
     /// A live adaptive limit instance, found with

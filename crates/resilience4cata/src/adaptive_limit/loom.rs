@@ -7,7 +7,7 @@ use std::sync::Arc;
 use loom::thread;
 
 use super::window::{Sample, Stripes, Summary, Totals};
-use crate::circuit_breaker::stripes::release_at_thread_end;
+use crate::stripes::release_at_thread_end;
 use crate::sync::Mutex;
 
 /// What the folds took so far, behind the fold's lock as in the policy.

@@ -9,8 +9,8 @@ pub use super::state::{AdaptiveLimitPermit, Outcome};
 use super::{AdaptiveLimitConfig, AdaptiveLimitConfigBuilder, AdaptiveLimitEvent, AdaptiveLimitSnapshot};
 use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::kit::{Inner, policy_kind};
 use crate::pass_or::PassOr;
-use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// The field the generated code keeps for one method with an adaptive limit.

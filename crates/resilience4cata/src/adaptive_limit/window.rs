@@ -18,7 +18,7 @@
 //! extremes to the window next to its own; the counts, sums and drops stay exact.
 //!
 //! A thread owns a stripe while it lives: the index the breaker's striped counters claim
-//! (`circuit_breaker/stripes.rs`, up to [`STRIPES`] threads at once, given back when the thread
+//! (`stripes.rs`, up to [`STRIPES`] threads at once, given back when the thread
 //! exits). Threads beyond those share an overflow stripe updated with atomic adds (four to five
 //! read-modify-writes: the price of more than 32 threads finishing calls at once).
 
@@ -29,9 +29,9 @@ use crossbeam_utils::CachePadded;
 
 use super::AdaptiveLimitConfig;
 use super::algorithm::LimitAlgorithm;
-pub(crate) use crate::circuit_breaker::stripes::STRIPES;
-use crate::circuit_breaker::stripes::this_thread;
 use crate::clock::nanos;
+pub(crate) use crate::stripes::STRIPES;
+use crate::stripes::this_thread;
 use crate::sync::Mutex;
 use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 

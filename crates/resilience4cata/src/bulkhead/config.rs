@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::registry::{KeyProblem, layered_builder};
+use crate::kit::{KeyProblem, layered_builder};
 
 /// A bulkhead's resolved configuration: every key has a value.
 ///
@@ -45,7 +45,7 @@ impl BulkheadConfig {
     /// assert_eq!(BulkheadConfig::default().lease(), 2); // 25 / 10
     /// ```
     pub fn lease(&self) -> u32 {
-        crate::shared::lease_or_tenth(self.lease, self.max_concurrent_calls)
+        crate::fleet::lease_or_tenth(self.lease, self.max_concurrent_calls)
     }
 }
 
@@ -124,7 +124,7 @@ impl BulkheadConfigBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Layer;
+    use crate::kit::Layer;
 
     #[test]
     fn zero_slots_are_invalid_and_layers_override() {

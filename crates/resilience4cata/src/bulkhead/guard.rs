@@ -1,39 +1,12 @@
 //! The bulkhead as a pipeline's [`Guard`]: a slot held while the call runs (or the one a tower
-//! service reserved in `poll_ready`), and [`AttemptCx`], the context a pipeline's async attempt
-//! carries inward, which hands a timeout's [`SlotWatch`] to the bulkhead inside it (SPEC §6).
+//! service reserved in `poll_ready`), marking the attempt's [`SlotWatch`](crate::slot_watch::SlotWatch)
+//! while it waits when a timeout is outside (SPEC §6; the context is `slot_watch::AttemptCx`).
 
 use std::future::Future;
 
-use super::policy::{BulkheadPolicy, OwnedBulkheadPermit, SlotWatch};
-use crate::guard::{Guard, Inward, Judge};
-
-/// One async attempt of a pipeline on its way inward: whether waits are awaited, and the
-/// timeout/bulkhead pair. The pipeline makes a fresh `watch` for every attempt (and every retry
-/// of one), so a timeout is entered at most once per watch.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct AttemptCx<'a> {
-    /// Whether waits can be awaited (see [`Inward`]).
-    pub(crate) waits_async: bool,
-    /// This attempt's watch over its wait for a slot, for a timeout and the bulkhead inside it.
-    pub(crate) watch: &'a SlotWatch,
-    /// The bulkhead ordered inside the timeout, if any: a timeout runs its attempt watched then.
-    pub(crate) inside_timeout: Option<&'a BulkheadPolicy>,
-    /// Set by the timeout for what it runs: a timeout outside has taken `watch`, so the bulkhead
-    /// marks it while it waits.
-    pub(crate) watched: bool,
-}
-
-impl Inward for AttemptCx<'_> {
-    #[inline(always)]
-    fn waits_async(&self) -> bool {
-        self.waits_async
-    }
-
-    #[inline(always)]
-    fn watched(&self) -> bool {
-        self.watched
-    }
-}
+use super::policy::{BulkheadPolicy, OwnedBulkheadPermit};
+use crate::guard::{Guard, Judge};
+use crate::slot_watch::AttemptCx;
 
 impl Guard<AttemptCx<'_>> for BulkheadPolicy {
     type Reserved = OwnedBulkheadPermit;
@@ -66,7 +39,7 @@ impl BulkheadPolicy {
     {
         async move {
             if let Some(slot) = reserved {
-                let outcome = call(cx.watched()).await;
+                let outcome = call(cx.watched).await;
                 drop(slot);
                 return outcome;
             }
@@ -76,7 +49,7 @@ impl BulkheadPolicy {
                 (false, _) => self.acquire(),
             };
             let slot = slot.map_err(|rejection| judge.refuse(rejection))?;
-            let outcome = call(cx.watched()).await;
+            let outcome = call(cx.watched).await;
             drop(slot);
             outcome
         }

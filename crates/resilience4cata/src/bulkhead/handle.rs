@@ -2,7 +2,7 @@
 
 use super::BulkheadSnapshot;
 use super::policy::BulkheadPolicy;
-use crate::registry::policy_handle;
+use crate::kit::policy_handle;
 
 policy_handle! {
     /// A live bulkhead instance, found with [`Registry::bulkhead`](crate::Registry::bulkhead): its

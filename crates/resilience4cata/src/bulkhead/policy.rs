@@ -2,7 +2,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "tower")]
 use std::task::Poll;
 
@@ -13,10 +12,12 @@ use super::state::{Queued, Wake};
 use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapshot};
 use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::fleet::{self, Answer};
+use crate::kit::{Inner, policy_kind};
 use crate::pass_or::PassOr;
-use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
-use crate::shared::{self, Answer};
+pub(crate) use crate::slot_watch::SlotWatch;
+use crate::slot_watch::WaitRefusal;
 
 /// A slot of a bulkhead, given back when dropped: on return, on error, on panic, and when the
 /// future holding it is dropped.
@@ -104,45 +105,6 @@ impl Drop for SlotWait {
         {
             self.state.slots.release();
         }
-    }
-}
-
-/// What an attempt under a timeout tells that timeout about its bulkhead slot (SPEC §6): whether
-/// the attempt still waits for it.
-///
-/// The timeout sits outside the bulkhead in the default order, so the time an attempt spends
-/// queueing for a slot runs on the timeout's clock. Queueing is a local matter, not the
-/// dependency's slowness: when the timeout fires while the attempt still waits, the attempt ends
-/// as [`Rejection::BulkheadFull`] (the bulkhead's refusal, which a circuit breaker does not record
-/// and an adaptive limit does not sample), not as `CallTimeout`. The generated code (and the
-/// pipeline) keep one `SlotWatch` beside the attempt, hand it to
-/// [`BulkheadPolicy::acquire_async_watched`] and to the timeout's `run_pinned_watched`.
-///
-/// Cost: the pass path of the acquisition never touches it; only the wait for a slot sets it
-/// (before the wait) and clears it (once the wait ends), and the timeout reads it only when it
-/// fires.
-#[derive(Debug, Default)]
-pub struct SlotWatch {
-    waiting: AtomicBool,
-}
-
-impl SlotWatch {
-    /// A watch for one attempt: not waiting.
-    #[inline(always)]
-    pub const fn new() -> Self {
-        SlotWatch { waiting: AtomicBool::new(false) }
-    }
-
-    /// Whether the attempt was waiting for its slot (read by the timeout when it fires; the
-    /// attempt and the timeout run in one task, so `Relaxed` orders all they need).
-    #[inline]
-    pub(crate) fn is_waiting(&self) -> bool {
-        self.waiting.load(Ordering::Relaxed)
-    }
-
-    #[inline]
-    fn set(&self, waiting: bool) {
-        self.waiting.store(waiting, Ordering::Relaxed);
     }
 }
 
@@ -373,6 +335,13 @@ impl BulkheadPolicy {
     }
 }
 
+impl WaitRefusal for BulkheadPolicy {
+    #[inline(always)]
+    fn refuse_waiting(&self) -> Rejection {
+        BulkheadPolicy::refuse_waiting(self)
+    }
+}
+
 policy_kind! {
     BulkheadPolicy {
         builder: BulkheadConfigBuilder,
@@ -394,7 +363,7 @@ policy_kind! {
     ) -> BulkheadState {
         let mut state = BulkheadState::new(instance, config, Arc::clone(&inner.timer), events);
         let (c, store) = (&state.config, inner.shared.as_deref());
-        let pool = shared::link(store, (c.enabled, c.shared), &state.instance, &inner.timer, &inner.listeners, |parts| {
+        let pool = fleet::link(store, (c.enabled, c.shared), &state.instance, &inner.timer, &inner.listeners, |parts| {
             SlotPool::new(parts, c)
         });
         if let Some(pool) = pool {

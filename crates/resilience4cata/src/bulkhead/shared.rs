@@ -2,12 +2,11 @@
 //! [`crate::shared`] for the store and the degraded mode).
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::BulkheadConfig;
-use crate::shared::{Answer, FleetPool, Link, LinkParts, SharedStore};
+use crate::fleet::{Answer, FleetPool, LinkParts};
 
 /// The fleet-wide slots one process holds for a shared bulkhead: spent and given back with local
 /// atomics, taken from and returned to the fleet by the store's task, and kept alive by it (each
@@ -206,11 +205,5 @@ impl SlotPool {
     pub(crate) async fn wait_async(&self) -> Answer {
         self.full.store(false, Ordering::Release);
         self.fleet.wait_async(|| self.answer_now()).await
-    }
-}
-
-impl Link for SlotPool {
-    fn hand_to(store: &dyn SharedStore, link: Arc<Self>) {
-        store.share_bulkhead(link);
     }
 }

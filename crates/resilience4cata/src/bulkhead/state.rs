@@ -32,8 +32,8 @@ use super::shared::SlotPool;
 use super::{BulkheadConfig, BulkheadEvent, BulkheadSnapshot};
 use crate::clock::{Timer, nanos};
 use crate::events::{Publisher, publish};
+use crate::fleet::Answer;
 use crate::rejection::Rejection;
-use crate::shared::Answer;
 
 const ONE_WAITER: u64 = 1 << 32;
 const IN_FLIGHT: u64 = ONE_WAITER - 1;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::registry::{KeyProblem, layered_builder};
+use crate::kit::{KeyProblem, layered_builder};
 
 /// How the breaker's window of recent outcomes is measured.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -216,7 +216,7 @@ fn check_percent(key: &'static str, value: f64) -> Result<(), KeyProblem> {
 mod tests {
     use super::*;
     use crate::error::RegistryError;
-    use crate::registry::Layer;
+    use crate::kit::Layer;
 
     fn resolve(b: CircuitBreakerConfigBuilder) -> Result<CircuitBreakerConfig, RegistryError> {
         b.resolve("cb")

@@ -4,7 +4,7 @@
 use super::CircuitBreakerSnapshot;
 use super::State;
 use super::policy::CircuitBreakerPolicy;
-use crate::registry::policy_handle;
+use crate::kit::policy_handle;
 
 policy_handle! {
     /// One live breaker, found with [`Registry::circuit_breaker`](crate::Registry::circuit_breaker): its snapshot and manual controls.

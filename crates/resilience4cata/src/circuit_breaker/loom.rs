@@ -10,11 +10,11 @@ use loom::thread;
 use super::half_open::{Done, Probes, Take};
 use super::policy::Outcome;
 use super::state::CircuitBreakerState;
-use super::stripes::{StripedCounter, release_at_thread_end};
 use super::{CircuitBreakerConfigBuilder, CircuitBreakerEvent, State};
 use crate::clock::{Clock, ManualClock};
 use crate::events::{Listener, Publisher};
-use crate::registry::Layer;
+use crate::kit::Layer;
+use crate::stripes::{StripedCounter, release_at_thread_end};
 use crate::sync::atomic::Ordering;
 
 /// A count-window breaker of 2 calls judged at 2, on a manual clock, counting its transitions.

@@ -134,7 +134,6 @@ pub(crate) mod policy;
 pub(crate) mod shared;
 mod snapshot;
 mod state;
-pub(crate) mod stripes;
 mod window;
 
 pub use config::{
@@ -143,8 +142,7 @@ pub use config::{
 };
 pub use events::CircuitBreakerEvent;
 pub use handle::CircuitBreakerHandle;
-pub use snapshot::CircuitBreakerSnapshot;
-pub use state::State;
+pub use snapshot::{CircuitBreakerSnapshot, State};
 
 #[cfg(test)]
 mod tests;

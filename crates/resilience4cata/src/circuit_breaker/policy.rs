@@ -9,11 +9,11 @@ use super::shared::{BreakerLink, RemoteOpen};
 pub use super::state::Outcome;
 use super::state::{CircuitBreakerState, Ticket};
 use super::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerEvent, CircuitBreakerSnapshot};
-use crate::Rejection;
 use crate::error::RegistryError;
 use crate::events::Publisher;
-use crate::registry::{Inner, policy_kind};
-use crate::shared;
+use crate::fleet;
+use crate::kit::{Inner, policy_kind};
+use crate::rejection::Rejection;
 
 /// The field the generated code keeps for one method's breaker.
 #[derive(Clone)]
@@ -152,7 +152,7 @@ policy_kind! {
     ) -> CircuitBreakerState {
         let state = CircuitBreakerState::new(Arc::clone(&instance), config, Arc::clone(&inner.timer), events);
         let (c, store) = (&state.config, inner.shared.as_deref());
-        let link = shared::link(store, (c.enabled, c.shared), &instance, &inner.timer, &inner.listeners, |parts| {
+        let link = fleet::link(store, (c.enabled, c.shared), &instance, &inner.timer, &inner.listeners, |parts| {
             BreakerLink::new(parts, c.wait_in_open, c.permitted_calls_in_half_open)
         });
         match link {

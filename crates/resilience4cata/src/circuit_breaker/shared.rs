@@ -3,14 +3,13 @@
 //! [`crate::shared`] for the store and the degraded mode).
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use atomic_waker::AtomicWaker;
 
-use crate::shared::{FleetLink, Link, LinkParts, SharedStore};
+use crate::fleet::{FleetLink, LinkParts};
 
 /// What a [`BreakerLink`] can do to its breaker: open it for the rest of a fleet-wide Open.
 pub(crate) trait RemoteOpen: Send + Sync {
@@ -172,11 +171,5 @@ impl BreakerLink {
     pub(crate) fn take_probe(&self) -> bool {
         self.is_degraded()
             || self.probes.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok()
-    }
-}
-
-impl Link for BreakerLink {
-    fn hand_to(store: &dyn SharedStore, link: Arc<Self>) {
-        store.share_circuit_breaker(link);
     }
 }

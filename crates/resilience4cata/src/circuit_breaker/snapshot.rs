@@ -1,10 +1,40 @@
-//! The observable state of a circuit breaker instance.
+//! The observable state of a circuit breaker instance, and the [`State`] it is in.
 
 use std::sync::Arc;
 
+use super::CircuitBreakerConfig;
 use crate::readings::{Reading, Series};
 
-use super::{CircuitBreakerConfig, State};
+/// The state of a circuit breaker.
+///
+/// ```
+/// use resilience4cata::circuit_breaker::State;
+///
+/// assert!(State::Closed.permits_calls());
+/// assert!(!State::ForcedOpen.permits_calls());
+/// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum State {
+    /// Calls pass and are recorded; the breaker opens when a rate reaches its threshold.
+    Closed,
+    /// Calls are refused until `wait_in_open` has passed.
+    Open,
+    /// A few probe calls pass; their outcomes close or reopen the breaker.
+    HalfOpen,
+    /// Calls are refused until `reset()` (manual).
+    ForcedOpen,
+    /// Calls pass and nothing is recorded until `reset()` (manual).
+    Disabled,
+}
+
+impl State {
+    /// Whether calls pass in this state without being refused (half-open passes only its probes).
+    pub fn permits_calls(self) -> bool {
+        matches!(self, State::Closed | State::Disabled)
+    }
+}
 
 /// One circuit breaker as `registry.snapshot().circuit_breakers()` or its handle reports it.
 ///

@@ -42,10 +42,10 @@ use crossbeam_utils::CachePadded;
 use super::half_open::{Done, Probes, Take};
 use super::shared::{BreakerLink, RemoteOpen};
 use super::window::{FAILED, SLOW, Tally, Window};
-use super::{CircuitBreakerConfig, CircuitBreakerEvent, CircuitBreakerSnapshot, WindowType};
-use crate::Rejection;
+use super::{CircuitBreakerConfig, CircuitBreakerEvent, CircuitBreakerSnapshot, State, WindowType};
 use crate::clock::{Timer, nanos};
 use crate::events::{Publisher, publish};
+use crate::rejection::Rejection;
 
 /// How the breaker records one call's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -84,37 +84,6 @@ impl Outcome {
         recorded: impl FnOnce() -> bool,
     ) -> Outcome {
         <Outcome as crate::guard::ErrorOutcome>::judge(rejection, ignored, recorded)
-    }
-}
-
-/// The state of a circuit breaker.
-///
-/// ```
-/// use resilience4cata::circuit_breaker::State;
-///
-/// assert!(State::Closed.permits_calls());
-/// assert!(!State::ForcedOpen.permits_calls());
-/// ```
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum State {
-    /// Calls pass and are recorded; the breaker opens when a rate reaches its threshold.
-    Closed,
-    /// Calls are refused until `wait_in_open` has passed.
-    Open,
-    /// A few probe calls pass; their outcomes close or reopen the breaker.
-    HalfOpen,
-    /// Calls are refused until `reset()` (manual).
-    ForcedOpen,
-    /// Calls pass and nothing is recorded until `reset()` (manual).
-    Disabled,
-}
-
-impl State {
-    /// Whether calls pass in this state without being refused (half-open passes only its probes).
-    pub fn permits_calls(self) -> bool {
-        matches!(self, State::Closed | State::Disabled)
     }
 }
 

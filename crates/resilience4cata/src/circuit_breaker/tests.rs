@@ -7,10 +7,10 @@ use std::time::Duration;
 use super::policy::{CircuitBreakerPolicy, Outcome};
 use super::state::CircuitBreakerState;
 use super::*;
-use crate::Rejection;
 use crate::clock::{Clock, ManualClock};
 use crate::events::{Listener, Publisher};
-use crate::registry::Layer;
+use crate::kit::Layer;
+use crate::rejection::Rejection;
 
 use Outcome::{Failure, Ignored, Success};
 

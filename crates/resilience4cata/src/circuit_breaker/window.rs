@@ -28,8 +28,8 @@ use crate::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-use super::stripes::StripedCounter;
 use super::{CircuitBreakerConfig, WindowType};
+use crate::stripes::StripedCounter;
 
 /// The outcome bit of a failed call.
 pub(crate) const FAILED: u8 = 1;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{Rejection, ResilienceError};
+use crate::rejection::{Rejection, ResilienceError};
 
 /// The final failure of a call, handed to its fallback as the last argument.
 ///

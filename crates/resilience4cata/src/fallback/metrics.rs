@@ -19,7 +19,7 @@ mod tests {
     #[test]
     fn each_applied_fallback_is_counted_per_instance() {
         let (policy, snapshotter) =
-            recording(|| FallbackPolicy::build(&Registry::builder().build().unwrap(), "m::Prices::price"));
+            recording(|| FallbackPolicy::build(Registry::builder().build().unwrap().inner(), "m::Prices::price"));
         for attempts in 1..=3 {
             let ctx = policy.apply("down", attempts);
             assert_eq!((ctx.attempts(), ctx.instance()), (attempts, "m::Prices::price"));

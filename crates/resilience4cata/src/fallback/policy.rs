@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{FallbackContext, FallbackEvent};
 use crate::events::{Publisher, publish};
-use crate::registry::Registry;
+use crate::kit::Inner;
 
 /// The field the generated code keeps for one method with `#[fallback]`.
 #[derive(Clone)]
@@ -16,10 +16,11 @@ pub struct FallbackPolicy {
 }
 
 impl FallbackPolicy {
-    /// The fallback of instance `id` (a method's derived id, or a pipeline's id).
-    pub(crate) fn build(registry: &Registry, id: &str) -> Self {
+    /// The fallback of instance `id` (a method's derived id, or a pipeline's id), publishing to the
+    /// listeners of `inner` (`registry.inner()`).
+    pub(crate) fn build(inner: &Inner, id: &str) -> Self {
         let instance: Arc<str> = Arc::from(id);
-        let events = Arc::new(Publisher::new(&registry.inner().listeners, &instance));
+        let events = Arc::new(Publisher::new(&inner.listeners, &instance));
         FallbackPolicy { instance, events }
     }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::registry::{KeyProblem, layered_builder};
+use crate::kit::{KeyProblem, layered_builder};
 
 /// The most extra attempts one hedged call may start (`max_hedged_attempts`).
 pub const MAX_HEDGED_ATTEMPTS: u32 = 8;
@@ -79,7 +79,7 @@ fn check_values(c: &HedgeConfig) -> Result<(), KeyProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Layer;
+    use crate::kit::Layer;
 
     #[test]
     fn attempts_outside_one_to_eight_are_invalid_and_layers_override() {

@@ -10,7 +10,7 @@ use super::state::HedgeState;
 use super::{HedgeConfig, HedgeConfigBuilder, HedgeEvent, HedgeSnapshot};
 use crate::error::{RegistryError, async_only_policy};
 use crate::events::Publisher;
-use crate::registry::{Inner, policy_kind};
+use crate::kit::{Inner, policy_kind};
 
 /// The field the generated code keeps for one hedged method (and a pipeline for its hedge).
 #[derive(Clone, Debug)]

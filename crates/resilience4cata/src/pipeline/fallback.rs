@@ -218,7 +218,7 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// The stored fallback, made (without a closure, answering every error) if there was none.
     fn fallback_mut(&mut self) -> &mut Fallback<T, E> {
         if self.fallback.is_none() {
-            let policy = FallbackPolicy::build(&self.registry, self.id());
+            let policy = FallbackPolicy::build(self.registry.inner(), self.id());
             self.fallback = Some(Fallback { policy, call: None, apply_on: None, skip_on: None });
         }
         self.fallback.as_mut().expect("set just above")

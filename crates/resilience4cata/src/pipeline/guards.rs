@@ -14,12 +14,12 @@ use pin_project_lite::pin_project;
 
 use super::rules::{FindRejection, Predicate};
 use crate::Rejection;
-use crate::bulkhead::guard::AttemptCx;
 use crate::bulkhead::policy::SlotWatch;
 #[cfg(feature = "tower")]
 use crate::circuit_breaker::policy::Outcome;
 use crate::guard::{Guard, Judge};
 use crate::registry::for_each_pipeline_policy;
+use crate::slot_watch::{AttemptCx, WaitRefusal};
 
 /// What a guard reserves for a tower service's next attempt ([`Guard::Reserved`]).
 type ReservedFor<G> = <G as Guard<AttemptCx<'static>>>::Reserved;
@@ -152,7 +152,7 @@ macro_rules! guard_set {
             {
                 let watch = SlotWatch::new();
                 // The default order: a bulkhead is always inside the timeout.
-                let cx = AttemptCx { waits_async, watch: &watch, inside_timeout: self.set.bulkhead.as_ref(), watched: false };
+                let cx = AttemptCx { waits_async, watch: &watch, inside_timeout: self.set.bulkhead.as_ref().map(|b| b as &(dyn WaitRefusal + Sync)), watched: false };
                 let Reserved { $($module),* } = reserved;
                 let guards = self;
                 nest_async!(guards, cx, attempt; $($module)*).await

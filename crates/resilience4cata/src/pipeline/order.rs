@@ -12,11 +12,11 @@ use std::future::Future;
 
 use super::Pipeline;
 use super::guards::{Guards, Reserved};
-use crate::bulkhead::guard::AttemptCx;
 use crate::bulkhead::policy::SlotWatch;
 use crate::error::{RegistryError, codes};
 use crate::guard::Guard;
 use crate::registry::for_each_pipeline_policy;
+use crate::slot_watch::{AttemptCx, WaitRefusal};
 
 /// The order's names, from the list (`for_each_pipeline_policy!`): [`Policy`] (the fallback, then
 /// every policy of the list), [`Step`] (the retry and the guards), the default order and the
@@ -169,7 +169,12 @@ impl<T, E, M> Pipeline<T, E, M> {
         let timeout = steps.iter().position(|s| *s == Step::Timeout);
         let bulkhead = steps.iter().position(|s| *s == Step::Bulkhead);
         let inside = matches!((timeout, bulkhead), (Some(t), Some(b)) if t < b);
-        let inside_timeout = self.guards.as_ref().and_then(|g| g.set.bulkhead.as_ref()).filter(|_| inside);
+        let inside_timeout = self
+            .guards
+            .as_ref()
+            .and_then(|g| g.set.bulkhead.as_ref())
+            .filter(|_| inside)
+            .map(|b| b as &(dyn WaitRefusal + Sync));
         AttemptCx { waits_async: self.async_waits, watch, inside_timeout, watched: false }
     }
 }

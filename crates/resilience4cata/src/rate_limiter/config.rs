@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::registry::{KeyProblem, layered_builder};
+use crate::kit::{KeyProblem, layered_builder};
 
 /// A rate limiter's resolved configuration: every key has a value.
 ///
@@ -52,7 +52,7 @@ impl RateLimiterConfig {
     /// assert_eq!(c.lease(), 3);
     /// ```
     pub fn lease(&self) -> u32 {
-        crate::shared::lease_or_tenth(self.lease, self.permits)
+        crate::fleet::lease_or_tenth(self.lease, self.permits)
     }
 }
 
@@ -136,7 +136,7 @@ impl RateLimiterConfigBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Layer;
+    use crate::kit::Layer;
 
     #[test]
     fn layers_override_only_what_they_set() {

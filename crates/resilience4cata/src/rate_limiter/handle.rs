@@ -2,7 +2,7 @@
 
 use super::RateLimiterSnapshot;
 use super::policy::RateLimiterPolicy;
-use crate::registry::policy_handle;
+use crate::kit::policy_handle;
 
 policy_handle! {
     /// A live rate limiter instance, found with [`Registry::rate_limiter`](crate::Registry::rate_limiter):

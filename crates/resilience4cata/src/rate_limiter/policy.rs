@@ -13,10 +13,10 @@ use super::{RateLimiterConfig, RateLimiterConfigBuilder, RateLimiterEvent, RateL
 use crate::clock::Interrupted;
 use crate::error::RegistryError;
 use crate::events::Publisher;
+use crate::fleet;
+use crate::kit::{Inner, policy_kind};
 use crate::pass_or::PassOr;
-use crate::registry::{Inner, policy_kind};
 use crate::rejection::Rejection;
-use crate::shared;
 
 /// The field the generated code keeps for one rate-limited method: asked for a permit before every
 /// attempt (after the circuit breaker, so calls the breaker refuses take no permit).
@@ -203,7 +203,7 @@ policy_kind! {
     ) -> RateLimiterState {
         let mut state = RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events);
         let (c, store) = (&state.config, inner.shared.as_deref());
-        let pool = shared::link(store, (c.enabled, c.shared), &state.instance, &inner.timer, &inner.listeners, |parts| {
+        let pool = fleet::link(store, (c.enabled, c.shared), &state.instance, &inner.timer, &inner.listeners, |parts| {
             LeasePool::new(parts, c)
         });
         if let Some(pool) = pool {

@@ -2,13 +2,12 @@
 //! [`crate::shared`] for how the pass path stays local and for the degraded mode).
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::RateLimiterConfig;
 use crate::clock::nanos;
-use crate::shared::{Answer, FleetPool, Link, LinkParts, SharedStore};
+use crate::fleet::{Answer, FleetPool, LinkParts};
 
 /// Low bits of the pool word: the permits in hand; high bits: when they lapse, in units of
 /// 2^`SHIFT` ns (about a millisecond) of the registry's clock.
@@ -197,21 +196,16 @@ impl LeasePool {
     }
 }
 
-impl Link for LeasePool {
-    fn hand_to(store: &dyn SharedStore, link: Arc<Self>) {
-        store.share_rate_limiter(link);
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
     use std::time::Instant;
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
     use crate::events::Listeners;
-    use crate::shared::{SharedPublisher, SharedStateEvent};
+    use crate::events::SharedStateEvent;
+    use crate::fleet::SharedPublisher;
 
     fn parts(clock: &ManualClock, listeners: &Listeners) -> LinkParts {
         LinkParts {

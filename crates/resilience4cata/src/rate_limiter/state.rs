@@ -69,8 +69,8 @@ use super::shared::{LeasePool, Take};
 use super::{RateLimiterConfig, RateLimiterEvent, RateLimiterSnapshot};
 use crate::clock::{Interrupted, Timer, nanos};
 use crate::events::{Publisher, publish};
+use crate::fleet::Answer;
 use crate::rejection::Rejection;
-use crate::shared::Answer;
 
 /// What GCRA decided for one call at one time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,9 +20,11 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
 
-use super::{Configs, KeyProblem, Layer, PolicyConfigs, for_each_policy};
+use super::{Configs, PolicyConfigs};
 use crate::circuit_breaker::WindowType;
 use crate::error::{RegistryError, codes};
+use crate::kit::{KeyProblem, Layer};
+use crate::policy_list::for_each_policy;
 use crate::retry::{Backoff, Jitter};
 
 /// The policy sections of one level of the key tree (`[defaults.<policy>]`, …), and how they merge

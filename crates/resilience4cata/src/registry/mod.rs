@@ -13,17 +13,20 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use layer::UnusedConfig;
-pub(crate) use layer::{Configs, Instances, KeyProblem, Layer, Usage, layered_builder};
+pub(crate) use layer::{Configs, Instances, Usage};
 pub use policies::RegistrySnapshot;
-pub(crate) use policies::{
-    PolicyConfigs, PolicyKind, Registered, Stores, for_each_event_only, for_each_pipeline_policy, for_each_policy,
-    policy_handle, policy_kind,
-};
+pub(crate) use policies::{PolicyConfigs, Registered, Stores};
 
-use crate::clock::{Clock, Timer};
+/// The faces compose the policies through the registry: the kit and the list, as they see them.
+pub(crate) use crate::kit::{Inner, Layer};
+pub(crate) use crate::policy_list::{for_each_pipeline_policy, for_each_policy};
+
+use crate::clock::Clock;
 use crate::error::{RegistryError, codes};
 use crate::events::{Event, Listeners};
-use crate::shared::SharedStore;
+use crate::fleet::Fleet;
+use crate::kit::no_shared_store;
+use crate::shared::{Routed, SharedStore};
 
 /// Holds configuration, listeners, the clock and the state of every policy instance.
 ///
@@ -41,67 +44,13 @@ use crate::shared::SharedStore;
 /// ```
 #[derive(Clone)]
 pub struct Registry {
-    inner: Arc<Inner>,
+    parts: Arc<Parts>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) timer: Arc<Timer>,
-    pub(crate) seed: u64,
-    pub(crate) listeners: Listeners,
-    pub(crate) stores: Stores,
-    /// Where `shared = true` instances keep their fleet-wide state.
-    pub(crate) shared: Option<Arc<dyn SharedStore>>,
-}
-
-impl Inner {
-    /// `R4C-REG-011` unless the registry was given a shared store.
-    pub(crate) fn require_shared_store(&self, id: &str) -> Result<(), RegistryError> {
-        match self.shared {
-            Some(_) => Ok(()),
-            None => Err(no_shared_store(Some(id))),
-        }
-    }
-
-    /// `R4C-REG-010` unless the clock can wait inside a future (needed by `why`).
-    pub(crate) fn require_async_clock(&self, id: &str, why: &str) -> Result<(), RegistryError> {
-        if self.timer.can_sleep_async() {
-            return Ok(());
-        }
-        Err(RegistryError::new(
-            codes::NO_ASYNC_CLOCK,
-            Some(id),
-            format!(
-                "{why}, but the registry's clock cannot sleep in a future: enable the `tokio` feature or build \
-                 the registry on a clock that can"
-            ),
-        ))
-    }
-
-    /// [`require_async_clock`](Self::require_async_clock) where the method `needs` one: its waits
-    /// happen inside a future; `Ok` otherwise.
-    pub(crate) fn require_async_clock_if(&self, needs: bool, id: &str, why: &str) -> Result<(), RegistryError> {
-        match needs {
-            true => self.require_async_clock(id, why),
-            false => Ok(()),
-        }
-    }
-
-    /// The sites of a policy whose calls may wait for a slot or a permit (bulkhead, rate limiter):
-    /// a `shared` instance needs the registry's store, and an async method that may wait
-    /// (`max_wait`, or a round trip to the store) a clock that can wait in a future (`why`).
-    pub(crate) fn require_waits(
-        &self,
-        id: &str,
-        is_async: bool,
-        (enabled, shared): (bool, bool),
-        max_wait: std::time::Duration,
-        why: &str,
-    ) -> Result<(), RegistryError> {
-        if shared {
-            self.require_shared_store(id)?;
-        }
-        self.require_async_clock_if(is_async && enabled && (!max_wait.is_zero() || shared), id, why)
-    }
+/// What a built registry holds: the build context every policy reads, and each kind's store.
+struct Parts {
+    inner: Inner,
+    stores: Stores,
 }
 
 impl Registry {
@@ -111,12 +60,17 @@ impl Registry {
     }
 
     pub(crate) fn inner(&self) -> &Inner {
-        &self.inner
+        &self.parts.inner
+    }
+
+    /// Every policy kind's configuration layers and live instances.
+    pub(crate) fn stores(&self) -> &Stores {
+        &self.parts.stores
     }
 
     /// Every policy instance built so far, with its resolved configuration and current state.
     pub fn snapshot(&self) -> RegistrySnapshot {
-        RegistrySnapshot::of(&self.inner.stores)
+        RegistrySnapshot::of(&self.parts.stores)
     }
 
     /// Attaches a subscriber to this built registry: a bounded, lossy stream of every event any of
@@ -143,7 +97,7 @@ impl Registry {
     ///
     /// [`Subscription::lost`]: crate::events::Subscription::lost
     pub fn subscribe(&self, capacity: usize) -> crate::events::Subscription {
-        self.inner.listeners.hub.subscribe(capacity)
+        self.parts.inner.listeners.hub.subscribe(capacity)
     }
 
     /// Interrupts every pending wait between retry attempts, and every later one (sticky): those
@@ -151,7 +105,7 @@ impl Registry {
     /// rate limiter permit or a bulkhead slot end the same way, with the policy's refusal; a
     /// running attempt's timeout is left alone.
     pub fn shutdown(&self) {
-        self.inner.timer.shut_down();
+        self.parts.inner.timer.shut_down();
     }
 
     /// The named configurations and instance overrides (from builder calls or configuration
@@ -159,7 +113,7 @@ impl Registry {
     /// every wrapper is built to catch a misspelt `config = "…"` or instance id, which are
     /// otherwise accepted silently. See [`UnusedConfig`].
     pub fn unused_config(&self) -> Vec<UnusedConfig> {
-        self.inner.stores.unused()
+        self.parts.stores.unused()
     }
 
     /// [`unused_config`](Registry::unused_config) as an error, at the point you choose (typically
@@ -232,7 +186,7 @@ impl Registry {
 
     /// Whether [`shutdown`](Registry::shutdown) was called.
     pub fn is_shut_down(&self) -> bool {
-        self.inner.timer.is_shut_down()
+        self.parts.inner.timer.is_shut_down()
     }
 }
 
@@ -276,16 +230,6 @@ fn shared_in<B>(configs: &Configs<B>, sets: impl Fn(&B) -> bool) -> Option<Optio
         .chain(configs.instances.iter().map(|(id, b)| (Some(id.as_str()), b)))
         .find(|(_, layer)| sets(layer))
         .map(|(at, _)| at)
-}
-
-/// `shared = true` somewhere (`at`: the instance id or named configuration) without a store.
-fn no_shared_store(at: Option<&str>) -> RegistryError {
-    RegistryError::new(
-        codes::NO_SHARED_STORE,
-        at,
-        "`shared = true` needs a shared store: give the registry one with \
-         `RegistryBuilder::shared_state(store)` (e.g. `resilience4cata_redis::RedisStore`)",
-    )
 }
 
 impl RegistryBuilder {
@@ -393,9 +337,8 @@ impl RegistryBuilder {
             timer,
             seed: self.seed.unwrap_or_else(|| fastrand::u64(..)),
             listeners: self.listeners,
-            stores: self.policies.into_stores(),
-            shared: self.shared,
+            shared: self.shared.map(|store| Arc::new(Routed(store)) as Arc<dyn Fleet>),
         };
-        Ok(Registry { inner: Arc::new(inner) })
+        Ok(Registry { parts: Arc::new(Parts { inner, stores: self.policies.into_stores() }) })
     }
 }

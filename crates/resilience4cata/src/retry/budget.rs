@@ -29,16 +29,12 @@ const SLOTS: u64 = 10;
 const STRIPES: usize = 16;
 /// A slot packs `(tenth << COUNT_BITS) | count`. 24 bits of count (16.7 million calls or retries per
 /// tenth; calls saturate there, which only makes the budget stricter, and a full retry count refuses)
-/// leave 40 bits of tenth: with tenths of at least [`MIN_WINDOW`]` / 10` that is more than the 584
+/// leave 40 bits of tenth: with tenths of at least [`MIN_WINDOW`](super::config::MIN_WINDOW)` / 10` that is more than the 584
 /// years a `u64` nanosecond clock reaches, so a tag never wraps.
 const COUNT_BITS: u32 = 24;
 const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 #[cfg(test)]
 const TAG_MAX: u64 = u64::MAX >> COUNT_BITS;
-
-/// The shortest `budget_window` (`R4C-REG-003` below it): the tenths of shorter windows would
-/// overflow the slot's tag within the clock's range.
-pub(crate) const MIN_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Debug)]
 pub(crate) struct RetryBudget {
@@ -225,6 +221,7 @@ fn add(slot: &AtomicU64, tenth: u64, n: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retry::config::MIN_WINDOW;
     use std::time::Duration;
 
     fn budget(percent: f64, reserve: u32) -> RetryBudget {

@@ -2,7 +2,11 @@
 
 use std::time::Duration;
 
-use crate::registry::{KeyProblem, layered_builder};
+use crate::kit::{KeyProblem, layered_builder};
+
+/// The shortest `budget_window` (`R4C-REG-003` below it): the tenths of shorter windows would
+/// overflow the budget's slot tag (`budget.rs`) within the clock's range.
+pub(crate) const MIN_WINDOW: Duration = Duration::from_secs(1);
 
 /// How the base wait grows between attempts.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -165,8 +169,8 @@ fn check_values(c: &RetryConfig) -> Result<(), KeyProblem> {
             format!("retry budget_percent must be within 0..=1000, got {}", c.budget_percent),
         ));
     }
-    if c.budget_window < super::budget::MIN_WINDOW {
-        let min = super::budget::MIN_WINDOW;
+    if c.budget_window < MIN_WINDOW {
+        let min = MIN_WINDOW;
         return Err((
             "budget_window",
             format!(

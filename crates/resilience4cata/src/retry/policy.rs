@@ -9,7 +9,7 @@ use super::{GiveUpReason, RetryConfig, RetryConfigBuilder, RetryEvent, RetrySnap
 use crate::clock::{Interrupted, nanos};
 use crate::error::RegistryError;
 use crate::events::{Publisher, publish};
-use crate::registry::{Inner, policy_kind};
+use crate::kit::{Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// What the generated code learnt about a failed attempt before asking the retry.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::registry::{KeyProblem, layered_builder};
+use crate::kit::{KeyProblem, layered_builder};
 
 /// A timeout's resolved configuration: every key has a value.
 ///
@@ -75,7 +75,7 @@ fn check_values(c: &TimeoutConfig) -> Result<(), KeyProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Layer;
+    use crate::kit::Layer;
 
     #[test]
     fn zero_duration_is_invalid_and_layers_override() {

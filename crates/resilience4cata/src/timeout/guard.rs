@@ -6,8 +6,8 @@ use std::convert::Infallible;
 use std::future::Future;
 
 use super::policy::TimeoutPolicy;
-use crate::bulkhead::guard::AttemptCx;
 use crate::guard::{Guard, Judge};
+use crate::slot_watch::AttemptCx;
 
 impl Guard<AttemptCx<'_>> for TimeoutPolicy {
     type Reserved = Infallible;

@@ -8,11 +8,11 @@ use std::task::Poll;
 use super::race::{Race, against_the_clock, against_the_clock_watched, first_poll};
 use super::state::TimeoutState;
 use super::{TimeoutConfig, TimeoutConfigBuilder, TimeoutEvent, TimeoutSnapshot};
-use crate::bulkhead::policy::{BulkheadPolicy, SlotWatch};
 use crate::error::{RegistryError, async_only_policy};
 use crate::events::Publisher;
-use crate::registry::{Inner, policy_kind};
+use crate::kit::{Inner, policy_kind};
 use crate::rejection::Rejection;
+use crate::slot_watch::{SlotWatch, WaitRefusal};
 
 /// The field the generated code keeps for one method with a timeout: each attempt runs under its
 /// own deadline.
@@ -79,16 +79,16 @@ impl TimeoutPolicy {
 impl TimeoutPolicy {
     /// [`run`](Self::run) for an attempt that takes a slot of `bulkhead` inside this timeout
     /// (SPEC §6), `watch` handed to its acquisition
-    /// ([`BulkheadPolicy::acquire_async_watched`]): when the deadline comes while the attempt
+    /// ([`BulkheadPolicy::acquire_async_watched`](crate::__private::BulkheadPolicy::acquire_async_watched)): when the deadline comes while the attempt
     /// still waits for its slot, the attempt ends as the bulkhead's refusal,
     /// `Rejection::BulkheadFull`, not as `CallTimeout`, and this timeout counts and publishes
     /// nothing (see the module docs).
     #[inline]
-    pub async fn run_watched<F: Future>(
+    pub async fn run_watched<F: Future, B: WaitRefusal + ?Sized>(
         &self,
         attempt: F,
         watch: &SlotWatch,
-        bulkhead: &BulkheadPolicy,
+        bulkhead: &B,
     ) -> Result<F::Output, Rejection> {
         self.run_pinned_watched(pin!(attempt), watch, bulkhead).await
     }
@@ -98,11 +98,11 @@ impl TimeoutPolicy {
     /// bulkhead sits inside the timeout. The path of an attempt that finishes in time is
     /// `run_pinned`'s; `watch` is read only once the deadline has come.
     #[inline(always)]
-    pub fn run_pinned_watched<'a, F: Future>(
+    pub fn run_pinned_watched<'a, F: Future, B: WaitRefusal + ?Sized>(
         &'a self,
         mut attempt: Pin<&'a mut F>,
         watch: &'a SlotWatch,
-        bulkhead: &'a BulkheadPolicy,
+        bulkhead: &'a B,
     ) -> impl Future<Output = Result<F::Output, Rejection>> + 'a {
         let state = &*self.state;
         #[inline(always)]
@@ -126,7 +126,7 @@ impl TimeoutPolicy {
 /// timeout's for one that had it.
 #[cold]
 #[inline(never)]
-fn expired(state: &TimeoutState, watch: &SlotWatch, bulkhead: &BulkheadPolicy) -> Rejection {
+fn expired<B: WaitRefusal + ?Sized>(state: &TimeoutState, watch: &SlotWatch, bulkhead: &B) -> Rejection {
     match watch.is_waiting() {
         true => bulkhead.refuse_waiting(),
         false => state.fired(),

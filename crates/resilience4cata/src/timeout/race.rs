@@ -10,8 +10,8 @@ use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 
-use crate::bulkhead::policy::SlotWatch;
 use crate::clock::Timer;
+use crate::slot_watch::SlotWatch;
 
 /// How the race ended.
 #[derive(Debug, PartialEq, Eq)]

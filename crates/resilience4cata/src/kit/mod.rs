@@ -1,0 +1,10 @@
+//! The per-policy kit: what a policy folder declares itself with. Its layered configuration builder
+//! ([`Layer`], [`layered_builder!`]), its kind ([`PolicyKind`], [`policy_kind!`]) and handle
+//! ([`policy_handle!`]), and the build context it reads ([`Inner`]). The registry composes the
+//! policies from these; a policy never imports the registry.
+
+mod kind;
+mod layer;
+
+pub(crate) use kind::{ConfigOf, Inner, PolicyKind, no_shared_store, policy_handle, policy_kind};
+pub(crate) use layer::{KeyProblem, Layer, layered_builder};
