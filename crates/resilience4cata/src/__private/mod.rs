@@ -19,27 +19,20 @@ pub use crate::Rejection;
 pub use crate::ResilienceError;
 // The adaptive limit's `Outcome` (named in its module, as the breaker's is), under the name the
 // generated code uses.
-pub use crate::adaptive_limit::policy::{AdaptiveLimitPermit, AdaptiveLimitPolicy, Outcome as LimitOutcome};
-pub use crate::adaptive_limit::{AdaptiveLimitConfigBuilder, Algorithm};
-pub use crate::bulkhead::BulkheadConfigBuilder;
-pub use crate::bulkhead::policy::{BulkheadPermit, BulkheadPolicy};
-pub use crate::circuit_breaker::policy::{CircuitBreakerPolicy, Outcome, Permit};
-pub use crate::circuit_breaker::{CircuitBreakerConfigBuilder, WindowType};
+pub use crate::adaptive_limit::Algorithm;
+pub use crate::adaptive_limit::policy::{AdaptiveLimitPermit, Outcome as LimitOutcome};
+pub use crate::bulkhead::policy::BulkheadPermit;
+pub use crate::circuit_breaker::WindowType;
+pub use crate::circuit_breaker::policy::{Outcome, Permit};
 pub use crate::error::RegistryError;
 pub use crate::fallback::FallbackContext;
 pub use crate::fallback::policy::FallbackPolicy;
-pub use crate::hedge::HedgeConfigBuilder;
-pub use crate::hedge::policy::HedgePolicy;
 pub use crate::pass_or::PassOr;
-pub use crate::rate_limiter::RateLimiterConfigBuilder;
-pub use crate::rate_limiter::policy::RateLimiterPolicy;
 pub use crate::registry::Registry;
 use crate::registry::{Registered, for_each_policy};
-pub use crate::retry::policy::{Failure, RetryCall, RetryPolicy};
-pub use crate::retry::{Backoff, Jitter, RetryConfigBuilder, Verdict};
+pub use crate::retry::policy::{Failure, RetryCall};
+pub use crate::retry::{Backoff, Jitter, Verdict};
 pub use crate::slot_watch::{SlotWatch, WaitRefusal};
-pub use crate::timeout::TimeoutConfigBuilder;
-pub use crate::timeout::policy::TimeoutPolicy;
 pub use class::{PoliciesField, policies_field};
 pub use fallback::{FallbackArg, FallbackContextArg, FallbackReturn, fallback_arg, fallback_context, fallback_returns};
 pub use hooks::{DelayFrom, delay_from};
@@ -98,9 +91,13 @@ pub use crate::MethodIds;
 pub use ::std::sync::Arc;
 
 /// One constructor per policy of the list, named after the attribute: builds (or finds, when
-/// shared by `name`) the instance of one method.
+/// shared by `name`) the instance of one method; and the two types generated code names for it,
+/// the facade it keeps in a field and the configuration builder it hands over.
 macro_rules! constructors {
     ($({ $module:ident: $policy:ident($builder:ident, $($types:tt)*), $($rest:tt)* })*) => {$(
+        pub use crate::$module::policy::$policy;
+        pub use crate::$module::$builder;
+
         #[doc = concat!("Builds (or finds, when shared by name) the `", stringify!($module), "` instance of one method.")]
         pub fn $module(
             registry: &Registry,

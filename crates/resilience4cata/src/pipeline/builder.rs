@@ -11,12 +11,11 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::Pipeline;
-use super::execute::find_rejection;
+use super::execute::{AsyncPipeline, Pipeline, find_rejection};
 use super::guards::{GuardSet, Guards};
 use super::order::{self, Policy, Step};
 use super::rules::FindRejection;
-use super::typestate::{AsyncOnly, AsyncPipeline, BuilderTypestate, Hedged, Plain, Rejecting};
+use super::typestate::{AsyncOnly, BuilderTypestate, Hedged, Plain, Rejecting};
 use crate::error::{RegistryError, codes};
 use crate::registry::{Layer, Registered, Registry, for_each_pipeline_policy};
 use crate::{Rejection, ResilienceError};
@@ -436,5 +435,22 @@ impl PipelineBuilder<'_, AsyncOnly> {
     /// ```
     pub fn build<T, E: ResilienceError>(self) -> Result<AsyncPipeline<T, E>, RegistryError> {
         Ok(self.resolve(true, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
+    }
+}
+
+impl Pipeline<(), ()> {
+    /// Starts a pipeline whose policies take `id` as their instance id.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let pipeline = Pipeline::builder(&registry, "inventory").retry().build::<u32, String>()?;
+    /// assert_eq!(pipeline.id(), "inventory");
+    /// assert_eq!(&*registry.snapshot().retries()[0].instance, "inventory");
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn builder(registry: &Registry, id: impl Into<String>) -> PipelineBuilder<'_> {
+        PipelineBuilder::new(registry, id.into())
     }
 }

@@ -6,12 +6,11 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::PipelineBuilder;
 use super::fallback::Fallback;
 use super::guards::{Guards, Reserved};
 use super::order::Steps;
 use super::rules::{Decide, Rules};
-use super::typestate::{Blocking, SyncOrAsync};
+use super::typestate::{AsyncOnly, Blocking, SyncOrAsync};
 use crate::bulkhead::policy::SlotWatch;
 use crate::hedge::policy::HedgePolicy;
 use crate::registry::Registry;
@@ -67,6 +66,33 @@ pub struct Pipeline<T, E, M = SyncOrAsync> {
     mode: PhantomData<fn() -> M>,
 }
 
+/// A pipeline that offers only `execute_async` (it has a timeout, a hedge or an async fallback):
+/// `Pipeline<T, E, AsyncOnly>`, named without the mode. Use it where a pipeline's type is written
+/// out (a struct field, a function's return type); `let` bindings infer the mode.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilience4cata::{AsyncPipeline, Pipeline, Registry, RegistryError};
+///
+/// struct SearchClient {
+///     search: AsyncPipeline<u32, std::io::Error>,
+/// }
+///
+/// fn client(registry: &Registry) -> Result<SearchClient, RegistryError> {
+///     let search = Pipeline::builder(registry, "search")
+///         .timeout_with(|t| t.duration(Duration::from_millis(200)))
+///         .build()?;
+///     Ok(SearchClient { search })
+/// }
+///
+/// let client = client(&Registry::builder().build()?)?;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// assert_eq!(client.search.execute_async(|| async { Ok(4) }).await.unwrap(), 4);
+/// # });
+/// # Ok::<(), RegistryError>(())
+/// ```
+pub type AsyncPipeline<T, E> = Pipeline<T, E, AsyncOnly>;
+
 impl<T, E, M> Clone for Pipeline<T, E, M> {
     fn clone(&self) -> Self {
         Pipeline {
@@ -94,23 +120,6 @@ impl<T, E, M> fmt::Debug for Pipeline<T, E, M> {
             .field("rules", &self.rules)
             .field("fallback", &self.fallback)
             .finish()
-    }
-}
-
-impl Pipeline<(), ()> {
-    /// Starts a pipeline whose policies take `id` as their instance id.
-    ///
-    /// ```
-    /// use resilience4cata::{Pipeline, Registry};
-    ///
-    /// let registry = Registry::builder().build()?;
-    /// let pipeline = Pipeline::builder(&registry, "inventory").retry().build::<u32, String>()?;
-    /// assert_eq!(pipeline.id(), "inventory");
-    /// assert_eq!(&*registry.snapshot().retries()[0].instance, "inventory");
-    /// # Ok::<(), resilience4cata::RegistryError>(())
-    /// ```
-    pub fn builder(registry: &Registry, id: impl Into<String>) -> PipelineBuilder<'_> {
-        PipelineBuilder::new(registry, id.into())
     }
 }
 

@@ -99,18 +99,20 @@ it, no box needed)."#
 mod builder;
 mod execute;
 mod fallback;
+mod fallback_methods;
 mod guards;
 mod order;
+mod reordered;
 mod rules;
 #[cfg(feature = "tower")]
 mod tower;
 mod typestate;
 
 pub use builder::PipelineBuilder;
-pub use execute::Pipeline;
+pub use execute::{AsyncPipeline, Pipeline};
 pub use order::Policy;
 #[cfg(feature = "tower")]
 pub use tower::{
     ByClone, CloneFn, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResilientService, ResponseFuture,
 };
-pub use typestate::{AsyncOnly, AsyncPipeline, Blocking, BuilderTypestate, Hedged, Plain, Rejecting, SyncOrAsync};
+pub use typestate::{AsyncOnly, Blocking, BuilderTypestate, Hedged, Plain, Rejecting, SyncOrAsync};

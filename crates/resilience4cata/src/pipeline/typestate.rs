@@ -41,33 +41,6 @@ pub enum Hedged {}
 #[derive(Debug)]
 pub enum AsyncOnly {}
 
-/// A pipeline that offers only `execute_async` (it has a timeout, a hedge or an async fallback):
-/// `Pipeline<T, E, AsyncOnly>`, named without the mode. Use it where a pipeline's type is written
-/// out (a struct field, a function's return type); `let` bindings infer the mode.
-///
-/// ```
-/// use std::time::Duration;
-/// use resilience4cata::{AsyncPipeline, Pipeline, Registry, RegistryError};
-///
-/// struct SearchClient {
-///     search: AsyncPipeline<u32, std::io::Error>,
-/// }
-///
-/// fn client(registry: &Registry) -> Result<SearchClient, RegistryError> {
-///     let search = Pipeline::builder(registry, "search")
-///         .timeout_with(|t| t.duration(Duration::from_millis(200)))
-///         .build()?;
-///     Ok(SearchClient { search })
-/// }
-///
-/// let client = client(&Registry::builder().build()?)?;
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// assert_eq!(client.search.execute_async(|| async { Ok(4) }).await.unwrap(), 4);
-/// # });
-/// # Ok::<(), RegistryError>(())
-/// ```
-pub type AsyncPipeline<T, E> = super::Pipeline<T, E, AsyncOnly>;
-
 /// The mode of a pipeline without a timeout: both `execute` and `execute_async`.
 #[derive(Debug)]
 pub enum SyncOrAsync {}
