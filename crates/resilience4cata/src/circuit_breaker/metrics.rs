@@ -5,14 +5,7 @@ use std::sync::Arc;
 use metrics::Counter;
 
 use super::State;
-
-const STATES: [(State, &str); 5] = [
-    (State::Closed, "closed"),
-    (State::Open, "open"),
-    (State::HalfOpen, "half_open"),
-    (State::ForcedOpen, "forced_open"),
-    (State::Disabled, "disabled"),
-];
+use super::snapshot::STATES;
 
 /// One instance's handles: increments never allocate.
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery

@@ -87,8 +87,9 @@ const SLOW_CALL_RATE: Series =
 const NOT_PERMITTED: Series =
     Series::gauge("circuit_breaker_not_permitted_calls", "calls refused since the breaker was built or reset");
 
-/// Each state and the label its series of `circuit_breaker_state` gets.
-const STATES: [(State, &str); 5] = [
+/// Each state and the label its series of `circuit_breaker_state` gets (also the `metrics`
+/// feature's gauges, `metrics.rs`).
+pub(super) const STATES: [(State, &str); 5] = [
     (State::Closed, "closed"),
     (State::Open, "open"),
     (State::HalfOpen, "half_open"),
