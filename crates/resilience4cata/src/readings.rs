@@ -2,6 +2,10 @@
 //! `registry.snapshot()`, each policy's given by its snapshot type, so an exporter (the admin's
 //! `/metrics`) needs no code per policy.
 //!
+//! An exporter adds a prefix: the admin's `/metrics` exports `bulkhead_in_flight` as
+//! `resilience4cata_bulkhead_in_flight`, the name the `metrics` feature gives the same gauge.
+//! Every metric of both, one table: `docs/metrics.md`.
+//!
 //! ```
 //! use resilience4cata::readings::SeriesKind;
 //!
