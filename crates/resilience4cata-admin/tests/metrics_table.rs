@@ -93,7 +93,7 @@ fn check(producer: &str, scraped: &BTreeMap<String, Shape>, table: &BTreeMap<Str
         assert!(row.producers.contains(producer), "{name}: the table does not say {producer} gives it");
         assert_eq!(shape, &row.shape, "{producer}'s {name} (left) against its row (right)");
     }
-    for (name, row) in table.iter().filter(|(_, row)| row.producers.contains(producer)) {
+    for (name, _) in table.iter().filter(|(_, row)| row.producers.contains(producer)) {
         assert!(scraped.contains_key(name), "{name}: the table says {producer} gives it; it does not:\n{text}");
     }
 }
@@ -134,7 +134,7 @@ async fn both_producers_give_what_the_table_says() {
     });
     let server = serve("127.0.0.1:0", registry.clone(), AdminOptions::new()).await.unwrap();
     // A call the fallback answers, so the admin has the fallback's series too.
-    assert_eq!(calls.execute(|| Err(std::io::Error::other("down"))).unwrap(), 0);
+    assert_eq!(calls.execute_async(|| async { Err(std::io::Error::other("down")) }).await.unwrap(), 0);
     let metrics = format!("http://{}/metrics", server.local_addr());
     let mut admin = String::new();
     for _ in 0..1000 {

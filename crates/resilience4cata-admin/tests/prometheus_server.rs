@@ -222,9 +222,9 @@ async fn a_prometheus_server_scraping_the_admin_has_every_series_the_dashboard_q
     let _search = Pipeline::builder(&registry, "grafana::Api::search").hedge().build::<u32, std::io::Error>().unwrap();
     let admin = serve("127.0.0.1:0", registry.clone(), AdminOptions::new()).await.unwrap();
     for n in 1..=5 {
-        assert_eq!(calls.execute(|| Ok(n)).unwrap(), n);
+        assert_eq!(calls.execute_async(|| async move { Ok(n) }).await.unwrap(), n);
     }
-    assert_eq!(calls.execute(|| Err(std::io::Error::other("down"))).unwrap(), 0);
+    assert_eq!(calls.execute_async(|| async { Err(std::io::Error::other("down")) }).await.unwrap(), 0);
     // The fallback's `Applied` is the run's last event: once the admin counted it, it counted all.
     let counters = format!("http://{}/counters", admin.local_addr());
     let deadline = Instant::now() + Duration::from_secs(10);
