@@ -25,8 +25,11 @@ use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
 use resilience4cata::readings::{Reading, SeriesKind};
 use resilience4cata::{Pipeline, Registry, RegistryError, RegistrySnapshot};
 
-/// One sample: the series' name and its labels (sorted), to its kind and value.
-type Samples = BTreeMap<(String, Vec<(String, String)>), (Kind, f64)>;
+/// Labels, sorted by key.
+type Labels = Vec<(String, String)>;
+
+/// One sample: the series' name and its labels, to its kind and value.
+type Samples = BTreeMap<(String, Labels), (Kind, f64)>;
 
 /// How a sample was exported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +122,7 @@ fn exported(metrics: &ResourceMetrics) -> Samples {
     let mut samples = Samples::new();
     for metric in metrics.scope_metrics().flat_map(|scope| scope.metrics()) {
         let mut add = |labels: &mut dyn Iterator<Item = &KeyValue>, kind, value| {
-            let mut labels: Vec<(String, String)> =
+            let mut labels: Labels =
                 labels.map(|kv| (kv.key.as_str().to_owned(), kv.value.as_str().into_owned())).collect();
             labels.sort();
             samples.insert((metric.name().to_owned(), labels), (kind, value));
@@ -236,7 +239,7 @@ fn same(a: f64, b: f64) -> bool {
 async fn check_admin(registry: &Registry, exported: &Samples) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let admin = resilience4cata_admin::serve("127.0.0.1:0", registry.clone(), Default::default()).await?;
     let text = reqwest::get(format!("http://{}/metrics", admin.local_addr())).await?.error_for_status()?.text().await?;
-    let scraped: Vec<(String, Vec<(String, String)>, f64)> = text.lines().filter_map(prometheus_sample).collect();
+    let scraped: Vec<(String, Labels, f64)> = text.lines().filter_map(prometheus_sample).collect();
     let problems = exported
         .iter()
         .filter(|((name, labels), (_, value))| {
@@ -250,7 +253,7 @@ async fn check_admin(registry: &Registry, exported: &Samples) -> Result<Vec<Stri
 }
 
 /// One sample line of the Prometheus text format, `name{k="v",…} value`, labels sorted.
-fn prometheus_sample(line: &str) -> Option<(String, Vec<(String, String)>, f64)> {
+fn prometheus_sample(line: &str) -> Option<(String, Labels, f64)> {
     if line.starts_with('#') || line.trim().is_empty() {
         return None;
     }
@@ -259,7 +262,7 @@ fn prometheus_sample(line: &str) -> Option<(String, Vec<(String, String)>, f64)>
         Some((name, rest)) => (name, rest.strip_suffix('}')?),
         None => (series, ""),
     };
-    let mut labels: Vec<(String, String)> = labels
+    let mut labels: Labels = labels
         .split("\",")
         .filter(|l| !l.is_empty())
         .filter_map(|l| l.split_once("=\"").map(|(k, v)| (k.to_owned(), v.trim_end_matches('"').to_owned())))
