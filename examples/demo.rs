@@ -1,5 +1,9 @@
-//! The live demo: a real HTTP dependency that turns slow, then fails, then recovers, called
-//! through a `#[resilient]` trait, with the admin dashboard showing the policies react.
+//! The live demo: a real HTTP dependency whose shard for one tenant turns slow, then fails, then
+//! recovers, called by two tenants' clients through one `#[resilient]` trait (fallback, retry,
+//! breaker, adaptive limit, timeout, bulkhead), each tenant in its own scope, with the admin
+//! dashboard showing the policies react. It ends with a summary and checks its own story: it
+//! exits 1 when the story did not happen (a breaker that never opened, a tenant refused for the
+//! other's trouble, ...).
 //!
 //! ```sh
 //! cargo run --example demo                       # the one-minute script, then it stops
@@ -43,12 +47,17 @@ async fn main() -> std::io::Result<()> {
     println!("dashboard: {}  (open it now: the script starts in 3 s)", demo.dashboard_url());
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     loop {
-        demo.run_script(&narrate).await;
+        let story = demo.run_script(&narrate).await;
+        println!("== summary\n{}", story.summary());
+        if !story.passed() {
+            eprintln!("the story did not happen: see the FAIL lines above");
+            std::process::exit(1);
+        }
         if !forever {
             break;
         }
         println!("-- again (--forever); Ctrl-C stops");
     }
-    println!("done: the script is over. `--forever` keeps it running.");
+    println!("done: the script is over and told its story. `--forever` keeps it running.");
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The dashboard in a real browser: headless Chromium loads the page while the demo's script runs
-//! (time-scaled), the breaker card turns Open in the failing phase and Closed after recovery, the
+//! (time-scaled), tenant-a's breaker card turns Open in the failing phase and Closed after
+//! recovery while tenant-b's stays Closed, tenant-a's fallback card counts the cached answers, the
 //! page logs no console error, and a screenshot of the failing phase is saved.
 //!
 //! Without Chromium (`apt-get install chromium`) the test is skipped with a printed reason, unless
@@ -13,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use resilience4cata::circuit_breaker::State;
-use resilience4cata_examples::demo::{Demo, DemoOptions, Narrator, Phase};
+use resilience4cata_examples::demo::{Demo, DemoOptions, Narrator, Phase, TENANTS, price_id};
 
 /// Each phase lasts 15 s × this: 3 s, long enough for the breaker to open and to recover.
 /// `R4C_DEMO_TIME_SCALE=1` plays the real one-minute script (how the README's screenshot was taken).
@@ -21,7 +22,20 @@ fn time_scale() -> f64 {
     std::env::var("R4C_DEMO_TIME_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(0.2)
 }
 
-const RETRIES_SHOWN: &str = "document.querySelector('article[data-policy=\"retry\"] .fig .v')?.textContent ?? ''";
+/// A figure's text on `instance`'s card of `policy` (the first figure without a `name`).
+fn figure(policy: &str, instance: &str, name: Option<&str>) -> String {
+    let fig = name.map_or(".fig".to_owned(), |n| format!("[data-fig=\"{n}\"]"));
+    format!(
+        "document.querySelector('article[data-policy=\"{policy}\"][data-instance=\"{instance}\"] {fig} .v')?.textContent ?? ''"
+    )
+}
+
+/// The state of `instance`'s breaker card.
+fn breaker_state(instance: &str) -> String {
+    format!(
+        "document.querySelector('article[data-policy=\"circuit_breaker\"][data-instance=\"{instance}\"]')?.dataset.state ?? ''"
+    )
+}
 const BREAKER_STATE: &str = "document.querySelector('article[data-policy=\"circuit_breaker\"]')?.dataset.state ?? ''";
 
 fn chromium_available() -> bool {
@@ -53,8 +67,9 @@ async fn the_breaker_card_follows_the_demo_script() {
     let script = tokio::spawn({
         let (demo, finished) = (Arc::clone(&demo), Arc::clone(&finished));
         async move {
-            demo.run_script(&narrate).await;
+            let story = demo.run_script(&narrate).await;
             finished.store(true, Ordering::SeqCst);
+            story
         }
     });
     let screenshot = screenshot_path();
@@ -67,17 +82,35 @@ async fn the_breaker_card_follows_the_demo_script() {
     })
     .await
     .unwrap();
-    script.await.unwrap();
+    let story = script.await.unwrap();
+    println!("{}", story.summary());
 
-    println!("card states seen, by phase: {seen:?}");
-    let open = seen.iter().position(|(phase, state)| *phase == Phase::Failing && state == "Open");
-    let open = open.expect("the breaker card never showed Open during the failing phase");
-    let closed = seen[open..].iter().any(|(phase, state)| *phase == Phase::Recovered && state == "Closed");
-    assert!(closed, "the breaker card never showed Closed after recovery");
-    assert_eq!(seen.last().map(|(_, s)| s.as_str()), Some("Closed"));
+    println!("card states seen, by phase (tenant-a, tenant-b): {seen:?}");
+    let a = |(phase, (a, _)): &(Phase, (String, String))| (*phase, a.clone());
+    let troubled: Vec<(Phase, String)> = seen.iter().map(a).collect();
+    let open = troubled.iter().position(|(phase, state)| *phase == Phase::Failing && state == "Open");
+    let open = open.expect("tenant-a's breaker card never showed Open during the failing phase");
+    let closed = troubled[open..].iter().any(|(phase, state)| *phase == Phase::Recovered && state == "Closed");
+    assert!(closed, "tenant-a's breaker card never showed Closed after recovery");
+    assert_eq!(troubled.last().map(|(_, s)| s.as_str()), Some("Closed"));
+    let other: Vec<&String> = seen.iter().map(|(_, (_, b))| b).filter(|b| *b != "Closed").collect();
+    assert_eq!(other, Vec::<&String>::new(), "tenant-b's breaker card left Closed");
+    let failed: Vec<_> = story.checks().into_iter().filter(|c| !c.passed).collect();
+    assert!(failed.is_empty(), "the demo's story did not happen: {failed:#?}");
     let dark = tokio::task::spawn_blocking(move || {
+        let troubled = price_id(TENANTS[0]);
         // The retry card shows what the admin counted from events: the failing phase retried.
-        poll(&mut browser, RETRIES_SHOWN, |n| n.parse::<u64>().is_ok_and(|n| n > 0));
+        poll(&mut browser, &figure("retry", &troubled, None), |n| n.parse::<u64>().is_ok_and(|n| n > 0));
+        // The fallback's card, made from its events: the cached answers of the failing phase.
+        poll(&mut browser, &figure("fallback", &troubled, Some("applied")), |n| n.parse::<u64>().is_ok_and(|n| n > 0));
+        // Each tenant has its adaptive limit's card.
+        for tenant in TENANTS {
+            let limit = format!(
+                "document.querySelector('article[data-policy=\"adaptive_limit\"][data-instance=\"{}\"] .badge')?.textContent ?? ''",
+                price_id(tenant)
+            );
+            poll(&mut browser, &limit, |t| t.starts_with("limit "));
+        }
         let dark = dark_mode(&mut browser);
         (dark, browser)
     });
@@ -102,19 +135,27 @@ fn dark_mode(browser: &mut cdp::Browser) -> PathBuf {
     path
 }
 
-/// Polls the breaker card until the script ends; returns each (phase, state) change seen.
-/// Every poll that sees the card Open during the failing phase retakes the screenshot, so the
-/// last one shows most of that phase.
-fn watch(browser: &mut cdp::Browser, demo: &Demo, finished: &AtomicBool, screenshot: &Path) -> Vec<(Phase, String)> {
-    let mut seen: Vec<(Phase, String)> = Vec::new();
+/// Polls both tenants' breaker cards until the script ends; returns each (phase, (tenant-a's
+/// state, tenant-b's)) change seen. Every poll that sees tenant-a's card Open during the failing
+/// phase retakes the screenshot, so the last one shows most of that phase.
+fn watch(
+    browser: &mut cdp::Browser,
+    demo: &Demo,
+    finished: &AtomicBool,
+    screenshot: &Path,
+) -> Vec<(Phase, (String, String))> {
+    let [a, b] = TENANTS.map(|tenant| breaker_state(&price_id(tenant)));
+    let mut seen: Vec<(Phase, (String, String))> = Vec::new();
+    let state =
+        |browser: &mut cdp::Browser, expression: &str| browser.eval(expression).as_str().unwrap_or_default().to_owned();
     while !finished.load(Ordering::SeqCst) {
         let phase = demo.phase();
-        let state = browser.eval(BREAKER_STATE).as_str().unwrap_or_default().to_owned();
-        if phase == Phase::Failing && state == "Open" {
+        let states = (state(browser, &a), state(browser, &b));
+        if phase == Phase::Failing && states.0 == "Open" {
             browser.screenshot(screenshot);
         }
-        if seen.last() != Some(&(phase, state.clone())) {
-            seen.push((phase, state));
+        if seen.last() != Some(&(phase, states.clone())) {
+            seen.push((phase, states));
         }
         std::thread::sleep(Duration::from_millis(100));
     }

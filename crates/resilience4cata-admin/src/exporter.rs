@@ -13,8 +13,8 @@ use resilience4cata::readings::{Reading, SeriesKind};
 
 use crate::counters::{CALL_OUTCOMES, Counts, STATES, snake_case};
 
-/// The prefix of every series the admin exports, the runtime's `metrics` feature's too.
-pub(crate) const PREFIX: &str = "resilience4cata_";
+// The prefix of every series the admin exports, the runtime's `metrics` feature's too.
+use resilience4cata::readings::PREFIX;
 
 /// The admin's own Prometheus recorder.
 pub(crate) struct Exporter {

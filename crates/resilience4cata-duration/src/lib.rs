@@ -347,3 +347,8 @@ mod tests {
         assert_eq!(err.reason(), "too large");
     }
 }
+
+/// The crate's README, whose example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

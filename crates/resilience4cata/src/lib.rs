@@ -1,4 +1,4 @@
-//! resilience4cata: fault tolerance for services that call services.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 

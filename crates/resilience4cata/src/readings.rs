@@ -25,6 +25,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+/// The prefix an exporter puts before a [`Series::name`]: the admin's `/metrics` exports
+/// `bulkhead_in_flight` as `resilience4cata_bulkhead_in_flight`, the name the `metrics` feature
+/// gives the same gauge (one naming scheme: `docs/metrics.md`).
+///
+/// ```
+/// assert_eq!(format!("{}{}", resilience4cata::readings::PREFIX, "bulkhead_in_flight"), "resilience4cata_bulkhead_in_flight");
+/// ```
+pub const PREFIX: &str = "resilience4cata_";
+
 /// What a series measures: a level that goes up and down, or a running total.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
