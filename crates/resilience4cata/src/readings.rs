@@ -30,7 +30,9 @@
 /// gives the same gauge (one naming scheme: `docs/metrics.md`).
 ///
 /// ```
-/// assert_eq!(format!("{}{}", resilience4cata::readings::PREFIX, "bulkhead_in_flight"), "resilience4cata_bulkhead_in_flight");
+/// use resilience4cata::readings::PREFIX;
+///
+/// assert_eq!(format!("{PREFIX}{}", "bulkhead_in_flight"), "resilience4cata_bulkhead_in_flight");
 /// ```
 pub const PREFIX: &str = "resilience4cata_";
 
