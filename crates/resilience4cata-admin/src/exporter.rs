@@ -1,6 +1,7 @@
 //! The admin's own Prometheus recorder, and what a scrape records into it: every policy
 //! snapshot's readings (their names and values given by the runtime's snapshot types, prefixed
-//! `r4c_`) and the admin's event counts.
+//! `resilience4cata_`) and the admin's event counts, under the names the runtime's `metrics`
+//! feature uses for the same quantities (one table: docs/metrics.md).
 //!
 //! The recorder is never installed as the process's global one, so the application's own metrics
 //! (and the runtime's `metrics` feature) are untouched.
@@ -10,10 +11,10 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
 use resilience4cata::RegistrySnapshot;
 use resilience4cata::readings::{Reading, SeriesKind};
 
-use crate::counters::Counts;
+use crate::counters::{CALL_OUTCOMES, Counts, STATES, snake_case};
 
-/// The prefix of every series the admin exports.
-const PREFIX: &str = "r4c_";
+// The prefix of every series the admin exports, the runtime's `metrics` feature's too.
+use resilience4cata::readings::PREFIX;
 
 /// The admin's own Prometheus recorder.
 pub(crate) struct Exporter {
@@ -43,19 +44,35 @@ impl Exporter {
 }
 
 /// The counters set from the admin's event counts, and their help text.
-const COUNTERS: [(&str, &str); 8] = [
-    ("r4c_retry_retries_total", "retries since the admin started"),
-    ("r4c_retry_gave_up_total", "retried calls that gave up since the admin started, by reason"),
+pub(crate) const COUNTERS: [(&str, &str); 14] = [
+    ("resilience4cata_retry_retries_total", "retries since the admin started"),
+    ("resilience4cata_retry_gave_up_total", "retried calls that gave up since the admin started, by reason"),
     (
-        "r4c_hedge_hedged_calls_total",
+        "resilience4cata_hedge_hedged_calls_total",
         "calls that started an extra attempt and ended since the admin started, by outcome",
     ),
-    ("r4c_hedge_extra_attempts_total", "extra attempts started since the admin started"),
-    ("r4c_fallback_applied_total", "calls answered by the fallback since the admin started"),
-    ("r4c_adaptive_limit_changes_total", "moves of the adaptive limit since the admin started, by direction"),
-    ("r4c_adaptive_limit_rejected_total", "calls the adaptive limit refused since the admin started"),
-    ("r4c_admin_events_lost_total", "events the admin's counting subscription missed"),
+    ("resilience4cata_hedge_extra_attempts_total", "extra attempts started since the admin started"),
+    ("resilience4cata_fallback_applied_total", "calls answered by the fallback since the admin started"),
+    (
+        "resilience4cata_adaptive_limit_changes_total",
+        "moves of the adaptive limit since the admin started, by direction",
+    ),
+    ("resilience4cata_adaptive_limit_rejected_total", "calls the adaptive limit refused since the admin started"),
+    ("resilience4cata_circuit_breaker_calls_total", "calls the breaker saw since the admin started, by outcome"),
+    ("resilience4cata_circuit_breaker_slow_calls_total", "calls the breaker recorded as slow since the admin started"),
+    (
+        "resilience4cata_circuit_breaker_transitions_total",
+        "state transitions since the admin started, by the state entered",
+    ),
+    ("resilience4cata_rate_limiter_permitted_total", "calls the rate limiter let through since the admin started"),
+    ("resilience4cata_rate_limiter_rejected_total", "calls the rate limiter refused since the admin started"),
+    ("resilience4cata_bulkhead_permitted_total", "calls that got a bulkhead slot since the admin started"),
+    ("resilience4cata_bulkhead_rejected_total", "calls the bulkhead refused since the admin started"),
 ];
+
+/// The counter of events the admin's counting subscription missed (no `instance` label).
+const EVENTS_LOST: (&str, &str) =
+    ("resilience4cata_admin_events_lost_total", "events the admin's counting subscription missed");
 
 /// HELP lines: every series a snapshot may give, then the admin's own counters.
 fn describe() {
@@ -66,7 +83,7 @@ fn describe() {
             _ => metrics::describe_gauge!(name, series.help),
         }
     }
-    for (name, help) in COUNTERS {
+    for (name, help) in COUNTERS.into_iter().chain([EVENTS_LOST]) {
         metrics::describe_counter!(name, help);
     }
 }
@@ -87,30 +104,52 @@ fn record_snapshot(snapshot: &RegistrySnapshot) {
 
 fn record_counts(counts: &Counts) {
     for (id, c) in &counts.retries {
-        counter!("r4c_retry_retries_total", "instance" => id.clone()).absolute(c.retries);
+        counter!("resilience4cata_retry_retries_total", "instance" => id.clone()).absolute(c.retries);
         for (reason, n) in &c.gave_up {
-            counter!("r4c_retry_gave_up_total", "instance" => id.clone(), "reason" => reason.clone()).absolute(*n);
+            // `/counters` keys reasons by their `Debug` name; the metric's label is the runtime's.
+            let reason = snake_case(reason);
+            counter!("resilience4cata_retry_gave_up_total", "instance" => id.clone(), "reason" => reason).absolute(*n);
         }
     }
     for (id, h) in &counts.hedges {
         for (outcome, n) in
             [("won_by_extra", h.won_by_extra), ("won_by_first", h.won_by_first), ("all_failed", h.all_failed)]
         {
-            counter!("r4c_hedge_hedged_calls_total", "instance" => id.clone(), "outcome" => outcome).absolute(n);
+            counter!("resilience4cata_hedge_hedged_calls_total", "instance" => id.clone(), "outcome" => outcome)
+                .absolute(n);
         }
-        counter!("r4c_hedge_extra_attempts_total", "instance" => id.clone()).absolute(h.extra_attempts);
+        counter!("resilience4cata_hedge_extra_attempts_total", "instance" => id.clone()).absolute(h.extra_attempts);
     }
     for (id, f) in &counts.fallbacks {
-        counter!("r4c_fallback_applied_total", "instance" => id.clone()).absolute(f.applied);
+        counter!("resilience4cata_fallback_applied_total", "instance" => id.clone()).absolute(f.applied);
     }
     for (id, a) in &counts.adaptive_limits {
         for (direction, n) in [("increase", a.increases), ("decrease", a.decreases)] {
-            counter!("r4c_adaptive_limit_changes_total", "instance" => id.clone(), "direction" => direction)
+            counter!("resilience4cata_adaptive_limit_changes_total", "instance" => id.clone(), "direction" => direction)
                 .absolute(n);
         }
-        counter!("r4c_adaptive_limit_rejected_total", "instance" => id.clone()).absolute(a.rejected);
+        counter!("resilience4cata_adaptive_limit_rejected_total", "instance" => id.clone()).absolute(a.rejected);
     }
-    counter!("r4c_admin_events_lost_total").absolute(counts.events_lost);
+    for (id, c) in &counts.circuit_breakers {
+        for (outcome, n) in CALL_OUTCOMES.into_iter().zip(c.calls) {
+            counter!("resilience4cata_circuit_breaker_calls_total", "instance" => id.clone(), "outcome" => outcome)
+                .absolute(n);
+        }
+        counter!("resilience4cata_circuit_breaker_slow_calls_total", "instance" => id.clone()).absolute(c.slow);
+        for (to, n) in STATES.into_iter().zip(c.transitions) {
+            counter!("resilience4cata_circuit_breaker_transitions_total", "instance" => id.clone(), "to" => to)
+                .absolute(n);
+        }
+    }
+    for (id, r) in &counts.rate_limiters {
+        counter!("resilience4cata_rate_limiter_permitted_total", "instance" => id.clone()).absolute(r.permitted);
+        counter!("resilience4cata_rate_limiter_rejected_total", "instance" => id.clone()).absolute(r.rejected);
+    }
+    for (id, b) in &counts.bulkheads {
+        counter!("resilience4cata_bulkhead_permitted_total", "instance" => id.clone()).absolute(b.permitted);
+        counter!("resilience4cata_bulkhead_rejected_total", "instance" => id.clone()).absolute(b.rejected);
+    }
+    counter!(EVENTS_LOST.0).absolute(counts.events_lost);
 }
 
 #[cfg(test)]
@@ -135,12 +174,32 @@ mod tests {
             .unwrap();
         let text = Exporter::new().render(&registry.snapshot(), &Counts::default());
         for (name, kind, sample) in [
-            ("r4c_retry_budget_retries", "gauge", r#"r4c_retry_budget_retries{instance="a"} 0"#),
-            ("r4c_circuit_breaker_state", "gauge", r#"r4c_circuit_breaker_state{instance="a",state="closed"} 1"#),
-            ("r4c_rate_limiter_permits", "gauge", r#"r4c_rate_limiter_permits{instance="a"} 7"#),
-            ("r4c_adaptive_limit_limit", "gauge", r#"r4c_adaptive_limit_limit{instance="a"} 10"#),
-            ("r4c_timeout_timed_out_total", "counter", r#"r4c_timeout_timed_out_total{instance="a"} 0"#),
-            ("r4c_bulkhead_available", "gauge", r#"r4c_bulkhead_available{instance="a"} 3"#),
+            (
+                "resilience4cata_retry_budget_retries",
+                "gauge",
+                r#"resilience4cata_retry_budget_retries{instance="a"} 0"#,
+            ),
+            (
+                "resilience4cata_circuit_breaker_state",
+                "gauge",
+                r#"resilience4cata_circuit_breaker_state{instance="a",state="closed"} 1"#,
+            ),
+            (
+                "resilience4cata_rate_limiter_permits",
+                "gauge",
+                r#"resilience4cata_rate_limiter_permits{instance="a"} 7"#,
+            ),
+            (
+                "resilience4cata_adaptive_limit_limit",
+                "gauge",
+                r#"resilience4cata_adaptive_limit_limit{instance="a"} 10"#,
+            ),
+            (
+                "resilience4cata_timeout_timed_out_total",
+                "counter",
+                r#"resilience4cata_timeout_timed_out_total{instance="a"} 0"#,
+            ),
+            ("resilience4cata_bulkhead_available", "gauge", r#"resilience4cata_bulkhead_available{instance="a"} 3"#),
         ] {
             assert!(text.contains(&format!("# TYPE {name} {kind}\n")), "{name} {kind}:\n{text}");
             assert!(text.contains(&format!("# HELP {name} ")), "{name} help:\n{text}");

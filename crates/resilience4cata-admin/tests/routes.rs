@@ -116,19 +116,32 @@ async fn metrics_parse_as_prometheus_text() {
         }
     };
     let id = ("instance", BREAKER);
-    assert_eq!(value("r4c_circuit_breaker_state", &[id, ("state", "open")]), 1.0);
-    assert_eq!(value("r4c_circuit_breaker_state", &[id, ("state", "closed")]), 0.0);
-    assert!(value("r4c_circuit_breaker_failure_rate", &[id]).is_nan(), "no rate while open");
-    assert_eq!(value("r4c_bulkhead_max_concurrent_calls", &[id]), 3.0);
-    assert_eq!(value("r4c_bulkhead_available", &[id]), 3.0);
-    assert_eq!(value("r4c_rate_limiter_permits", &[id]), 1000.0);
-    assert!(scrape.docs.contains_key("r4c_circuit_breaker_state"), "HELP lines");
+    assert_eq!(value("resilience4cata_circuit_breaker_state", &[id, ("state", "open")]), 1.0);
+    assert_eq!(value("resilience4cata_circuit_breaker_state", &[id, ("state", "closed")]), 0.0);
+    assert!(value("resilience4cata_circuit_breaker_failure_rate", &[id]).is_nan(), "no rate while open");
+    assert_eq!(value("resilience4cata_bulkhead_max_concurrent_calls", &[id]), 3.0);
+    assert_eq!(value("resilience4cata_bulkhead_available", &[id]), 3.0);
+    assert_eq!(value("resilience4cata_rate_limiter_permits", &[id]), 1000.0);
+    assert!(scrape.docs.contains_key("resilience4cata_circuit_breaker_state"), "HELP lines");
     // Counted from events: two retries; the calls gave up after their two attempts.
     wait_until(|| async { value_of(&server, "/counters", &["retries", BREAKER, "retries"]).await == Some(2) }).await;
     let text = reqwest::get(url(&server, "/metrics")).await.unwrap().text().await.unwrap();
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
-    let retries = scrape.samples.iter().find(|s| s.metric == "r4c_retry_retries_total").unwrap();
+    let retries = scrape.samples.iter().find(|s| s.metric == "resilience4cata_retry_retries_total").unwrap();
     assert_eq!(retries.value, prometheus_parse::Value::Counter(2.0));
+    // The breaker's, the rate limiter's and the bulkhead's counters, under the `metrics` feature's
+    // names: once both give-ups are counted, so is every event before them.
+    let gave_up = ["retries", BREAKER, "gave_up", "MaxAttempts"];
+    wait_until(|| async { value_of(&server, "/counters", &gave_up).await == Some(2) }).await;
+    let text = reqwest::get(url(&server, "/metrics")).await.unwrap().text().await.unwrap();
+    let counter = |metric: &str, labels: &[(&str, &str)]| sample(&text, metric, &[&[id], labels].concat());
+    assert_eq!(counter("resilience4cata_retry_gave_up_total", &[("reason", "max_attempts")]), Some(2.0));
+    assert_eq!(counter("resilience4cata_circuit_breaker_calls_total", &[("outcome", "failure")]), Some(4.0));
+    assert_eq!(counter("resilience4cata_circuit_breaker_calls_total", &[("outcome", "success")]), Some(0.0));
+    assert_eq!(counter("resilience4cata_circuit_breaker_transitions_total", &[("to", "open")]), Some(1.0));
+    assert_eq!(counter("resilience4cata_rate_limiter_permitted_total", &[]), Some(4.0));
+    assert_eq!(counter("resilience4cata_bulkhead_permitted_total", &[]), Some(4.0));
+    assert_eq!(counter("resilience4cata_bulkhead_rejected_total", &[]), Some(0.0));
 }
 
 async fn value_of(server: &AdminServer, path: &str, keys: &[&str]) -> Option<u64> {
@@ -239,23 +252,32 @@ async fn hedges_fallbacks_and_adaptive_limits_are_counted_and_exported() {
 
     let text = scrape(&server).await;
     let id = ("instance", HEDGE);
-    assert_eq!(sample(&text, "r4c_hedge_hedged_calls_total", &[id, ("outcome", "won_by_extra")]), Some(1.0));
-    assert_eq!(sample(&text, "r4c_hedge_hedged_calls_total", &[id, ("outcome", "all_failed")]), Some(1.0));
-    assert_eq!(sample(&text, "r4c_hedge_hedged_calls_total", &[id, ("outcome", "won_by_first")]), Some(0.0));
-    assert_eq!(sample(&text, "r4c_hedge_extra_attempts_total", &[id]), Some(2.0));
+    assert_eq!(
+        sample(&text, "resilience4cata_hedge_hedged_calls_total", &[id, ("outcome", "won_by_extra")]),
+        Some(1.0)
+    );
+    assert_eq!(sample(&text, "resilience4cata_hedge_hedged_calls_total", &[id, ("outcome", "all_failed")]), Some(1.0));
+    assert_eq!(
+        sample(&text, "resilience4cata_hedge_hedged_calls_total", &[id, ("outcome", "won_by_first")]),
+        Some(0.0)
+    );
+    assert_eq!(sample(&text, "resilience4cata_hedge_extra_attempts_total", &[id]), Some(2.0));
     let id = ("instance", LIMITED);
-    assert_eq!(sample(&text, "r4c_fallback_applied_total", &[id]), Some(1.0));
-    assert_eq!(sample(&text, "r4c_adaptive_limit_limit", &[id]), Some(9.0));
-    assert_eq!(sample(&text, "r4c_adaptive_limit_in_flight", &[id]), Some(0.0));
-    assert_eq!(sample(&text, "r4c_adaptive_limit_waiting", &[id]), Some(0.0));
-    assert_eq!(sample(&text, "r4c_adaptive_limit_changes_total", &[id, ("direction", "decrease")]), Some(1.0));
-    assert_eq!(sample(&text, "r4c_adaptive_limit_rejected_total", &[id]), Some(0.0));
+    assert_eq!(sample(&text, "resilience4cata_fallback_applied_total", &[id]), Some(1.0));
+    assert_eq!(sample(&text, "resilience4cata_adaptive_limit_limit", &[id]), Some(9.0));
+    assert_eq!(sample(&text, "resilience4cata_adaptive_limit_in_flight", &[id]), Some(0.0));
+    assert_eq!(sample(&text, "resilience4cata_adaptive_limit_waiting", &[id]), Some(0.0));
+    assert_eq!(
+        sample(&text, "resilience4cata_adaptive_limit_changes_total", &[id, ("direction", "decrease")]),
+        Some(1.0)
+    );
+    assert_eq!(sample(&text, "resilience4cata_adaptive_limit_rejected_total", &[id]), Some(0.0));
 
     // A call holding a slot shows in the in-flight gauge while it runs.
     let during = price
         .execute_async(|| async {
             let text = scrape(&server).await;
-            Ok(sample(&text, "r4c_adaptive_limit_in_flight", &[("instance", LIMITED)]).unwrap() as u32)
+            Ok(sample(&text, "resilience4cata_adaptive_limit_in_flight", &[("instance", LIMITED)]).unwrap() as u32)
         })
         .await;
     assert_eq!(during.unwrap(), 1);
@@ -374,27 +396,49 @@ async fn every_series_is_there_at_zero_before_any_call() {
         }
     };
     let (calls, search) = (("instance", BREAKER), ("instance", "shop::Api::search"));
-    let mut zeros: Vec<(&str, Vec<(&str, &str)>)> = vec![("r4c_retry_retries_total", vec![calls])];
-    for reason in resilience4cata::GiveUpReason::ALL {
-        let reason: &str = format!("{reason:?}").leak();
-        zeros.push(("r4c_retry_gave_up_total", vec![calls, ("reason", reason)]));
+    let mut zeros: Vec<(&str, Vec<(&str, &str)>)> = vec![("resilience4cata_retry_retries_total", vec![calls])];
+    for reason in [
+        "max_attempts",
+        "max_duration",
+        "not_retryable",
+        "interrupted",
+        "classifier_failed",
+        "budget_exhausted",
+        "refused",
+    ] {
+        zeros.push(("resilience4cata_retry_gave_up_total", vec![calls, ("reason", reason)]));
     }
     for outcome in ["won_by_extra", "won_by_first", "all_failed"] {
-        zeros.push(("r4c_hedge_hedged_calls_total", vec![search, ("outcome", outcome)]));
+        zeros.push(("resilience4cata_hedge_hedged_calls_total", vec![search, ("outcome", outcome)]));
     }
-    zeros.push(("r4c_hedge_extra_attempts_total", vec![search]));
+    zeros.push(("resilience4cata_hedge_extra_attempts_total", vec![search]));
     for direction in ["increase", "decrease"] {
-        zeros.push(("r4c_adaptive_limit_changes_total", vec![search, ("direction", direction)]));
+        zeros.push(("resilience4cata_adaptive_limit_changes_total", vec![search, ("direction", direction)]));
     }
-    zeros.push(("r4c_adaptive_limit_rejected_total", vec![search]));
-    zeros.push(("r4c_adaptive_limit_in_flight", vec![search]));
-    zeros.push(("r4c_timeout_timed_out_total", vec![search]));
-    zeros.push(("r4c_circuit_breaker_not_permitted_calls", vec![calls]));
-    zeros.push(("r4c_bulkhead_in_flight", vec![calls]));
-    zeros.push(("r4c_admin_events_lost_total", vec![]));
+    zeros.push(("resilience4cata_adaptive_limit_rejected_total", vec![search]));
+    zeros.push(("resilience4cata_adaptive_limit_in_flight", vec![search]));
+    zeros.push(("resilience4cata_timeout_timed_out_total", vec![search]));
+    zeros.push(("resilience4cata_circuit_breaker_not_permitted_calls", vec![calls]));
+    zeros.push(("resilience4cata_bulkhead_in_flight", vec![calls]));
+    for outcome in ["success", "failure", "ignored", "not_permitted"] {
+        zeros.push(("resilience4cata_circuit_breaker_calls_total", vec![calls, ("outcome", outcome)]));
+    }
+    for to in ["closed", "open", "half_open", "forced_open", "disabled"] {
+        zeros.push(("resilience4cata_circuit_breaker_transitions_total", vec![calls, ("to", to)]));
+    }
+    for name in [
+        "resilience4cata_circuit_breaker_slow_calls_total",
+        "resilience4cata_rate_limiter_permitted_total",
+        "resilience4cata_rate_limiter_rejected_total",
+        "resilience4cata_bulkhead_permitted_total",
+        "resilience4cata_bulkhead_rejected_total",
+    ] {
+        zeros.push((name, vec![calls]));
+    }
+    zeros.push(("resilience4cata_admin_events_lost_total", vec![]));
     let missing: Vec<_> = zeros.iter().filter(|(m, labels)| value(m, labels) != Some(0.0)).collect();
     assert!(missing.is_empty(), "absent or not 0 before any call: {missing:?}\n{text}");
-    assert_eq!(value("r4c_circuit_breaker_state", &[calls, ("state", "closed")]), Some(1.0));
+    assert_eq!(value("resilience4cata_circuit_breaker_state", &[calls, ("state", "closed")]), Some(1.0));
     assert_eq!(value_of(&server, "/counters", &["retries", BREAKER, "gave_up", "Refused"]).await, Some(0));
     assert_eq!(value_of(&server, "/counters", &["hedges", "shop::Api::search", "hedged_calls"]).await, Some(0));
 }

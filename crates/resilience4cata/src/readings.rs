@@ -2,6 +2,10 @@
 //! `registry.snapshot()`, each policy's given by its snapshot type, so an exporter (the admin's
 //! `/metrics`) needs no code per policy.
 //!
+//! An exporter adds a prefix: the admin's `/metrics` exports `bulkhead_in_flight` as
+//! `resilience4cata_bulkhead_in_flight`, the name the `metrics` feature gives the same gauge.
+//! Every metric of both, one table: `docs/metrics.md`.
+//!
 //! ```
 //! use resilience4cata::readings::SeriesKind;
 //!
@@ -20,6 +24,17 @@
 //! assert_eq!(kinds.len(), 1); // the timeout's attempts cut off
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+
+/// The prefix an exporter puts before a [`Series::name`]: the admin's `/metrics` exports
+/// `bulkhead_in_flight` as `resilience4cata_bulkhead_in_flight`, the name the `metrics` feature
+/// gives the same gauge (one naming scheme: `docs/metrics.md`).
+///
+/// ```
+/// use resilience4cata::readings::PREFIX;
+///
+/// assert_eq!(format!("{PREFIX}{}", "bulkhead_in_flight"), "resilience4cata_bulkhead_in_flight");
+/// ```
+pub const PREFIX: &str = "resilience4cata_";
 
 /// What a series measures: a level that goes up and down, or a running total.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

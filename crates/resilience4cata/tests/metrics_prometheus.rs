@@ -107,8 +107,9 @@ fn expected() -> Vec<String> {
     {
         all.push(series(name, PRICE, None));
     }
-    for name in ["hedge_attempts_total", "hedge_wins_total", "hedge_all_failed_total"] {
-        all.push(series(name, SEARCH, None));
+    all.push(series("hedge_extra_attempts_total", SEARCH, None));
+    for outcome in ["won_by_extra", "won_by_first", "all_failed"] {
+        all.push(series("hedge_hedged_calls_total", SEARCH, Some(("outcome", outcome))));
     }
     for name in ["adaptive_limit_rejected_total", "adaptive_limit_in_flight"] {
         all.push(series(name, SEARCH, None));

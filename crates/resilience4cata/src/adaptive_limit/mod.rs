@@ -96,7 +96,8 @@
 //!
 //! With feature `metrics`: gauges `resilience4cata_adaptive_limit_limit` and
 //! `resilience4cata_adaptive_limit_in_flight`, counter
-//! `resilience4cata_adaptive_limit_rejected_total`, each labelled `instance`.
+//! `resilience4cata_adaptive_limit_rejected_total`, each labelled `instance` (every metric:
+//! `docs/metrics.md`).
 
 mod algorithm;
 mod config;

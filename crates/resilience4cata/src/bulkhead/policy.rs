@@ -220,7 +220,7 @@ impl BulkheadPolicy {
 
     /// The refusal of an attempt whose timeout fired while it still waited for a slot (see
     /// [`SlotWatch`]): `BulkheadFull`, published and counted as any refusal of this bulkhead
-    /// (`Rejected`, `r4c_bulkhead_rejected_total`). The wait itself leaves the queue when the
+    /// (`Rejected`, `resilience4cata_bulkhead_rejected_total`). The wait itself leaves the queue when the
     /// timeout drops the attempt.
     #[cold]
     #[inline(never)]

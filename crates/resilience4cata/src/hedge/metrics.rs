@@ -1,25 +1,44 @@
-//! Hedge counters through the `metrics` facade (feature `metrics`).
+//! Hedge counters through the `metrics` facade (feature `metrics`): the names the admin's
+//! `/metrics` uses too (docs/metrics.md).
 
-use crate::metric_handles::metric_handles;
+use std::sync::Arc;
 
-metric_handles! {
-    /// One instance's handles: increments never allocate.
-    HedgeMetrics for "hedge" {
-        hedged: counter "attempts_total" => /// A `Hedged` event.
-            fn hedged,
-        won: counter "wins_total",
-        all_failed: counter "all_failed_total",
-    }
+use metrics::Counter;
+
+/// The `outcome` label of `resilience4cata_hedge_hedged_calls_total`, by how a hedged call ended.
+const OUTCOMES: [&str; 3] = ["won_by_extra", "won_by_first", "all_failed"];
+
+/// One instance's handles: increments never allocate.
+#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
+pub struct HedgeMetrics {
+    extra_attempts: Counter,
+    hedged_calls: [Counter; 3],
 }
 
 impl HedgeMetrics {
+    pub(crate) fn register(instance: &Arc<str>) -> Self {
+        let id = instance.to_string();
+        HedgeMetrics {
+            extra_attempts: metrics::counter!("resilience4cata_hedge_extra_attempts_total", "instance" => id.clone()),
+            hedged_calls: OUTCOMES.map(|outcome| {
+                metrics::counter!("resilience4cata_hedge_hedged_calls_total", "instance" => id.clone(), "outcome" => outcome)
+            }),
+        }
+    }
+
+    /// A `Hedged` event: one more attempt started.
+    pub(crate) fn hedged(&self) {
+        self.extra_attempts.increment(1);
+    }
+
     /// A `Finished` event: won by an extra attempt, by the first, or by none.
     pub(crate) fn finished(&self, winner: Option<u32>) {
-        match winner {
-            Some(n) if n > 1 => self.won.increment(1),
-            Some(_) => {}
-            None => self.all_failed.increment(1),
-        }
+        let outcome = match winner {
+            Some(n) if n > 1 => 0,
+            Some(_) => 1,
+            None => 2,
+        };
+        self.hedged_calls[outcome].increment(1);
     }
 }
 
@@ -33,7 +52,7 @@ mod tests {
     use crate::registry::Registered;
 
     #[test]
-    fn extra_attempts_wins_and_calls_that_all_failed_are_counted_per_instance() {
+    fn extra_attempts_and_hedged_calls_by_outcome_are_counted_per_instance() {
         let clock = ManualClock::new();
         let (policy, snapshotter) = recording_on(&clock, |registry| {
             let attrs = HedgeConfigBuilder::new().delay(Duration::ZERO).max_hedged_attempts(2);
@@ -57,9 +76,11 @@ mod tests {
         assert_eq!(failed, Err(()));
 
         let counters = Counters::of(&snapshotter);
-        let instance = ["instance=m::Api::get"];
-        assert_eq!(counters.get("resilience4cata_hedge_attempts_total", &instance), Some(4));
-        assert_eq!(counters.get("resilience4cata_hedge_wins_total", &instance), Some(1));
-        assert_eq!(counters.get("resilience4cata_hedge_all_failed_total", &instance), Some(1));
+        let instance = "instance=m::Api::get";
+        let calls = |outcome| counters.get("resilience4cata_hedge_hedged_calls_total", &[instance, outcome]);
+        assert_eq!(counters.get("resilience4cata_hedge_extra_attempts_total", &[instance]), Some(4));
+        assert_eq!(calls("outcome=won_by_extra"), Some(1));
+        assert_eq!(calls("outcome=all_failed"), Some(1));
+        assert_eq!(calls("outcome=won_by_first"), None, "no call won by its first attempt");
     }
 }

@@ -93,9 +93,10 @@
 //!
 //! Calls answered by their first attempt alone publish nothing. The snapshot counts
 //! `hedged_calls` (calls that started an extra attempt) and `hedge_wins` (calls won by one). With
-//! feature `metrics`: counters `resilience4cata_hedge_attempts_total`,
-//! `resilience4cata_hedge_wins_total` and `resilience4cata_hedge_all_failed_total`, labelled by
-//! `instance`; with feature `tracing`, every event is a `tracing` event.
+//! feature `metrics`: counters `resilience4cata_hedge_extra_attempts_total` and
+//! `resilience4cata_hedge_hedged_calls_total` (label `outcome`: `won_by_extra`, `won_by_first`,
+//! `all_failed`), labelled by `instance` (every metric: `docs/metrics.md`); with feature `tracing`,
+//! every event is a `tracing` event.
 mod config;
 mod events;
 #[cfg(feature = "metrics")]

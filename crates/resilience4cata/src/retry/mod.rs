@@ -32,7 +32,8 @@
 //! and `resilience4cata_retry_gave_up_total` (labels `instance`, and `reason` on the latter: one of
 //! `max_attempts`, `max_duration`, `not_retryable`, `interrupted`, `classifier_failed`,
 //! `budget_exhausted`, `refused`), registered when the instance is built, so every series exists at
-//! 0 before the first call (install the recorder before building wrappers).
+//! 0 before the first call (install the recorder before building wrappers). Every metric, with
+//! the admin's: `docs/metrics.md`.
 //!
 //! An open breaker's refusal (`Rejection::CallNotPermitted`) is never retried, whatever
 //! `retry_on`, `abort_on` or a classifier say. A retry that stops at a policy's refusal gives up
