@@ -147,8 +147,8 @@ impl Middleware for ResilientMiddleware {
     ) -> reqwest_middleware::Result<Response> {
         let chains = self.hosts.get(&host_of(req.url())).map_err(|e| Error::Middleware(e.into()))?;
         let repeatable = repeatable(&req, extensions, self.every_method);
-        // Each attempt starts from the caller's extensions; the last finished attempt's are kept.
-        let shared = Mutex::new(std::mem::take(extensions));
+        // Each attempt starts from the caller's extensions; the last finished attempt's come back.
+        let (callers, last) = (&*extensions, Mutex::new(None));
         let mut original = Some(req);
         let outcome = chains
             .chain(repeatable)
@@ -157,19 +157,21 @@ impl Middleware for ResilientMiddleware {
                     true => original.as_ref().and_then(Request::try_clone),
                     false => original.take(),
                 };
-                let (next, shared) = (next.clone(), &shared);
+                let (next, last) = (next.clone(), &last);
                 async move {
                     let Some(request) = request else {
                         return Err(AttemptError::Middleware(anyhow::anyhow!("the request cannot be sent twice")));
                     };
-                    let mut ext = shared.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                    let mut ext = callers.clone();
                     let result = next.run(request, &mut ext).await;
-                    *shared.lock().unwrap_or_else(PoisonError::into_inner) = ext;
+                    *last.lock().unwrap_or_else(PoisonError::into_inner) = Some(ext);
                     attempt_outcome(result)
                 }
             })
             .await;
-        *extensions = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+        if let Some(ext) = last.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            *extensions = ext;
+        }
         to_caller(outcome)
     }
 }

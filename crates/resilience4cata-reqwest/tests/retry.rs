@@ -213,3 +213,60 @@ async fn a_post_is_sent_once_unless_every_method_is_retried() {
     assert_eq!(server.hits(), 3);
     assert_eq!(server.bodies(), [2, 2, 2]);
 }
+
+/// A request extension the caller sets, which the middleware after ours bumps on every attempt.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Counter(u32);
+
+/// Records what each attempt saw of `Counter`, then bumps it.
+struct Bump(Arc<Mutex<Vec<Option<Counter>>>>);
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for Bump {
+    async fn handle(
+        &self,
+        req: reqwest::Request,
+        ext: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let seen = ext.get::<Counter>().copied();
+        self.0.lock().unwrap().push(seen);
+        ext.insert(Counter(seen.map_or(0, |c| c.0) + 1));
+        next.run(req, ext).await
+    }
+}
+
+/// Records what the caller's extensions hold once the middleware is done.
+struct After(Arc<Mutex<Vec<Option<Counter>>>>);
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for After {
+    async fn handle(
+        &self,
+        req: reqwest::Request,
+        ext: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let response = next.run(req, ext).await;
+        self.0.lock().unwrap().push(ext.get::<Counter>().copied());
+        response
+    }
+}
+
+#[tokio::test]
+async fn every_attempt_starts_from_the_callers_extensions_and_the_last_ones_come_back() {
+    let server = serve(|n| Reply::status(if n < 2 { 503 } else { 200 })).await;
+    let (clock, events) = (ManualClock::new(), Arc::default());
+    let (attempts, after) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(After(Arc::clone(&after)))
+        .with(middleware(&registry(&clock, &events)))
+        .with(Bump(Arc::clone(&attempts)))
+        .build();
+
+    let response = client.get(server.url("/")).with_extension(Counter(10)).send().await.unwrap();
+
+    assert_eq!(response.status(), 200);
+    assert_eq!(*attempts.lock().unwrap(), [Some(Counter(10)); 3], "no attempt sees an earlier one's changes");
+    assert_eq!(*after.lock().unwrap(), [Some(Counter(11))], "the last attempt's extensions come back");
+}
