@@ -71,7 +71,10 @@ pub struct ResilientMiddlewareBuilder {
 
 /// The three builder methods of one policy.
 macro_rules! policy_methods {
-    ($slot:ident, $config:ident, $with:ident, $builder:ty, $what:literal, $example:literal) => {
+    (
+        $slot:ident, $config:ident, $with:ident, $builder:ty, $what:literal, $example:literal,
+        change: $change:literal, read: $read:literal, value: $value:literal
+    ) => {
         #[doc = concat!("Adds a ", $what, " with the registry's defaults (and each instance's own configuration).")]
         ///
         /// ```
@@ -90,6 +93,16 @@ macro_rules! policy_methods {
         #[doc = concat!("Adds a ", $what, " configured by the registry's named configuration `name`.")]
         /// An unknown name fails [`build`](Self::build) with `R4C-REG-004` when a host is listed
         /// with [`host`](Self::host), else the first request's (as a middleware error).
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// # use resilience4cata::Registry;
+        /// # use resilience4cata_reqwest::ResilientMiddleware;
+        #[doc = concat!("let registry = Registry::builder().", stringify!($slot), "(\"tuned\", |p| p.", $change, ").build()?;")]
+        #[doc = concat!("ResilientMiddleware::builder(&registry, \"catalog\").", stringify!($config), "(\"tuned\").host(\"h\").build()?;")]
+        #[doc = concat!("assert_eq!(registry.snapshot().", $read, ", ", $value, ");")]
+        /// # Ok::<(), resilience4cata::RegistryError>(())
+        /// ```
         pub fn $config(mut self, name: impl Into<String>) -> Self {
             Wanted::add(&mut self.recipe.$slot).config = Some(name.into());
             self
@@ -97,6 +110,16 @@ macro_rules! policy_methods {
 
         #[doc = concat!("Adds a ", $what, " with overrides on top of the defaults and the named configuration;")]
         /// calling it twice chains the closures.
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// # use resilience4cata::Registry;
+        /// # use resilience4cata_reqwest::ResilientMiddleware;
+        /// let registry = Registry::builder().build()?;
+        #[doc = concat!("ResilientMiddleware::builder(&registry, \"catalog\").", stringify!($with), "(|p| p.", $change, ").host(\"h\").build()?;")]
+        #[doc = concat!("assert_eq!(registry.snapshot().", $read, ", ", $value, ");")]
+        /// # Ok::<(), resilience4cata::RegistryError>(())
+        /// ```
         pub fn $with(mut self, f: impl FnOnce($builder) -> $builder) -> Self {
             Wanted::with(&mut self.recipe.$slot, f);
             self
@@ -104,8 +127,26 @@ macro_rules! policy_methods {
     };
 }
 
+impl ResilientMiddleware {
+    /// Starts a middleware whose instances are named `<name>/<host>`; see
+    /// [`ResilientMiddlewareBuilder`].
+    ///
+    /// ```
+    /// use resilience4cata::Registry;
+    /// use resilience4cata_reqwest::ResilientMiddleware;
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let middleware = ResilientMiddleware::builder(&registry, "catalog").retry().build()?;
+    /// # drop(middleware);
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    pub fn builder(registry: &Registry, name: impl Into<String>) -> ResilientMiddlewareBuilder {
+        ResilientMiddlewareBuilder::new(registry, name.into())
+    }
+}
+
 impl ResilientMiddlewareBuilder {
-    pub(crate) fn new(registry: &Registry, name: String) -> Self {
+    fn new(registry: &Registry, name: String) -> Self {
         ResilientMiddlewareBuilder {
             registry: registry.clone(),
             name,
@@ -122,7 +163,10 @@ impl ResilientMiddlewareBuilder {
         retry_with,
         RetryConfigBuilder,
         "retry (of requests whose body can be sent again)",
-        "assert_eq!(registry.snapshot().retries()[0].config.max_attempts, 3);"
+        "assert_eq!(registry.snapshot().retries()[0].config.max_attempts, 3);",
+        change: "max_attempts(5)",
+        read: "retries()[0].config.max_attempts",
+        value: "5"
     );
     policy_methods!(
         circuit_breaker,
@@ -130,7 +174,10 @@ impl ResilientMiddlewareBuilder {
         circuit_breaker_with,
         CircuitBreakerConfigBuilder,
         "circuit breaker per host",
-        "assert!(registry.circuit_breaker(\"catalog/h\").is_some());"
+        "assert!(registry.circuit_breaker(\"catalog/h\").is_some());",
+        change: "minimum_calls(5)",
+        read: "circuit_breakers()[0].config.minimum_calls",
+        value: "5"
     );
     policy_methods!(
         timeout,
@@ -138,7 +185,10 @@ impl ResilientMiddlewareBuilder {
         timeout_with,
         TimeoutConfigBuilder,
         "timeout per attempt (until the response's head arrives)",
-        "assert_eq!(m.instances(), [\"catalog/h\".into()]);"
+        "assert_eq!(m.instances(), [\"catalog/h\".into()]);",
+        change: "duration(Duration::from_secs(5))",
+        read: "timeouts()[0].config.duration",
+        value: "Duration::from_secs(5)"
     );
     policy_methods!(
         bulkhead,
@@ -146,7 +196,10 @@ impl ResilientMiddlewareBuilder {
         bulkhead_with,
         BulkheadConfigBuilder,
         "bulkhead per host",
-        "assert_eq!(registry.bulkhead(\"catalog/h\").unwrap().snapshot().available, 25);"
+        "assert_eq!(registry.bulkhead(\"catalog/h\").unwrap().snapshot().available, 25);",
+        change: "max_concurrent_calls(5)",
+        read: "bulkheads()[0].config.max_concurrent_calls",
+        value: "5"
     );
 
     /// How many hosts get instances of their own (default [`DEFAULT_MAX_HOSTS`]). A registry

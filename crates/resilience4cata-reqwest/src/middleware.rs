@@ -9,7 +9,6 @@ use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Error, Middleware, Next};
 use resilience4cata::Rejection;
 
-use crate::builder::ResilientMiddlewareBuilder;
 use crate::hosts::{Hosts, host_of};
 use crate::outcome::{AttemptError, judge};
 
@@ -77,12 +76,6 @@ pub fn rejection(error: &Error) -> Option<&Rejection> {
 }
 
 impl ResilientMiddleware {
-    /// Starts a middleware whose instances are named `<name>/<host>`; see
-    /// [`ResilientMiddlewareBuilder`].
-    pub fn builder(registry: &resilience4cata::Registry, name: impl Into<String>) -> ResilientMiddlewareBuilder {
-        ResilientMiddlewareBuilder::new(registry, name.into())
-    }
-
     pub(crate) fn from_hosts(hosts: Hosts, every_method: bool) -> Self {
         ResilientMiddleware { hosts: Arc::new(hosts), every_method }
     }
@@ -130,7 +123,8 @@ fn attempt_outcome(result: reqwest_middleware::Result<Response>) -> Result<Respo
 /// sent), a refusal is a middleware error holding the [`Rejection`].
 fn to_caller(outcome: Result<Response, AttemptError>) -> reqwest_middleware::Result<Response> {
     match outcome {
-        Ok(response) | Err(AttemptError::Status(response)) => Ok(response),
+        Ok(response) => Ok(response),
+        Err(AttemptError::Status(response)) => Ok(*response),
         Err(AttemptError::Transport(e)) => Err(Error::Reqwest(e)),
         Err(AttemptError::Middleware(e)) => Err(Error::Middleware(e)),
         Err(AttemptError::Rejected(r)) => Err(Error::Middleware(anyhow::Error::new(r))),

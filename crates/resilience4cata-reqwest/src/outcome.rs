@@ -12,8 +12,9 @@ use resilience4cata::{Rejection, ResilienceError};
 /// response, so the last one can be handed back to the caller as an ordinary response.
 #[derive(Debug)]
 pub(crate) enum AttemptError {
-    /// 408, 429 or a 5xx: the server answered, and the answer is a failure.
-    Status(Response),
+    /// 408, 429 or a 5xx: the server answered, and the answer is a failure (boxed: a response is
+    /// large, and only failures pay for the box).
+    Status(Box<Response>),
     /// The request got no response (connection refused or reset, reqwest's own timeout, ...).
     Transport(reqwest::Error),
     /// A middleware further down the chain failed.
@@ -39,7 +40,7 @@ impl ResilienceError for AttemptError {
 pub(crate) fn judge(response: Response) -> Result<Response, AttemptError> {
     let status = response.status();
     match status == StatusCode::REQUEST_TIMEOUT || status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-        true => Err(AttemptError::Status(response)),
+        true => Err(AttemptError::Status(Box::new(response))),
         false => Ok(response),
     }
 }

@@ -13,7 +13,10 @@ use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Jitter, Registry, Rejection};
 use resilience4cata_reqwest::{ResilientMiddleware, rejection};
 
-fn registry(clock: &ManualClock, transitions: &Arc<Mutex<Vec<(String, State, State)>>>) -> Registry {
+/// Breaker transitions seen: instance, from, to.
+type Transitions = Arc<Mutex<Vec<(String, State, State)>>>;
+
+fn registry(clock: &ManualClock, transitions: &Transitions) -> Registry {
     let transitions = Arc::clone(transitions);
     testing::registry(clock)
         .retry_defaults(|r| r.jitter(Jitter::None))

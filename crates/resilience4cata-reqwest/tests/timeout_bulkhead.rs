@@ -55,7 +55,7 @@ async fn a_hanging_attempt_is_cut_and_the_next_one_answers() {
     assert_eq!(response.status(), 200);
     assert_eq!(server.hits(), 2);
     let id = format!("api/{}", server.host());
-    assert_eq!(*seen.timeouts.lock().unwrap(), [id.clone()]);
+    assert_eq!(*seen.timeouts.lock().unwrap(), [id.as_str()]);
     let breaker = registry.circuit_breaker(&id).unwrap().snapshot();
     assert_eq!((breaker.buffered_calls, breaker.failed_calls), (2, 1), "the cut attempt is a failure");
 }
@@ -106,7 +106,7 @@ async fn a_full_bulkhead_refuses_without_a_request_and_is_not_retried() {
     assert_eq!(server.hits(), 1, "the refused request never reached the server");
     let slots = registry.bulkhead(&id).unwrap().snapshot();
     assert_eq!((slots.in_flight, slots.available), (1, 0));
-    assert_eq!(*seen.bulkhead_rejections.lock().unwrap(), [id.clone()]);
+    assert_eq!(*seen.bulkhead_rejections.lock().unwrap(), [id.as_str()]);
     assert!(
         matches!(
             seen.retries.lock().unwrap().as_slice(),
