@@ -25,6 +25,11 @@ pub const DEFAULT_MAX_HOSTS: usize = 64;
 /// configuration < the `_with` overrides < the instance's own configuration
 /// (`[instances."<name>/<host>".circuit_breaker]` in TOML, or `circuit_breaker_instance(id, …)`).
 ///
+/// Two middlewares built with the same name on one registry share their hosts' instances (one
+/// breaker per host between them), and must then resolve the same configuration, else the
+/// first request to a host fails with `R4C-REG-008` (a middleware error): give each its own name
+/// to keep them apart.
+///
 /// The policies nest as in every pipeline: retry → circuit breaker → timeout → bulkhead → the
 /// request. So every attempt passes the breaker and gets its own timeout, an open breaker stops
 /// the retries at once, and a bulkhead slot is held while an attempt runs, not during a backoff.

@@ -173,3 +173,24 @@ async fn instances_take_their_configuration_from_toml() {
     assert!(matches!(rejection(&second), Some(Rejection::CallNotPermitted { .. })));
     assert_eq!(server.hits(), 1, "one attempt (the instance's max_attempts), then the open breaker");
 }
+
+#[tokio::test]
+async fn two_middlewares_of_one_name_share_instances_and_must_agree() {
+    let server = serve(|_| Reply::status(503)).await;
+    let registry = testing::registry(&ManualClock::new()).build().unwrap();
+    let build = |window: u32| {
+        ResilientMiddleware::builder(&registry, "api")
+            .circuit_breaker_with(move |c| c.window_size(window).minimum_calls(2))
+            .host(server.host())
+            .build()
+    };
+
+    let (first, same) = (build(2).unwrap(), build(2).unwrap());
+    assert_eq!(build(3).unwrap_err().code(), "R4C-REG-008");
+
+    assert_eq!(client(first).get(server.url("/")).send().await.unwrap().status(), 503);
+    assert_eq!(client(same.clone()).get(server.url("/")).send().await.unwrap().status(), 503);
+    let refused = client(same).get(server.url("/")).send().await.unwrap_err();
+    assert!(matches!(rejection(&refused), Some(Rejection::CallNotPermitted { .. })), "one breaker for both");
+    assert_eq!(server.hits(), 2);
+}
