@@ -194,3 +194,36 @@ async fn two_middlewares_of_one_name_share_instances_and_must_agree() {
     assert!(matches!(rejection(&refused), Some(Rejection::CallNotPermitted { .. })), "one breaker for both");
     assert_eq!(server.hits(), 2);
 }
+
+#[tokio::test]
+async fn the_admin_endpoint_lists_each_hosts_instances() {
+    let (a, b) = (serve(|_| Reply::ok()).await, serve(|_| Reply::status(503)).await);
+    let registry = testing::registry(&ManualClock::new()).build().unwrap();
+    let middleware = ResilientMiddleware::builder(&registry, "api").circuit_breaker().bulkhead().build().unwrap();
+    let client = client(middleware);
+    for server in [&a, &b] {
+        client.get(server.url("/")).send().await.unwrap();
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = listener.local_addr().unwrap();
+    let app = resilience4cata_admin::router(registry, resilience4cata_admin::AdminOptions::new());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let snapshot: serde_json::Value =
+        reqwest::get(format!("http://{admin}/snapshot")).await.unwrap().json().await.unwrap();
+
+    let ids = |policy: &str| {
+        let mut ids: Vec<String> = snapshot[policy]
+            .as_array()
+            .unwrap_or_else(|| panic!("{policy} in {snapshot}"))
+            .iter()
+            .map(|s| s["instance"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let mut expected = vec![format!("api/{}", a.host()), format!("api/{}", b.host())];
+    expected.sort();
+    assert_eq!(ids("circuit_breakers"), expected);
+    assert_eq!(ids("bulkheads"), expected);
+}
