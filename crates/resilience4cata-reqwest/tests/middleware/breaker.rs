@@ -2,12 +2,10 @@
 //! host A's breaker opens and refuses without a request while host B is served; events,
 //! snapshots and handles show one instance per host; hosts past `max_hosts` share `<name>/*`.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Reply, client, serve};
+use crate::common::{Reply, client, serve};
 use resilience4cata::circuit_breaker::{CircuitBreakerEvent, State};
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Jitter, Registry, Rejection};

@@ -1,12 +1,10 @@
 //! A request whose body is a stream cannot be cloned, so it is sent once: never retried, still
 //! through the host's breaker. The same bytes in memory are retried (so the count can fail).
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{Reply, client, serve};
 use bytes::Bytes;
-use common::{Reply, client, serve};
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Jitter, Registry};
 use resilience4cata_reqwest::ResilientMiddleware;

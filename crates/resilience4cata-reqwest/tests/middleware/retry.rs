@@ -2,12 +2,10 @@
 //! 503 and 429 wait the server's `Retry-After` (seconds or HTTP date), other 4xx are not
 //! retried, the last failed response comes back as a response.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use common::{Reply, client, serve};
+use crate::common::{Reply, client, serve};
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{GiveUpReason, Jitter, Registry, RetryEvent};
 use resilience4cata_reqwest::{NoRetry, ResilientMiddleware};

@@ -1,6 +1,5 @@
 //! A scripted axum server on loopback: each request is answered by the test's closure, given the
 //! request's number (from 0); the server counts requests and records each body's length.
-#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,12 +1,10 @@
 //! The timeout per attempt and the bulkhead, against a real axum server on loopback, on the
 //! system clock (a timeout racing real I/O needs real time; nothing here measures it).
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Reply, client, serve};
+use crate::common::{Reply, client, serve};
 use resilience4cata::bulkhead::BulkheadEvent;
 use resilience4cata::timeout::TimeoutEvent;
 use resilience4cata::{GiveUpReason, Registry, Rejection, RetryEvent};
