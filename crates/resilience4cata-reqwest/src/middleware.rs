@@ -131,6 +131,32 @@ fn to_caller(outcome: Result<Response, AttemptError>) -> reqwest_middleware::Res
     }
 }
 
+/// The request for the next attempt: a copy while the request may be sent again, else the
+/// original itself, once (`None` after that, which the pipeline without retry never asks for).
+fn next_request(original: &mut Option<Request>, repeatable: bool) -> Option<Request> {
+    match repeatable {
+        true => original.as_ref().and_then(Request::try_clone),
+        false => original.take(),
+    }
+}
+
+/// One attempt down the rest of the chain, on a copy of the caller's extensions, which `last`
+/// keeps once the attempt finishes (a timed-out attempt leaves nothing).
+async fn send(
+    request: Option<Request>,
+    next: Next<'_>,
+    callers: &Extensions,
+    last: &Mutex<Option<Extensions>>,
+) -> Result<Response, AttemptError> {
+    let Some(request) = request else {
+        return Err(AttemptError::Middleware(anyhow::anyhow!("the request cannot be sent twice")));
+    };
+    let mut ext = callers.clone();
+    let result = next.run(request, &mut ext).await;
+    *last.lock().unwrap_or_else(PoisonError::into_inner) = Some(ext);
+    attempt_outcome(result)
+}
+
 #[async_trait::async_trait]
 impl Middleware for ResilientMiddleware {
     async fn handle(
@@ -141,28 +167,9 @@ impl Middleware for ResilientMiddleware {
     ) -> reqwest_middleware::Result<Response> {
         let chains = self.hosts.get(&host_of(req.url())).map_err(|e| Error::Middleware(e.into()))?;
         let repeatable = repeatable(&req, extensions, self.every_method);
-        // Each attempt starts from the caller's extensions; the last finished attempt's come back.
-        let (callers, last) = (&*extensions, Mutex::new(None));
-        let mut original = Some(req);
-        let outcome = chains
-            .chain(repeatable)
-            .execute(|| {
-                let request = match repeatable {
-                    true => original.as_ref().and_then(Request::try_clone),
-                    false => original.take(),
-                };
-                let (next, last) = (next.clone(), &last);
-                async move {
-                    let Some(request) = request else {
-                        return Err(AttemptError::Middleware(anyhow::anyhow!("the request cannot be sent twice")));
-                    };
-                    let mut ext = callers.clone();
-                    let result = next.run(request, &mut ext).await;
-                    *last.lock().unwrap_or_else(PoisonError::into_inner) = Some(ext);
-                    attempt_outcome(result)
-                }
-            })
-            .await;
+        let (callers, last, mut original) = (&*extensions, Mutex::new(None), Some(req));
+        let attempt = || send(next_request(&mut original, repeatable), next.clone(), callers, &last);
+        let outcome = chains.chain(repeatable).execute(attempt).await;
         if let Some(ext) = last.into_inner().unwrap_or_else(PoisonError::into_inner) {
             *extensions = ext;
         }
