@@ -30,7 +30,11 @@ struct Script {
 
 impl Script {
     fn new(clock: &ManualClock, plan: impl IntoIterator<Item = (Duration, Result<u32, Down>)>) -> Arc<Script> {
-        Arc::new(Script { clock: clock.clone(), plan: Mutex::new(plan.into_iter().collect()), attempts: AtomicU32::new(0) })
+        Arc::new(Script {
+            clock: clock.clone(),
+            plan: Mutex::new(plan.into_iter().collect()),
+            attempts: AtomicU32::new(0),
+        })
     }
 
     async fn attempt(&self) -> Result<u32, Down> {
@@ -98,7 +102,9 @@ impl Client {
     /// `pipeline_id`: the pipeline's id, the method's derived id unless given.
     fn new(form: Form, which: Which, registry: &Registry, script: &Arc<Script>, pipeline_id: Option<&str>) -> Client {
         match form {
-            Form::Attribute => Client::Attribute(ResilientApi::new(Backend(Arc::clone(script)), registry).unwrap(), which),
+            Form::Attribute => {
+                Client::Attribute(ResilientApi::new(Backend(Arc::clone(script)), registry).unwrap(), which)
+            }
             Form::Pipeline => {
                 let builder = Pipeline::builder(registry, pipeline_id.unwrap_or(id(which)));
                 let pipeline = match which {
@@ -245,15 +251,24 @@ fn standard_http_resolves_the_documented_values_in_both_forms() {
         (retry, breaker, bulkhead, timeout)
     };
     let (retry, breaker, bulkhead, timeout) = of(attribute);
-    assert_eq!((retry.max_attempts, retry.delay, retry.backoff, retry.multiplier), (4, 2 * S, Backoff::Exponential, 2.0));
+    assert_eq!(
+        (retry.max_attempts, retry.delay, retry.backoff, retry.multiplier),
+        (4, 2 * S, Backoff::Exponential, 2.0)
+    );
     assert_eq!((retry.max_delay, retry.jitter, retry.max_duration), (10 * S, Jitter::Full, Some(20 * S)));
     assert_eq!((retry.budget_percent, retry.budget_min_retries_per_second, retry.budget_window), (20.0, 10, 10 * S));
     assert_eq!((breaker.window_type, breaker.window_size, breaker.minimum_calls), (WindowType::Time, 30, 100));
-    assert_eq!((breaker.failure_rate_threshold, breaker.wait_in_open, breaker.permitted_calls_in_half_open), (10.0, 5 * S, 1));
+    assert_eq!(
+        (breaker.failure_rate_threshold, breaker.wait_in_open, breaker.permitted_calls_in_half_open),
+        (10.0, 5 * S, 1)
+    );
     assert_eq!((bulkhead.max_concurrent_calls, bulkhead.max_wait), (1000, Duration::ZERO));
     assert_eq!(timeout.duration, 10 * S);
     assert_eq!(of(pipeline), of(attribute), "the pipeline resolves the very same configuration");
-    assert!(!snapshot.hedges().iter().any(|h| [attribute, pipeline].contains(&&*h.instance)), "no hedge beside the retry");
+    assert!(
+        !snapshot.hedges().iter().any(|h| [attribute, pipeline].contains(&&*h.instance)),
+        "no hedge beside the retry"
+    );
 }
 
 #[test]
@@ -275,7 +290,10 @@ fn hedged_http_resolves_the_documented_values_in_both_forms() {
     let (hedge, breaker, bulkhead, timeout) = &attribute;
     assert_eq!((hedge.delay, hedge.max_hedged_attempts), (2 * S, 1));
     assert_eq!((breaker.window_type, breaker.window_size, breaker.minimum_calls), (WindowType::Time, 30, 100));
-    assert_eq!((breaker.failure_rate_threshold, breaker.wait_in_open, breaker.permitted_calls_in_half_open), (10.0, 5 * S, 1));
+    assert_eq!(
+        (breaker.failure_rate_threshold, breaker.wait_in_open, breaker.permitted_calls_in_half_open),
+        (10.0, 5 * S, 1)
+    );
     assert_eq!((bulkhead.max_concurrent_calls, bulkhead.max_wait), (1000, Duration::ZERO));
     assert_eq!(timeout.duration, 10 * S);
     assert_eq!(of("hedged"), attribute, "the pipeline resolves the very same configuration");
@@ -319,7 +337,8 @@ fn standard_http_ends_a_hanging_call_within_30s() {
 fn standard_http_retry_budget_refuses_retries_beyond_20_percent_of_calls() {
     // With the budget's floor of 10 retries a second lowered to 0 for this instance, its 20 %
     // remain: after 4 calls that succeeded, the 5th call may be retried once (20 % of 5 calls).
-    let no_floor = |builder: RegistryBuilder, id: &str| builder.retry_instance(id, |r| r.budget_min_retries_per_second(0));
+    let no_floor =
+        |builder: RegistryBuilder, id: &str| builder.retry_instance(id, |r| r.budget_min_retries_per_second(0));
     let mut plan: Vec<_> = (0..4).map(|_| (10 * MS, Ok(1))).collect();
     plan.extend([(10 * MS, Err(Down::Failed)), (10 * MS, Err(Down::Failed)), (10 * MS, Ok(9))]);
     let seen = both(Which::Standard, plan, 5, no_floor, no_probe);
@@ -447,7 +466,11 @@ fn a_preset_on_the_trait_serves_every_method_with_its_order() {
     assert!(timeouts.contains(&("presets::Whole::second".into(), 3 * S)), "{timeouts:?}");
     assert!(snapshot.retries().iter().all(|r| r.config.max_attempts == 4));
     assert_eq!(block_on(whole.first()), Ok(4));
-    assert_eq!(*in_flight.lock().unwrap(), [1], "the preset's order, from the trait: the slot is held across the backoff");
+    assert_eq!(
+        *in_flight.lock().unwrap(),
+        [1],
+        "the preset's order, from the trait: the slot is held across the backoff"
+    );
 }
 
 #[test]
