@@ -95,7 +95,7 @@ fn id(which: Which) -> &'static str {
 /// One client of `which` preset in `form`, over `script`.
 enum Client {
     Attribute(ResilientApi<Backend>, Which),
-    Pipeline(AsyncPipeline<u32, Down>, Arc<Script>),
+    Pipeline(Box<AsyncPipeline<u32, Down>>, Arc<Script>),
 }
 
 impl Client {
@@ -111,7 +111,7 @@ impl Client {
                     Which::Standard => builder.preset(presets::StandardHttp).build(),
                     Which::Hedged => builder.preset(presets::HedgedHttp).build(),
                 };
-                Client::Pipeline(pipeline.unwrap(), Arc::clone(script))
+                Client::Pipeline(Box::new(pipeline.unwrap()), Arc::clone(script))
             }
         }
     }
