@@ -10,6 +10,7 @@
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Ident, ItemTrait, Meta, Token, TraitItem, TraitItemConst, TraitItemType};
 
+use crate::bundle::INLINED;
 use crate::diag::{ATR_DUPLICATE, ATR_PLACEMENT, ATR_SYNTAX, ATR_UNKNOWN_KEY, Errors};
 use crate::model::{Layer, Method};
 use crate::policy::POLICIES;
@@ -89,8 +90,36 @@ impl Orders {
 }
 
 /// Removes every `#[policy_order]` from `attrs` and judges it; `None` when there is none. A second
-/// `#[policy_order]` on one item is `[R4C-ATR-008]`.
+/// `#[policy_order]` on one item is `[R4C-ATR-008]`. Without one, the order a preset carries
+/// (see [`take_carried`]) is the list's.
 pub(crate) fn take(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Option<Order> {
+    let carried = take_carried(attrs, errors);
+    take_written(attrs, errors).or(carried)
+}
+
+/// The order carried by the presets inlined in `attrs` (`#[__r4c_bundled(#[policy_order(…)] …)]`,
+/// see `crate::bundle`), taken out of their content: the last preset's, as a later bundle wins.
+/// A preset's order ranks as its attributes do, below a `#[policy_order]` written in the same
+/// list (which replaces it, as lists are not merged), and a method's replaces the trait's like
+/// any method-level list. Judged again here, silently: a faulty order was reported where the
+/// preset is defined and left out of it.
+fn take_carried(attrs: &mut [Attribute], errors: &mut Errors) -> Option<Order> {
+    let mut carried = None;
+    for attr in attrs.iter_mut().filter(|a| a.path().is_ident(INLINED)) {
+        let Ok(content) = attr.parse_args_with(Attribute::parse_outer) else { continue };
+        if !content.iter().any(is_policy_order) {
+            continue;
+        }
+        let (orders, rest): (Vec<Attribute>, Vec<Attribute>) = content.into_iter().partition(is_policy_order);
+        carried = orders.last().map(|order| judge(order, errors));
+        let path = attr.path().clone();
+        *attr = syn::parse_quote!(#[#path(#(#rest)*)]);
+    }
+    carried
+}
+
+/// The `#[policy_order]` written in `attrs` itself.
+fn take_written(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Option<Order> {
     let mut found: Option<Order> = None;
     let mut kept = Vec::with_capacity(attrs.len());
     for attr in attrs.drain(..) {

@@ -88,8 +88,9 @@ pub(crate) fn parse_trait(
             return Err(input);
         }
     };
-    let orders = Orders::take(&mut item, errors);
+    // Bundles first: a preset carries its order in its content (`crate::order::take`).
     crate::bundle::inline_trait(&mut item, errors);
+    let orders = Orders::take(&mut item, errors);
     let attributes = take_attributes(&mut item.attrs, errors);
     let members = item.items.iter_mut().map(|member| take_member_attributes(member, errors)).collect();
     Ok(TraitInput { item, attributes, members, send, orders })

@@ -22,6 +22,7 @@ mod metrics_counters;
 mod pass_or;
 pub mod pipeline;
 mod policy_list;
+pub mod presets;
 pub mod rate_limiter;
 pub mod readings;
 mod registry;
@@ -85,6 +86,11 @@ pub mod testing {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of `docs/presets.md`, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/presets.md")]
+pub struct PresetsDoctests;
 
 /// The examples of `docs/bundles.md`, run as doctests.
 #[cfg(doctest)]

@@ -92,7 +92,8 @@ fn expand_impl(args: TokenStream, mut item: ItemImpl) -> TokenStream {
     // Bundles already resolved by their callbacks (`crate::bundle`) become policy attributes.
     crate::bundle::inline_impl(&mut item, &mut errors);
     // `#[policy_order]` first, so the policy collection below never sees it: the block's list
-    // serves every method without its own, a method's list replaces it (as on a trait).
+    // serves every method without its own, a method's list replaces it (as on a trait); a
+    // preset's order, inlined above, counts as its list's when it has none written.
     let block_order = crate::order::take(&mut item.attrs, &mut errors).unwrap_or_default();
     let orders: Vec<Option<crate::order::Order>> = item
         .items

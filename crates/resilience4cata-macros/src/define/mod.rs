@@ -45,6 +45,24 @@ struct Entry {
     vis: Visibility,
     name: Ident,
     content: Vec<Attribute>,
+    /// Marked [`PRESET`]: a preset shipped by the runtime (`resilience4cata::presets`), which may
+    /// carry one `#[policy_order]`.
+    preset: bool,
+}
+
+/// The hidden marker of a preset entry, `#[__r4c_preset]` above its name: the runtime's
+/// `presets` module defines its presets with it. A preset is a bundle that carries the order its
+/// policies are meant to nest in, so its content may hold one `#[policy_order]`, judged here like
+/// any; at the use, that order applies where the attribute list has no `#[policy_order]` of its
+/// own (`crate::order::take`). A user's bundle still may not carry one (`[R4C-ATR-062]`): the
+/// marker is not part of the documented syntax.
+const PRESET: &str = "__r4c_preset";
+
+/// Takes the [`PRESET`] marker off an entry's attributes.
+fn take_preset_marker(attrs: &mut Vec<Attribute>) -> bool {
+    let before = attrs.len();
+    attrs.retain(|a| !a.path().is_ident(PRESET));
+    attrs.len() != before
 }
 
 impl Parse for Entries {
@@ -85,14 +103,16 @@ fn skip_past_semicolon(input: ParseStream) -> syn::Result<()> {
 impl Entry {
     /// `/// docs pub name`: an entry without content, standing in for a malformed one.
     fn head(input: ParseStream) -> syn::Result<Entry> {
-        let attrs = input.call(Attribute::parse_outer)?;
-        Ok(Entry { attrs, vis: input.parse()?, name: input.parse()?, content: Vec::new() })
+        let mut attrs = input.call(Attribute::parse_outer)?;
+        let preset = take_preset_marker(&mut attrs);
+        Ok(Entry { attrs, vis: input.parse()?, name: input.parse()?, content: Vec::new(), preset })
     }
 }
 
 impl Parse for Entry {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let attrs = input.call(Attribute::parse_outer)?;
+        let mut attrs = input.call(Attribute::parse_outer)?;
+        let preset = take_preset_marker(&mut attrs);
         let vis = input.parse()?;
         let name: Ident = input.parse()?;
         input.parse::<Token![=]>()?;
@@ -103,7 +123,7 @@ impl Parse for Entry {
             return Err(syn::Error::new(input.span(), message));
         }
         input.parse::<Token![;]>()?;
-        Ok(Entry { attrs, vis, name, content })
+        Ok(Entry { attrs, vis, name, content, preset })
     }
 }
 
@@ -146,7 +166,7 @@ impl Entry {
         let mut kept: Vec<&Attribute> = Vec::new();
         for attr in &self.content {
             let before = errors.len();
-            check_one(attr, &kept, errors);
+            check_one(attr, &kept, self.preset, errors);
             if errors.len() == before {
                 kept.push(attr);
             }
@@ -155,9 +175,18 @@ impl Entry {
     }
 }
 
-/// Judges one attribute of a bundle as `#[resilient]` would judge it on a method.
-fn check_one(attr: &Attribute, kept: &[&Attribute], errors: &mut Errors) {
+/// Judges one attribute of a bundle as `#[resilient]` would judge it on a method; a preset's
+/// `#[policy_order]` as it would be judged on a method.
+fn check_one(attr: &Attribute, kept: &[&Attribute], preset: bool, errors: &mut Errors) {
     let path = attr.path();
+    if preset && crate::order::is_policy_order(attr) {
+        if kept.iter().any(|k| crate::order::is_policy_order(k)) {
+            let message = "`#[policy_order]` set multiple times in this preset: list every policy in one";
+            return errors.add(path, ATR_DUPLICATE, message);
+        }
+        crate::order::take(&mut vec![attr.clone()], errors);
+        return;
+    }
     let Some(spec) = policy::lookup(path) else {
         return refuse(path, errors);
     };

@@ -324,3 +324,57 @@ fn a_bundle_expands_to_exactly_the_code_of_its_attributes_written_in_place() {
     });
     assert_eq!(bundled, written);
 }
+
+#[test]
+fn a_preset_may_carry_one_order_and_a_bundle_still_may_not() {
+    let preset = quote!(#[__r4c_preset] pub p = #[policy_order(Timeout, Retry)] #[retry] #[timeout];);
+    assert_eq!(codes(preset.clone()), Vec::<String>::new());
+    let text = define_text(preset.clone());
+    assert!(!text.contains("__r4c_preset"), "the marker is taken off: {text}");
+    assert!(content(preset).contains("# [policy_order (Timeout , Retry)]"), "the order travels in the content");
+    assert_eq!(codes(quote!(pub b = #[retry] #[policy_order(Timeout, Retry)];)), ["R4C-ATR-062"]);
+    let twice = quote!(#[__r4c_preset] pub p = #[policy_order(Retry)] #[retry] #[policy_order(Timeout)];);
+    assert_eq!(codes(twice), ["R4C-ATR-008"]);
+    assert_eq!(codes(quote!(#[__r4c_preset] pub p = #[retry] #[policy_order(Retry, Retry)];)), ["R4C-ATR-060"]);
+}
+
+#[test]
+fn a_presets_order_applies_where_none_is_written_and_a_written_order_replaces_it() {
+    let preset = |method: TokenStream| {
+        expanded(quote! {
+            #[__r4c_bundle([p] #[policy_order(Timeout, Retry)] #[retry(max_attempts = 2)] #[timeout(duration = "1s")])]
+            trait Search {
+                #[bundle(p)]
+                #method
+                async fn query(&self) -> Result<u64, E>;
+            }
+        })
+    };
+    let written = |order: TokenStream| {
+        expanded(quote! {
+            trait Search {
+                #order
+                #[retry(max_attempts = 2)]
+                #[timeout(duration = "1s")]
+                async fn query(&self) -> Result<u64, E>;
+            }
+        })
+    };
+    let carried = preset(quote!());
+    assert_eq!(carried, written(quote!(#[policy_order(Timeout, Retry)])));
+    assert_ne!(carried, written(quote!()), "the order changes the expansion");
+    assert_eq!(preset(quote!(#[policy_order()])), written(quote!()), "a written order replaces the preset's");
+    // On the trait, the preset's order serves the method; the method's own order replaces it.
+    let on_trait = |method: TokenStream| {
+        expanded(quote! {
+            #[__r4c_bundle([p] #[policy_order(Timeout, Retry)] #[retry(max_attempts = 2)] #[timeout(duration = "1s")])]
+            #[bundle(p)]
+            trait Search {
+                #method
+                async fn query(&self) -> Result<u64, E>;
+            }
+        })
+    };
+    assert_eq!(on_trait(quote!()), carried);
+    assert_eq!(on_trait(quote!(#[policy_order()])), written(quote!()));
+}

@@ -14,17 +14,21 @@ use std::sync::Arc;
 use super::execute::{AsyncPipeline, Pipeline, find_rejection};
 use super::guards::{GuardSet, Guards};
 use super::order::{self, Policy, Step};
+use super::preset::Preset;
 use super::rules::FindRejection;
 use super::typestate::{AsyncOnly, BuilderTypestate, Hedged, Plain, Rejecting};
 use crate::error::{RegistryError, codes};
 use crate::registry::{Layer, Registered, Registry, for_each_pipeline_policy};
 use crate::{Rejection, ResilienceError};
 
-/// What the caller asked of one policy: a named configuration and overrides on top of it.
+/// What the caller asked of one policy: a named configuration and overrides on top of it, over
+/// the values of a preset ([`PipelineBuilder::preset`]), if one brought this policy.
 #[derive(Clone, Debug, Default)]
 struct Wanted<B> {
     config: Option<String>,
     overrides: B,
+    /// The preset's values: below the overrides key by key, whatever order the calls came in.
+    preset: B,
 }
 
 impl<B: Layer> Wanted<B> {
@@ -43,12 +47,26 @@ impl<B: Layer> Wanted<B> {
         wanted.overrides = f(std::mem::take(&mut wanted.overrides));
     }
 
-    /// Resolves through `build(config, overrides)`, the generated code's registry call.
+    /// The preset's values for this policy (a later preset's replace an earlier one's).
+    fn preset(slot: &mut Option<Self>, values: Option<B>) {
+        if let Some(values) = values {
+            Self::add(slot).preset = values;
+        }
+    }
+
+    /// Resolves through `build(config, overrides)`, the generated code's registry call; the
+    /// overrides are the preset's values with the caller's on top, as a bundle's values sit under
+    /// a method's own attributes.
     fn resolve<P>(
         slot: Option<Self>,
         build: impl FnOnce(Option<&str>, B) -> Result<P, RegistryError>,
     ) -> Result<Option<P>, RegistryError> {
-        slot.map(|wanted| build(wanted.config.as_deref(), wanted.overrides)).transpose()
+        slot.map(|wanted| {
+            let mut layered = wanted.preset;
+            layered.merge(&wanted.overrides);
+            build(wanted.config.as_deref(), layered)
+        })
+        .transpose()
     }
 }
 
@@ -197,6 +215,10 @@ macro_rules! builder_parts {
             $($module: Option<Wanted<$builder>>,)*
             /// `.order(…)`, outermost first; empty for the default order.
             order: Vec<Policy>,
+            /// Whether `.order(…)` was called: then a preset's order does not apply.
+            ordered: bool,
+            /// The order of the last preset, used when `.order(…)` was not called.
+            preset_order: Option<Vec<Policy>>,
         }
 
         impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
@@ -299,7 +321,51 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
     #[must_use = "the order is on the returned builder; this one is consumed"]
     pub fn order(mut self, policies: impl IntoIterator<Item = Policy>) -> Self {
         self.wants.order = policies.into_iter().collect();
+        self.wants.ordered = true;
         self
+    }
+
+    /// Adds the policies of a [`Preset`] with its values and its order: the same stack, the same
+    /// values and the same nesting as `#[bundle(resilience4cata::presets::…)]` on a method (see
+    /// [`crate::presets`] for each preset's values and the reasons for them).
+    ///
+    /// It ranks as a bundle does under a method's attributes: the `_with` overrides win over the
+    /// preset's values key by key, **whatever order the calls come in**, and
+    /// [`order`](PipelineBuilder::order) replaces the preset's order (before or after it). A
+    /// named configuration (`.retry_config("name")`) sits below the preset's values, the
+    /// registry's `…_instance(id, …)` above everything. Every preset has a timeout, so the pipeline
+    /// runs async calls only and `build` asks for `E: ResilienceError`. A second preset replaces
+    /// the first's values and order, and keeps its policies: [`StandardHttp`](crate::presets::StandardHttp)
+    /// then [`HedgedHttp`](crate::presets::HedgedHttp) is a retry beside a hedge, `R4C-REG-001`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilience4cata::{Pipeline, Registry, presets};
+    ///
+    /// let registry = Registry::builder().build()?;
+    /// let quotes = Pipeline::builder(&registry, "quotes")
+    ///     .retry_with(|r| r.max_attempts(2)) // wins over the preset's 4 attempts, even written first
+    ///     .preset(presets::StandardHttp)
+    ///     .build::<u32, std::io::Error>()?;
+    /// let snapshot = registry.snapshot();
+    /// let retry = &snapshot.retries()[0].config;
+    /// assert_eq!((retry.max_attempts, retry.delay), (2, Duration::from_secs(2)));
+    /// assert_eq!(snapshot.timeouts()[0].config.duration, Duration::from_secs(10));
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// assert_eq!(quotes.execute_async(|| async { Ok(7) }).await.unwrap(), 7);
+    /// # });
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
+    #[must_use = "the preset is on the returned builder; this one is consumed"]
+    pub fn preset<P: Preset>(mut self, preset: P) -> PipelineBuilder<'r, K::AsyncOnly> {
+        let layers = preset.layers();
+        Wanted::preset(&mut self.wants.retry, layers.retry);
+        Wanted::preset(&mut self.wants.hedge, layers.hedge);
+        Wanted::preset(&mut self.wants.circuit_breaker, layers.circuit_breaker);
+        Wanted::preset(&mut self.wants.bulkhead, layers.bulkhead);
+        Wanted::preset(&mut self.wants.timeout, layers.timeout);
+        self.wants.preset_order = Some(layers.order);
+        self.into_kind()
     }
 
     /// Resolves every policy once, in the generated code's order, under the pipeline's id.
@@ -318,6 +384,9 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
             None => self.id,
         };
         let (registry, id, mut wants) = (self.registry, id.as_str(), self.wants);
+        if let (false, Some(order)) = (wants.ordered, wants.preset_order.take()) {
+            wants.order = order;
+        }
         if wants.retry.is_some() && wants.hedge.is_some() {
             return Err(RegistryError::new(
                 codes::INVALID_COMBINATION,

@@ -102,6 +102,7 @@ mod fallback;
 mod fallback_methods;
 mod guards;
 mod order;
+mod preset;
 mod reordered;
 mod rules;
 #[cfg(feature = "tower")]
@@ -111,6 +112,8 @@ mod typestate;
 pub use builder::PipelineBuilder;
 pub use execute::{AsyncPipeline, Pipeline};
 pub use order::Policy;
+pub use preset::Preset;
+pub(crate) use preset::{PresetLayers, sealed::PresetParts};
 #[cfg(feature = "tower")]
 pub use tower::{
     ByClone, CloneFn, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResilientService, ResponseFuture,
