@@ -31,7 +31,7 @@ const UNITS: [(char, u128); 6] =
 /// ```
 pub fn encode(timeout: Duration) -> HeaderValue {
     let nanos = timeout.as_nanos();
-    let exact = UNITS.iter().find(|(_, len)| nanos % len == 0 && nanos / len <= MAX_VALUE);
+    let exact = UNITS.iter().find(|(_, len)| nanos.is_multiple_of(*len) && nanos / len <= MAX_VALUE);
     let (unit, value) = match exact {
         Some(&(unit, len)) => (unit, nanos / len),
         None => {

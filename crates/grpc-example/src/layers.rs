@@ -10,7 +10,7 @@
 //!   pipeline can copy the request for each attempt (`http::Request<Bytes>` is `Clone`: no
 //!   `clone_request` hook needed), and hands the final failure back as the `tonic::Status` the
 //!   generated client returns (an open breaker becomes `UNAVAILABLE`, a timeout
-//!   `DEADLINE_EXCEEDED`, see [`codes`](crate::codes)).
+//!   `DEADLINE_EXCEEDED`, see [`codes`] for the table).
 //! - [`GrpcAttempt`] is one attempt: it tells the server the attempt's deadline in
 //!   `grpc-timeout`, sends the request, and turns a response that carries a non-OK
 //!   `grpc-status` in its headers (the "trailers-only" answer a server gives to a call that fails

@@ -31,6 +31,8 @@
 
 pub mod codes;
 pub mod deadline;
+#[cfg(r4c_protoc)]
+pub mod demo;
 pub mod layers;
 #[cfg(r4c_protoc)]
 pub mod server;

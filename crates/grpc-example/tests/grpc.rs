@@ -194,4 +194,10 @@ mod with_protoc {
         assert_eq!(status.code(), Code::Unavailable, "a refused connection: {status:?}");
         assert_eq!(*gave_up.lock().unwrap(), [(3, GiveUpReason::MaxAttempts)], "retried like the server's UNAVAILABLE");
     }
+
+    #[tokio::test]
+    async fn the_example_checks_out() {
+        // `cargo run --example grpc` runs the same scenario; here CI runs it with the tests.
+        resilience4cata_grpc_example::demo::run().await.unwrap();
+    }
 }
