@@ -38,7 +38,48 @@ use crate::deadline;
 /// A boxed response future of the adapters (they await a body or map an outcome).
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, GrpcError>> + Send>>;
 
-/// Makes [`Replay`] services: put it outside `pipeline.layer()`.
+/// Makes [`Replay`] services: put it outside `pipeline.layer()`, with [`AttemptLayer`] inside.
+///
+/// The stack of the module docs, around a stand-in for a tonic `Channel` that answers
+/// `UNAVAILABLE` (a trailers-only response) and then `OK`:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::time::Duration;
+/// use resilience4cata::{Pipeline, Registry};
+/// use resilience4cata_grpc_example::layers::{AttemptLayer, ReplayLayer};
+/// use resilience4cata_grpc_example::{GrpcError, GrpcResponse, with_grpc_rules};
+/// use tonic::body::Body;
+/// use tower::{ServiceBuilder, ServiceExt, service_fn};
+///
+/// let calls = Arc::new(AtomicU32::new(0));
+/// let seen = Arc::clone(&calls);
+/// let channel = service_fn(move |request: http::Request<Body>| {
+///     let status = if seen.fetch_add(1, Ordering::SeqCst) == 0 { "14" } else { "0" };
+///     let told = request.headers()["grpc-timeout"].clone();
+///     async move {
+///         assert_eq!(told, "1S");
+///         Ok::<_, std::convert::Infallible>(http::Response::builder().header("grpc-status", status).body(Body::empty()).unwrap())
+///     }
+/// });
+///
+/// let registry = Registry::builder().build()?;
+/// let pipeline = Pipeline::builder(&registry, "inventory")
+///     .retry_with(|r| r.delay(Duration::from_millis(1)))
+///     .build::<GrpcResponse, GrpcError>()?;
+/// let service = ServiceBuilder::new()
+///     .layer(ReplayLayer)
+///     .layer(with_grpc_rules(pipeline).layer())
+///     .layer(AttemptLayer::with_deadline(Duration::from_secs(1)))
+///     .service(channel);
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let response = service.oneshot(http::Request::new(Body::empty())).await.unwrap();
+/// assert_eq!(response.headers()["grpc-status"], "0");
+/// # });
+/// assert_eq!(calls.load(Ordering::SeqCst), 2); // UNAVAILABLE was retried
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReplayLayer;
 

@@ -3,12 +3,12 @@
 //! deadline, announced to the server in `grpc-timeout`. The guide is `docs/guides/grpc.md`; the
 //! runnable example `cargo run -p resilience4cata-grpc-example --example grpc`.
 //!
-//! ```no_run
+//! ```
 //! use std::time::Duration;
 //! use resilience4cata::{Pipeline, Registry};
 //! use resilience4cata_grpc_example::{GrpcError, GrpcResponse, resilient_channel, with_grpc_rules};
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let deadline = Duration::from_millis(500);
 //! let registry = Registry::builder().build()?;
 //! let pipeline = Pipeline::builder(&registry, "inventory")
@@ -16,12 +16,13 @@
 //!     .circuit_breaker_with(|c| c.window_size(20).minimum_calls(10))
 //!     .timeout_with(|t| t.duration(deadline))
 //!     .build::<GrpcResponse, GrpcError>()?;
+//! // connect_lazy: the connection is made by the first call (a Channel needs a tokio runtime).
 //! let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:50051").connect_lazy();
 //! let channel = resilient_channel(channel, &with_grpc_rules(pipeline), Some(deadline));
 //! // `InventoryClient::new(channel)`: any generated client takes it.
 //! # let _ = channel;
-//! # Ok(())
-//! # }
+//! # Ok::<(), resilience4cata::RegistryError>(())
+//! # }).unwrap();
 //! ```
 //!
 //! The generated client and the scripted server of the example and the tests exist only when
