@@ -117,7 +117,7 @@ where
         let mut ready = std::mem::replace(&mut self.inner, spare);
         Box::pin(async move {
             let (parts, body) = request.into_parts();
-            let bytes = body.collect().await.map_err(Box::new)?.to_bytes();
+            let bytes = body.collect().await.map_err(|status| Box::new(status) as GrpcError)?.to_bytes();
             let outcome = ready.call(http::Request::from_parts(parts, bytes)).await;
             outcome.map_err(|e| Box::new(codes::into_status(e)) as GrpcError)
         })
@@ -250,6 +250,36 @@ mod tests {
         assert!(status_of(&headers_first).is_none());
         let proxy = http::Response::builder().status(503).body(()).unwrap();
         assert_eq!(status_of(&proxy).unwrap().code(), Code::Unavailable);
+    }
+
+    /// A request body that fails at once, as a client-side stream that errors would.
+    struct FailingBody;
+
+    impl http_body::Body for FailingBody {
+        type Data = Bytes;
+        type Error = Status;
+
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<http_body::Frame<Bytes>, Status>>> {
+            Poll::Ready(Some(Err(Status::data_loss("the body broke"))))
+        }
+    }
+
+    #[test]
+    fn a_body_that_fails_is_returned_as_its_status_without_a_call() {
+        let never = tower::service_fn(|_: http::Request<Bytes>| async {
+            panic!("a request whose body could not be read is not sent");
+            #[allow(unreachable_code)]
+            Ok::<http::Response<()>, GrpcError>(http::Response::new(()))
+        });
+        let mut replay = ReplayLayer.layer(never);
+        let request = http::Request::new(Body::new(FailingBody));
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let error = runtime.block_on(replay.call(request)).unwrap_err();
+        let status = error.downcast_ref::<Status>().expect("the body's own status, not a box of it");
+        assert_eq!((status.code(), status.message()), (Code::DataLoss, "the body broke"));
     }
 
     #[test]
