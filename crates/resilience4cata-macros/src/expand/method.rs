@@ -166,11 +166,22 @@ pub(crate) fn protected(host: &Host, method: &Method) -> TokenStream {
         quote!(#p::require_resilience_error::<#err>();)
     });
     let returned = ctx.unwrap_returned(quote!(__r4c_result));
+    let timer = timer(host, method);
     quote! {
         #rejects
+        let __r4c_timed_call = #timer.start();
         let __r4c_result = #chained;
+        #timer.finish_call(__r4c_timed_call);
         #returned
     }
+}
+
+/// The method's call timer: `self.__r4c_durations_<method>` (or through the class style's
+/// accessor). Without the runtime's feature `durations` it is zero-sized and its `start` and
+/// `finish_*` compile to nothing; with it they read the registry's exact clock.
+fn timer(host: &Host, method: &Method) -> TokenStream {
+    let (fields, name) = (&host.fields, super::wrapper::timer_field(method));
+    quote!(#fields.#name)
 }
 
 /// One call of the delegate, as `Result<T, E>`, its arguments handed over for this attempt: an
@@ -199,7 +210,14 @@ fn innermost(host: &Host, method: &Method) -> TokenStream {
             quote!(Self::#inner(self, #args) #awaited)
         }
     };
-    Ctx { method, layer: &method.layers[0], host }.wrap_attempt(call)
+    let attempt = Ctx { method, layer: &method.layers[0], host }.wrap_attempt(call);
+    let timer = timer(host, method);
+    quote!({
+        let __r4c_timed_attempt = #timer.start();
+        let __r4c_timed_outcome = #attempt;
+        #timer.finish_attempt(__r4c_timed_attempt);
+        __r4c_timed_outcome
+    })
 }
 
 /// The unprotected method: the delegate's, called directly (an `async fn` returns the
