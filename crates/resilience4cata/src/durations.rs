@@ -202,7 +202,10 @@ impl CallTimer {
 
     /// The pipeline's async attempt, timed from its first poll to its output.
     #[inline(always)]
-    pub(crate) fn attempt_async<F: std::future::Future>(&self, attempt: F) -> impl std::future::Future<Output = F::Output> {
+    pub(crate) fn attempt_async<F: std::future::Future>(
+        &self,
+        attempt: F,
+    ) -> impl std::future::Future<Output = F::Output> {
         async move {
             let started = self.start();
             let outcome = attempt.await;

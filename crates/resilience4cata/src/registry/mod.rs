@@ -348,6 +348,8 @@ impl RegistryBuilder {
             listeners: self.listeners,
             shared: self.shared.map(|store| Arc::new(Routed(store)) as Arc<dyn Fleet>),
         };
-        Ok(Registry { parts: Arc::new(Parts { inner, stores: self.policies.into_stores(), durations: DurationStore::default() }) })
+        Ok(Registry {
+            parts: Arc::new(Parts { inner, stores: self.policies.into_stores(), durations: DurationStore::default() }),
+        })
     }
 }
