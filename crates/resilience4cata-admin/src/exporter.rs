@@ -39,8 +39,47 @@ impl Exporter {
             record_snapshot(snapshot);
             record_counts(counts);
         });
-        self.recorder.handle().render()
+        let mut text = self.recorder.handle().render();
+        render_durations(snapshot, &mut text);
+        text
     }
+}
+
+/// The duration histograms (runtime feature `durations`): one family per kind of duration, each
+/// written out here, since a recorder's histogram holds observations, not a snapshot's buckets.
+pub(crate) const HISTOGRAMS: [(&str, &str); 2] = [
+    ("resilience4cata_call_duration_seconds", "whole calls, around every policy, by method or pipeline id"),
+    ("resilience4cata_attempt_duration_seconds", "attempts, each call of the delegate alone, by method or pipeline id"),
+];
+
+/// Appends the histograms of `snapshot.durations()` in the exposition format (`_bucket` with
+/// `le`, `_sum` in seconds, `_count`); nothing when there are none (the runtime was built without
+/// the feature `durations`, or nothing is timed yet).
+fn render_durations(snapshot: &RegistrySnapshot, text: &mut String) {
+    use std::fmt::Write as _;
+    let durations = snapshot.durations();
+    if durations.is_empty() {
+        return;
+    }
+    for (i, (name, help)) in HISTOGRAMS.into_iter().enumerate() {
+        let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} histogram");
+        for d in durations {
+            let histogram = if i == 0 { &d.calls } else { &d.attempts };
+            let instance = escape(&d.instance);
+            for bucket in &histogram.buckets {
+                let le = if bucket.le.is_infinite() { "+Inf".to_owned() } else { bucket.le.to_string() };
+                let _ = writeln!(text, "{name}_bucket{{instance=\"{instance}\",le=\"{le}\"}} {}", bucket.count);
+            }
+            let _ = writeln!(text, "{name}_sum{{instance=\"{instance}\"}} {}", histogram.sum_seconds());
+            let _ = writeln!(text, "{name}_count{{instance=\"{instance}\"}} {}", histogram.count);
+        }
+        text.push('\n');
+    }
+}
+
+/// A label value as the exposition format quotes it.
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// The counters set from the admin's event counts, and their help text.
