@@ -202,16 +202,11 @@ impl CallTimer {
 
     /// The pipeline's async attempt, timed from its first poll to its output.
     #[inline(always)]
-    pub(crate) fn attempt_async<F: std::future::Future>(
-        &self,
-        attempt: F,
-    ) -> impl std::future::Future<Output = F::Output> {
-        async move {
-            let started = self.start();
-            let outcome = attempt.await;
-            self.finish_attempt(started);
-            outcome
-        }
+    pub(crate) async fn attempt_async<F: std::future::Future>(&self, attempt: F) -> F::Output {
+        let started = self.start();
+        let outcome = attempt.await;
+        self.finish_attempt(started);
+        outcome
     }
 }
 

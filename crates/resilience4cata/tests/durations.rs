@@ -46,7 +46,7 @@ mod on {
         /// 300 ms then `Err` on odd calls, 200 ms then `Ok` on even ones.
         fn next(&self) -> (Duration, Result<u32, Down>) {
             let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 (Duration::from_millis(300), Err(Down::Failed))
             } else {
                 (Duration::from_millis(200), Ok(7))
