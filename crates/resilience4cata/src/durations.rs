@@ -225,6 +225,53 @@ impl Drop for CallGuard<'_> {
     }
 }
 
+/// `timed_call!(timer, expr)`: what generated code writes around a protected method's whole call,
+/// and `timed_attempt!(timer, expr)` around one attempt. Macros, not functions, so that without
+/// the feature `durations` the generated code is exactly what it was before durations existed:
+/// `expr` alone, the timer's tokens dropped (even zero-sized no-op calls moved LLVM's choices on
+/// one benchmark row by a few instructions).
+#[cfg(feature = "durations")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __r4c_timed_call {
+    ($timer:expr, $call:expr) => {{
+        let __r4c_started = $timer.start();
+        let __r4c_outcome = $call;
+        $timer.finish_call(__r4c_started);
+        __r4c_outcome
+    }};
+}
+
+#[cfg(feature = "durations")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __r4c_timed_attempt {
+    ($timer:expr, $attempt:expr) => {{
+        let __r4c_started = $timer.start();
+        let __r4c_outcome = $attempt;
+        $timer.finish_attempt(__r4c_started);
+        __r4c_outcome
+    }};
+}
+
+#[cfg(not(feature = "durations"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __r4c_timed_call {
+    ($timer:expr, $call:expr) => {
+        $call
+    };
+}
+
+#[cfg(not(feature = "durations"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __r4c_timed_attempt {
+    ($timer:expr, $attempt:expr) => {
+        $attempt
+    };
+}
+
 /// The call and attempt durations of one method's derived id (scoped like any id) or one
 /// pipeline's id, as [`RegistrySnapshot::durations`](crate::RegistrySnapshot::durations) lists
 /// them (feature `durations`).

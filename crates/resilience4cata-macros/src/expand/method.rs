@@ -167,18 +167,18 @@ pub(crate) fn protected(host: &Host, method: &Method) -> TokenStream {
     });
     let returned = ctx.unwrap_returned(quote!(__r4c_result));
     let timer = timer(host, method);
+    let p = private();
     quote! {
         #rejects
-        let __r4c_timed_call = #timer.start();
-        let __r4c_result = #chained;
-        #timer.finish_call(__r4c_timed_call);
+        let __r4c_result = #p::timed_call!(#timer, #chained);
         #returned
     }
 }
 
 /// The method's call timer: `self.__r4c_durations_<method>` (or through the class style's
-/// accessor). Without the runtime's feature `durations` it is zero-sized and its `start` and
-/// `finish_*` compile to nothing; with it they read the registry's exact clock.
+/// accessor), handed to `__private::timed_call!` (around the whole call) and `timed_attempt!`
+/// (around the delegate): runtime macros that, without the runtime's feature `durations`, drop it
+/// and leave the expression as it is; with it, read the registry's exact clock around it.
 fn timer(host: &Host, method: &Method) -> TokenStream {
     let (fields, name) = (&host.fields, super::wrapper::timer_field(method));
     quote!(#fields.#name)
@@ -212,12 +212,7 @@ fn innermost(host: &Host, method: &Method) -> TokenStream {
     };
     let attempt = Ctx { method, layer: &method.layers[0], host }.wrap_attempt(call);
     let timer = timer(host, method);
-    quote!({
-        let __r4c_timed_attempt = #timer.start();
-        let __r4c_timed_outcome = #attempt;
-        #timer.finish_attempt(__r4c_timed_attempt);
-        __r4c_timed_outcome
-    })
+    quote!(#p::timed_attempt!(#timer, #attempt))
 }
 
 /// The unprotected method: the delegate's, called directly (an `async fn` returns the

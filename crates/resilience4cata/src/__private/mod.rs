@@ -118,6 +118,7 @@ pub fn fallback(registry: &Registry, site: Site) -> Result<FallbackPolicy, Regis
 }
 
 pub use crate::durations::{CallTimer, Started};
+pub use crate::{__r4c_timed_attempt as timed_attempt, __r4c_timed_call as timed_call};
 
 /// The timer of one method's calls and attempts, under its derived id (`id`, scoped): zero-sized
 /// and a no-op without the feature `durations`.
