@@ -245,4 +245,31 @@ mod tests {
             assert!(text.lines().any(|line| line == sample), "{sample}:\n{text}");
         }
     }
+
+    /// The duration histograms (the tests build the runtime with the feature `durations`), an id
+    /// that needs escaping, on the manual clock: the exposition's TYPE, buckets, sum and count.
+    #[test]
+    fn durations_are_rendered_as_histograms() {
+        let clock = resilience4cata::testing::ManualClock::new();
+        let registry = resilience4cata::testing::registry(&clock).build().unwrap();
+        let pipeline = Pipeline::builder(&registry, "say \"hi\"\\").build::<u32, std::io::Error>().unwrap();
+        let outcome = pipeline.execute(|| {
+            clock.advance(std::time::Duration::from_millis(30));
+            Ok(1)
+        });
+        assert_eq!(outcome.unwrap(), 1);
+        let text = Exporter::new().render(&registry.snapshot(), &Counts::default());
+        for (name, _) in HISTOGRAMS {
+            assert!(text.contains(&format!("# TYPE {name} histogram\n")), "{name}:\n{text}");
+            for (sample, value) in [("_bucket", r#",le="0.025""#), ("_bucket", r#",le="0.05""#), ("_count", "")] {
+                let count = if value.contains("0.025") { 0 } else { 1 };
+                let line = format!(r#"{name}{sample}{{instance="say \"hi\"\\"{value}}} {count}"#);
+                assert!(text.lines().any(|l| l == line), "{line}:\n{text}");
+            }
+            let sum = format!(r#"{name}_sum{{instance="say \"hi\"\\"}} 0.03"#);
+            assert!(text.lines().any(|l| l == sum), "{sum}:\n{text}");
+        }
+        let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+        assert!(scrape.samples.iter().any(|s| s.metric == "resilience4cata_call_duration_seconds"));
+    }
 }
