@@ -15,10 +15,12 @@
 use std::sync::Arc;
 
 use crate::clock::Timer;
+// std's, not `crate::sync`'s: counters with nothing to model, and loom's atomics have no
+// `Default` for the bucket arrays.
 #[cfg(feature = "durations")]
-use crate::sync::Mutex;
+use std::sync::Mutex;
 #[cfg(feature = "durations")]
-use crate::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The upper bounds of the finite buckets, in seconds (Prometheus' `le`), smallest first; a last
 /// bucket, `+Inf`, holds the rest.
