@@ -341,7 +341,7 @@ impl HistogramSnapshot {
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Bucket {
-    /// The upper bound in seconds (`f64::INFINITY` for the last).
+    /// The upper bound in seconds (`f64::INFINITY` for the last, which JSON writes `null`).
     pub le: f64,
     /// The observations at most `le`.
     pub count: u64,
