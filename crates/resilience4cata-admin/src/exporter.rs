@@ -39,8 +39,47 @@ impl Exporter {
             record_snapshot(snapshot);
             record_counts(counts);
         });
-        self.recorder.handle().render()
+        let mut text = self.recorder.handle().render();
+        render_durations(snapshot, &mut text);
+        text
     }
+}
+
+/// The duration histograms (runtime feature `durations`): one family per kind of duration, each
+/// written out here, since a recorder's histogram holds observations, not a snapshot's buckets.
+pub(crate) const HISTOGRAMS: [(&str, &str); 2] = [
+    ("resilience4cata_call_duration_seconds", "whole calls, around every policy, by method or pipeline id"),
+    ("resilience4cata_attempt_duration_seconds", "attempts, each call of the delegate alone, by method or pipeline id"),
+];
+
+/// Appends the histograms of `snapshot.durations()` in the exposition format (`_bucket` with
+/// `le`, `_sum` in seconds, `_count`); nothing when there are none (the runtime was built without
+/// the feature `durations`, or nothing is timed yet).
+fn render_durations(snapshot: &RegistrySnapshot, text: &mut String) {
+    use std::fmt::Write as _;
+    let durations = snapshot.durations();
+    if durations.is_empty() {
+        return;
+    }
+    for (i, (name, help)) in HISTOGRAMS.into_iter().enumerate() {
+        let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} histogram");
+        for d in durations {
+            let histogram = if i == 0 { &d.calls } else { &d.attempts };
+            let instance = escape(&d.instance);
+            for bucket in &histogram.buckets {
+                let le = if bucket.le.is_infinite() { "+Inf".to_owned() } else { bucket.le.to_string() };
+                let _ = writeln!(text, "{name}_bucket{{instance=\"{instance}\",le=\"{le}\"}} {}", bucket.count);
+            }
+            let _ = writeln!(text, "{name}_sum{{instance=\"{instance}\"}} {}", histogram.sum_seconds());
+            let _ = writeln!(text, "{name}_count{{instance=\"{instance}\"}} {}", histogram.count);
+        }
+        text.push('\n');
+    }
+}
+
+/// A label value as the exposition format quotes it.
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// The counters set from the admin's event counts, and their help text.
@@ -205,5 +244,32 @@ mod tests {
             assert!(text.contains(&format!("# HELP {name} ")), "{name} help:\n{text}");
             assert!(text.lines().any(|line| line == sample), "{sample}:\n{text}");
         }
+    }
+
+    /// The duration histograms (the tests build the runtime with the feature `durations`), an id
+    /// that needs escaping, on the manual clock: the exposition's TYPE, buckets, sum and count.
+    #[test]
+    fn durations_are_rendered_as_histograms() {
+        let clock = resilience4cata::testing::ManualClock::new();
+        let registry = resilience4cata::testing::registry(&clock).build().unwrap();
+        let pipeline = Pipeline::builder(&registry, "say \"hi\"\\").build::<u32, std::io::Error>().unwrap();
+        let outcome = pipeline.execute(|| {
+            clock.advance(std::time::Duration::from_millis(30));
+            Ok(1)
+        });
+        assert_eq!(outcome.unwrap(), 1);
+        let text = Exporter::new().render(&registry.snapshot(), &Counts::default());
+        for (name, _) in HISTOGRAMS {
+            assert!(text.contains(&format!("# TYPE {name} histogram\n")), "{name}:\n{text}");
+            for (sample, value) in [("_bucket", r#",le="0.025""#), ("_bucket", r#",le="0.05""#), ("_count", "")] {
+                let count = if value.contains("0.025") { 0 } else { 1 };
+                let line = format!(r#"{name}{sample}{{instance="say \"hi\"\\"{value}}} {count}"#);
+                assert!(text.lines().any(|l| l == line), "{line}:\n{text}");
+            }
+            let sum = format!(r#"{name}_sum{{instance="say \"hi\"\\"}} 0.03"#);
+            assert!(text.lines().any(|l| l == sum), "{sum}:\n{text}");
+        }
+        let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+        assert!(scrape.samples.iter().any(|s| s.metric == "resilience4cata_call_duration_seconds"));
     }
 }

@@ -64,7 +64,10 @@ fn labels_cell(cell: &str) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// A scrape's metrics by name: the `# TYPE` line's type, and each label with its values (the
-/// `instance` label's values are dropped: they are the ids of this test's instances).
+/// `instance` label's values are dropped: they are the ids of this test's instances). A histogram
+/// is one metric: its `_bucket` samples (which the parser folds into one histogram value per
+/// label set, `le` taken out: the shape lists `le` without values, as the table does), its `_sum`
+/// and its `_count`.
 fn shapes(text: &str) -> BTreeMap<String, Shape> {
     let mut shapes = BTreeMap::new();
     for line in text.lines() {
@@ -75,7 +78,16 @@ fn shapes(text: &str) -> BTreeMap<String, Shape> {
     }
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
     for sample in scrape.samples {
-        let shape = shapes.get_mut(&sample.metric).unwrap_or_else(|| panic!("{} has no TYPE line", sample.metric));
+        let histogram = |suffix| {
+            let base = sample.metric.strip_suffix(suffix)?;
+            shapes.get(base).is_some_and(|s| s.kind == "histogram").then(|| base.to_owned())
+        };
+        let name = histogram("_sum").or_else(|| histogram("_count")).unwrap_or_else(|| sample.metric.clone());
+        let shape = shapes.get_mut(&name).unwrap_or_else(|| panic!("{} has no TYPE line", sample.metric));
+        if let prometheus_parse::Value::Histogram(buckets) = &sample.value {
+            assert!(buckets.iter().any(|b| b.less_than.is_infinite()), "{name}: no +Inf bucket");
+            shape.labels.entry("le".to_owned()).or_default();
+        }
         for (label, value) in sample.labels.iter() {
             let values = shape.labels.entry(label.clone()).or_default();
             if label != "instance" {
@@ -103,7 +115,15 @@ async fn both_producers_give_what_the_table_says() {
     let table = table();
     for (name, row) in &table {
         assert!(name.starts_with("resilience4cata_"), "{name}");
-        assert!(matches!(row.shape.kind.as_str(), "counter" | "gauge"), "{name}: {}", row.shape.kind);
+        assert!(matches!(row.shape.kind.as_str(), "counter" | "gauge" | "histogram"), "{name}: {}", row.shape.kind);
+        assert_eq!(
+            row.shape.kind == "histogram",
+            row.shape.labels.contains_key("le"),
+            "{name}: histograms and only they have `le`"
+        );
+        if row.shape.kind == "histogram" {
+            assert!(name.ends_with("_seconds"), "{name}: the histograms are durations, in seconds");
+        }
         assert_eq!(
             name.ends_with("_total"),
             row.shape.kind == "counter",

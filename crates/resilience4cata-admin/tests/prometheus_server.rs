@@ -8,7 +8,8 @@
 //! which makes it fail instead.
 //!
 //! How names are taken from a query (documented in docs/metrics.md): every word that starts with
-//! `resilience4cata_` is a metric name (the dashboard writes no label or function so named).
+//! `resilience4cata_` is a series name (the dashboard writes no label or function so named); a
+//! histogram's series (`_bucket`, `_sum`, `_count`) belong to the metric the table lists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
@@ -16,8 +17,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use resilience4cata::Pipeline;
 use resilience4cata::testing::{self, ManualClock};
+use resilience4cata::{Jitter, Pipeline};
 use resilience4cata_admin::{AdminOptions, serve};
 use serde_json::Value;
 
@@ -70,6 +71,19 @@ fn rated(expr: &str) -> BTreeSet<String> {
     rated
 }
 
+/// The documented metric a series belongs to: itself, or the histogram whose `_bucket`, `_sum`
+/// or `_count` it is.
+fn family<'a>(series: &'a str, documented: &BTreeMap<String, String>) -> &'a str {
+    for suffix in ["_bucket", "_sum", "_count"] {
+        if let Some(base) = series.strip_suffix(suffix)
+            && documented.get(base).is_some_and(|kind| kind == "histogram")
+        {
+            return base;
+        }
+    }
+    series
+}
+
 /// `docs/metrics.md`'s table: metric name → type.
 fn documented_types() -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(TABLE).unwrap();
@@ -114,12 +128,15 @@ fn the_dashboard_is_importable_and_queries_documented_metrics() {
         let names = names(&expr);
         assert!(!names.is_empty(), "{title}: {expr}");
         for name in &names {
-            assert!(documented.contains_key(name), "{title}: {name} is not in docs/metrics.md");
+            assert!(documented.contains_key(family(name, &documented)), "{title}: {name} is not in docs/metrics.md");
         }
         for name in rated(&expr) {
-            assert_eq!(documented[&name], "counter", "{title}: rate/increase of {name}");
+            // A counter, or a histogram's buckets (the argument of `histogram_quantile`).
+            let counted = documented[family(&name, &documented)] == "counter"
+                || (name.ends_with("_bucket") && family(&name, &documented) != name);
+            assert!(counted, "{title}: rate/increase of {name}");
         }
-        used.extend(names);
+        used.extend(names.iter().map(|n| family(n, &documented).to_owned()));
     }
     // The dashboard covers what the admin serves: every documented metric but one (the
     // breaker's `not_permitted_calls` gauge duplicates `calls_total{outcome="not_permitted"}`).
@@ -210,7 +227,7 @@ async fn a_prometheus_server_scraping_the_admin_has_every_series_the_dashboard_q
     let clock = ManualClock::new();
     let registry = testing::registry(&clock).build().unwrap();
     let calls = Pipeline::builder(&registry, "grafana::Api::get")
-        .retry_with(|r| r.max_attempts(2).delay(Duration::from_millis(10)).budget_percent(20.0))
+        .retry_with(|r| r.max_attempts(2).delay(Duration::from_millis(10)).jitter(Jitter::None).budget_percent(20.0))
         .circuit_breaker()
         .rate_limiter()
         .adaptive_limit()
@@ -270,6 +287,7 @@ async fn a_prometheus_server_scraping_the_admin_has_every_series_the_dashboard_q
     // Types, as Prometheus read them from the exposition's TYPE lines.
     let metadata = api(&prometheus, "/api/v1/metadata", &[]).await.unwrap();
     for name in &wanted {
+        let name = family(name, &documented);
         let kind = metadata["data"][name][0]["type"].as_str();
         assert_eq!(kind, Some(documented[name].as_str()), "{name}'s type in Prometheus");
     }
@@ -292,5 +310,21 @@ async fn a_prometheus_server_scraping_the_admin_has_every_series_the_dashboard_q
         .collect();
     assert_eq!(by_outcome.get("success").map(String::as_str), Some("5"), "{body}");
     assert_eq!(by_outcome.get("failure").map(String::as_str), Some("2"), "{body}");
+    // And the durations (runtime feature `durations`), exact on the manual clock: six calls, seven
+    // attempts (the failing call tried twice), every attempt instant; the failing call spans the
+    // retry's 10 ms wait (no jitter), so it is above the first bucket (1 ms) and within the 25 ms one.
+    let get = r#"instance="grafana::Api::get""#;
+    for (query, value) in [
+        (format!("resilience4cata_call_duration_seconds_count{{{get}}}"), "6"),
+        (format!(r#"resilience4cata_call_duration_seconds_bucket{{{get},le="0.001"}}"#), "5"),
+        (format!(r#"resilience4cata_call_duration_seconds_bucket{{{get},le="0.025"}}"#), "6"),
+        (format!("resilience4cata_call_duration_seconds_sum{{{get}}}"), "0.01"),
+        (format!("resilience4cata_attempt_duration_seconds_count{{{get}}}"), "7"),
+        (format!(r#"resilience4cata_attempt_duration_seconds_bucket{{{get},le="0.001"}}"#), "7"),
+        (format!("resilience4cata_attempt_duration_seconds_sum{{{get}}}"), "0"),
+    ] {
+        let body = api(&prometheus, "/api/v1/query", &[("query", &query)]).await.unwrap();
+        assert_eq!(body["data"]["result"][0]["value"][1], value, "{query}: {body}");
+    }
     eprintln!("prometheus_server: {:.1} s", started.elapsed().as_secs_f64());
 }

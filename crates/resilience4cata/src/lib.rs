@@ -8,6 +8,7 @@ pub mod adaptive_limit;
 pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod clock;
+pub mod durations;
 mod error;
 pub mod events;
 pub mod fallback;
@@ -40,6 +41,7 @@ mod sync;
 pub mod timeout;
 
 pub use clock::Clock;
+pub use durations::DurationsSnapshot;
 pub use error::{RegistryError, codes};
 pub use events::{Event, listener_panics};
 pub use fallback::FallbackContext;

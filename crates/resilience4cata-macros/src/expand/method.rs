@@ -166,11 +166,22 @@ pub(crate) fn protected(host: &Host, method: &Method) -> TokenStream {
         quote!(#p::require_resilience_error::<#err>();)
     });
     let returned = ctx.unwrap_returned(quote!(__r4c_result));
+    let timer = timer(host, method);
+    let p = private();
     quote! {
         #rejects
-        let __r4c_result = #chained;
+        let __r4c_result = #p::timed_call!(#timer, #chained);
         #returned
     }
+}
+
+/// The method's call timer: `self.__r4c_durations_<method>` (or through the class style's
+/// accessor), handed to `__private::timed_call!` (around the whole call) and `timed_attempt!`
+/// (around the delegate): runtime macros that, without the runtime's feature `durations`, drop it
+/// and leave the expression as it is; with it, read the registry's exact clock around it.
+fn timer(host: &Host, method: &Method) -> TokenStream {
+    let (fields, name) = (&host.fields, super::wrapper::timer_field(method));
+    quote!(#fields.#name)
 }
 
 /// One call of the delegate, as `Result<T, E>`, its arguments handed over for this attempt: an
@@ -199,7 +210,9 @@ fn innermost(host: &Host, method: &Method) -> TokenStream {
             quote!(Self::#inner(self, #args) #awaited)
         }
     };
-    Ctx { method, layer: &method.layers[0], host }.wrap_attempt(call)
+    let attempt = Ctx { method, layer: &method.layers[0], host }.wrap_attempt(call);
+    let timer = timer(host, method);
+    quote!(#p::timed_attempt!(#timer, #attempt))
 }
 
 /// The unprotected method: the delegate's, called directly (an `async fn` returns the

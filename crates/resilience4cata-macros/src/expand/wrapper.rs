@@ -58,13 +58,17 @@ pub(crate) fn instance_fields(members: &[Member], owner: &str) -> InstanceFields
     let mut out = InstanceFields::default();
     for method in protected(members) {
         let cfg = cfgs(&method.item.attrs);
-        let names: Vec<_> = method.layers.iter().map(|layer| field(layer.spec, method)).collect();
-        let types = method.layers.iter().map(field_ty);
-        let instances = method.layers.iter().map(|layer| instance(owner, method, layer));
+        // The policies' instances, then the method's call timer (`__private::CallTimer`, zero-sized
+        // without the runtime's feature `durations`), under the method's scoped derived id.
+        let mut names: Vec<_> = method.layers.iter().map(|layer| field(layer.spec, method)).collect();
+        names.push(timer_field(method));
+        let mut types: Vec<_> = method.layers.iter().map(field_ty).collect();
+        types.push(quote!(#p::CallTimer));
+        let mut instances: Vec<_> = method.layers.iter().map(|layer| instance(owner, method, layer)).collect();
+        let id = derived_id(owner, method);
+        instances.push(quote!(#p::call_timer(registry, &#p::scoped(__r4c_scope, #id))));
         let constructor = constructor(method);
-        out.declarations.extend(
-            names.iter().zip(method.layers.iter().map(field_ty)).map(|(name, ty)| quote!(#(#cfg)* #name: #ty,)),
-        );
+        out.declarations.extend(names.iter().zip(&types).map(|(name, ty)| quote!(#(#cfg)* #name: #ty,)));
         out.constructors.extend(quote! {
             #(#cfg)*
             #[doc(hidden)]
@@ -81,6 +85,11 @@ pub(crate) fn instance_fields(members: &[Member], owner: &str) -> InstanceFields
         out.inits.extend(names.iter().map(|name| quote!(#(#cfg)* #name,)));
     }
     out
+}
+
+/// `__r4c_durations_<method>`: the field of the method's call timer.
+pub(crate) fn timer_field(method: &Method) -> syn::Ident {
+    format_ident!("__r4c_durations_{}", syn::ext::IdentExt::unraw(&method.item.sig.ident))
 }
 
 /// `__r4c_new_<method>`: the out-of-line constructor of one method's instances.

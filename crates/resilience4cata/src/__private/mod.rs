@@ -117,6 +117,15 @@ pub fn fallback(registry: &Registry, site: Site) -> Result<FallbackPolicy, Regis
     Ok(FallbackPolicy::build(registry.inner(), site.id))
 }
 
+pub use crate::durations::{CallTimer, Started};
+pub use crate::{__r4c_timed_attempt as timed_attempt, __r4c_timed_call as timed_call};
+
+/// The timer of one method's calls and attempts, under its derived id (`id`, scoped): zero-sized
+/// and a no-op without the feature `durations`.
+pub fn call_timer(registry: &Registry, id: &str) -> CallTimer {
+    registry.call_timer(id)
+}
+
 /// A duration literal checked at compile time, rebuilt from its nanoseconds.
 #[inline]
 pub const fn nanos(n: u64) -> ::core::time::Duration {

@@ -12,6 +12,7 @@ use super::order::Steps;
 use super::rules::{Decide, Rules};
 use super::typestate::{AsyncOnly, Blocking, SyncOrAsync};
 use crate::bulkhead::policy::SlotWatch;
+use crate::durations::CallTimer;
 use crate::hedge::policy::HedgePolicy;
 use crate::registry::Registry;
 use crate::retry::Verdict;
@@ -63,6 +64,8 @@ pub struct Pipeline<T, E, M = SyncOrAsync> {
     pub(super) fallback: Option<Fallback<T, E>>,
     /// For `fallback`, which builds its event publisher after `build`.
     pub(super) registry: Registry,
+    /// Times calls and attempts under the pipeline's id (zero-sized without the feature `durations`).
+    timer: CallTimer,
     mode: PhantomData<fn() -> M>,
 }
 
@@ -105,6 +108,7 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
             order: self.order,
             fallback: self.fallback.clone(),
             registry: self.registry.clone(),
+            timer: self.timer.clone(),
             mode: PhantomData,
         }
     }
@@ -134,13 +138,26 @@ impl<T, E, M> Pipeline<T, E, M> {
     ) -> Self {
         let rules = Rules::default();
         let fallback = None;
-        Pipeline { id, retry, hedge: None, guards, async_waits, rules, order, fallback, registry, mode: PhantomData }
+        let timer = registry.call_timer(&id);
+        Pipeline {
+            id,
+            retry,
+            hedge: None,
+            guards,
+            async_waits,
+            rules,
+            order,
+            fallback,
+            registry,
+            timer,
+            mode: PhantomData,
+        }
     }
 
     /// The same pipeline in another mode (an async fallback makes it `AsyncOnly`).
     pub(super) fn into_mode<M2>(self) -> Pipeline<T, E, M2> {
-        let Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, mode: _ } = self;
-        Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, mode: PhantomData }
+        let Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, timer, mode: _ } = self;
+        Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, timer, mode: PhantomData }
     }
 
     /// Adds the hedge `build` resolved (a pipeline has a retry or a hedge, never both).
@@ -454,11 +471,18 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     #[inline]
+    #[cfg_attr(feature = "durations", allow(unused_mut))]
     pub fn execute<F>(&self, mut f: F) -> Result<T, E>
     where
         F: FnMut() -> Result<T, E>,
         M: Blocking,
     {
+        // Timed only with the feature `durations` (without it, neither line exists): the call
+        // around everything (recorded when `_call` drops), each attempt around `f` alone.
+        #[cfg(feature = "durations")]
+        let _call = self.timer.call();
+        #[cfg(feature = "durations")]
+        let mut f = move || self.timer.attempt(&mut f);
         if let Some(order) = &self.order {
             let mut attempts = 0;
             let outcome = self.run_steps(order.get(), &mut || {
@@ -520,11 +544,17 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// # });
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
+    #[cfg_attr(feature = "durations", allow(unused_mut))]
     pub async fn execute_async<F, Fut>(&self, mut f: F) -> Result<T, E>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        // As in `execute`: nothing of it without the feature `durations`.
+        #[cfg(feature = "durations")]
+        let _call = self.timer.call();
+        #[cfg(feature = "durations")]
+        let mut f = move || self.timer.attempt_async(f());
         // A hedge is outermost whatever the order: each hedged attempt runs the steps (`attempt_async`).
         if let Some(hedge) = &self.hedge {
             let mut attempts = 0;

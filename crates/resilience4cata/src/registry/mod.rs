@@ -22,6 +22,7 @@ pub(crate) use crate::kit::{Inner, Layer};
 pub(crate) use crate::policy_list::{for_each_pipeline_policy, for_each_policy};
 
 use crate::clock::Clock;
+use crate::durations::{CallTimer, DurationStore};
 use crate::error::{RegistryError, codes};
 use crate::events::{Event, Listeners};
 use crate::fleet::Fleet;
@@ -51,6 +52,8 @@ pub struct Registry {
 struct Parts {
     inner: Inner,
     stores: Stores,
+    /// The call and attempt histograms (filled only with the feature `durations`).
+    durations: DurationStore,
 }
 
 impl Registry {
@@ -70,7 +73,13 @@ impl Registry {
 
     /// Every policy instance built so far, with its resolved configuration and current state.
     pub fn snapshot(&self) -> RegistrySnapshot {
-        RegistrySnapshot::of(&self.parts.stores)
+        RegistrySnapshot::of(&self.parts.stores, self.parts.durations.snapshots())
+    }
+
+    /// The timer of the calls and attempts of `id` (a method's derived id or a pipeline's id):
+    /// zero-sized and a no-op without the feature `durations`.
+    pub(crate) fn call_timer(&self, id: &str) -> CallTimer {
+        self.parts.durations.timer(&self.parts.inner.timer, id)
     }
 
     /// Attaches a subscriber to this built registry: a bounded, lossy stream of every event any of
@@ -339,6 +348,8 @@ impl RegistryBuilder {
             listeners: self.listeners,
             shared: self.shared.map(|store| Arc::new(Routed(store)) as Arc<dyn Fleet>),
         };
-        Ok(Registry { parts: Arc::new(Parts { inner, stores: self.policies.into_stores() }) })
+        Ok(Registry {
+            parts: Arc::new(Parts { inner, stores: self.policies.into_stores(), durations: DurationStore::default() }),
+        })
     }
 }

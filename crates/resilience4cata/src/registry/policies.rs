@@ -10,6 +10,7 @@
 //! Adding a policy is its own module, one `impl PolicyKind`, and one line in the list.
 
 use super::{Configs, Instances, Registry, UnusedConfig, Usage};
+use crate::durations::DurationsSnapshot;
 use crate::error::RegistryError;
 use crate::events::Publisher;
 use crate::kit::{ConfigOf, PolicyKind};
@@ -134,11 +135,24 @@ macro_rules! registry_parts {
         #[non_exhaustive]
         pub struct RegistrySnapshot {
             $($list: Vec<$snapshot>,)*
+            durations: Vec<DurationsSnapshot>,
         }
 
         impl RegistrySnapshot {
-            pub(crate) fn of(stores: &Stores) -> Self {
-                RegistrySnapshot { $($list: stores.$module.snapshots(),)* }
+            pub(crate) fn of(stores: &Stores, durations: Vec<DurationsSnapshot>) -> Self {
+                RegistrySnapshot { $($list: stores.$module.snapshots(),)* durations }
+            }
+
+            /// The call and attempt durations of every method and pipeline id, ordered by id
+            /// (feature `durations`; empty without it). See [`crate::durations`].
+            ///
+            /// ```
+            /// let registry = resilience4cata::Registry::builder().build()?;
+            /// assert!(registry.snapshot().durations().is_empty()); // nothing timed yet
+            /// # Ok::<(), resilience4cata::RegistryError>(())
+            /// ```
+            pub fn durations(&self) -> &[DurationsSnapshot] {
+                &self.durations
             }
 
             $(
