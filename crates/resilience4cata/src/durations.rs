@@ -202,13 +202,38 @@ impl CallTimer {
         outcome
     }
 
-    /// The pipeline's async attempt, timed from its first poll to its output.
+    /// The pipeline's async attempt, timed from its first poll to its output. A hand-written
+    /// future rather than an `async fn`: in a debug build each `async fn` layer adds its own copy
+    /// of the attempt's state to the poll's stack frame, and a reordered chain is deep enough for
+    /// that to exceed a test thread's 2 MiB.
     #[inline(always)]
-    pub(crate) async fn attempt_async<F: std::future::Future>(&self, attempt: F) -> F::Output {
-        let started = self.start();
-        let outcome = attempt.await;
-        self.finish_attempt(started);
-        outcome
+    pub(crate) fn attempt_async<F: std::future::Future>(&self, attempt: F) -> TimedAttempt<'_, F> {
+        TimedAttempt { timer: self, started: None, attempt }
+    }
+}
+
+#[cfg(feature = "durations")]
+pin_project_lite::pin_project! {
+    /// An attempt's future, timed by [`CallTimer::attempt_async`].
+    pub(crate) struct TimedAttempt<'a, F> {
+        timer: &'a CallTimer,
+        started: Option<Started>,
+        #[pin]
+        attempt: F,
+    }
+}
+
+#[cfg(feature = "durations")]
+impl<F: std::future::Future> std::future::Future for TimedAttempt<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let timer = *this.timer;
+        let started = *this.started.get_or_insert_with(|| timer.start());
+        let outcome = std::task::ready!(this.attempt.poll(cx));
+        timer.finish_attempt(started);
+        std::task::Poll::Ready(outcome)
     }
 }
 
