@@ -6,6 +6,7 @@
 //! depends on nothing the user imported.
 
 pub(crate) mod adaptive_limit;
+pub(crate) mod chaos;
 pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
 mod desugar;
@@ -14,6 +15,8 @@ pub(crate) mod hedge;
 pub(crate) mod method;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;
+#[cfg(test)]
+mod chaos_tests;
 #[cfg(test)]
 mod tests;
 pub(crate) mod timeout;
