@@ -109,6 +109,13 @@ fn implementation(input: &DeriveInput, variant: &Variant, field: &syn::Field) ->
         ),
         None => (quote!(#ident::#vident(#is_rejection::wrap(rejection))), quote!(#ident::#vident(__r4c_field))),
     };
+    // The unit variants by name: how chaos makes a configured `fault` (SPEC §17).
+    let units: Vec<_> = match &input.data {
+        syn::Data::Enum(data) => data.variants.iter().filter(|v| matches!(v.fields, syn::Fields::Unit)).collect(),
+        _ => Vec::new(),
+    };
+    let unit_names = units.iter().map(|v| v.ident.to_string());
+    let unit_idents = units.iter().map(|v| &v.ident);
     quote! {
         #[automatically_derived]
         impl #impl_generics #p::ResilienceError for #ident #ty_generics #where_clause {
@@ -122,6 +129,14 @@ fn implementation(input: &DeriveInput, variant: &Variant, field: &syn::Field) ->
             fn rejection(&self) -> ::core::option::Option<&#p::Rejection> {
                 match self {
                     #bind => ::core::option::Option::Some(#is_rejection::unwrap(__r4c_field)),
+                    _ => ::core::option::Option::None,
+                }
+            }
+
+            #[inline]
+            fn from_variant_name(name: &str) -> ::core::option::Option<Self> {
+                match name {
+                    #(#unit_names => ::core::option::Option::Some(#ident::#unit_idents),)*
                     _ => ::core::option::Option::None,
                 }
             }

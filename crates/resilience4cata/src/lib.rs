@@ -6,6 +6,8 @@
 pub mod __private;
 pub mod adaptive_limit;
 pub mod bulkhead;
+#[cfg(feature = "chaos")]
+pub mod chaos;
 pub mod circuit_breaker;
 pub mod clock;
 pub mod durations;

@@ -12,7 +12,7 @@
 /// where `module` is also the field, the `__private` constructor and the config-file table.
 macro_rules! for_each_policy {
     ($generator:path) => {
-        $generator! {
+        $crate::policy_list::with_chaos! { $generator,
             { retry: RetryPolicy(RetryConfigBuilder, RetrySnapshot), RetryEvent => Retry, "retry", retries, [retry_defaults, retry, retry_instance], [] }
             { hedge: HedgePolicy(HedgeConfigBuilder, HedgeSnapshot), HedgeEvent => Hedge, "hedge", hedges, [hedge_defaults, hedge, hedge_instance], [] }
             { circuit_breaker: CircuitBreakerPolicy(CircuitBreakerConfigBuilder, CircuitBreakerSnapshot), CircuitBreakerEvent => CircuitBreaker, "circuit breaker",
@@ -31,6 +31,27 @@ macro_rules! for_each_policy {
     };
 }
 pub(crate) use for_each_policy;
+
+/// Hands `$generator` the entries of [`for_each_policy!`], and with the feature `chaos` the
+/// injection point's entry after them (innermost, inside the bulkhead). Chaos is configured only
+/// through configuration: it is in no attribute table and no pipeline builder list.
+#[cfg(feature = "chaos")]
+macro_rules! with_chaos {
+    ($generator:path, $($entries:tt)*) => {
+        $generator! {
+            $($entries)*
+            { chaos: ChaosPolicy(ChaosConfigBuilder, ChaosSnapshot), ChaosEvent => Chaos, "chaos", chaos,
+                [chaos_defaults, chaos, chaos_instance], [] }
+        }
+    };
+}
+#[cfg(not(feature = "chaos"))]
+macro_rules! with_chaos {
+    ($generator:path, $($entries:tt)*) => {
+        $generator! { $($entries)* }
+    };
+}
+pub(crate) use with_chaos;
 
 /// The kinds that publish events but keep no configuration, state, snapshot or handle (the
 /// fallback), so they are not in [`for_each_policy!`]: only the event machinery (`events.rs`: the

@@ -131,6 +131,33 @@ pub trait ResilienceError {
 
     /// The refusal this error carries, if it is one.
     fn rejection(&self) -> Option<&Rejection>;
+
+    /// The unit variant named `name`, if the type has one: how chaos (feature `chaos`) makes the
+    /// configured `fault`. `#[derive(ResilienceError)]` implements it for every unit variant; the
+    /// default (and the provided impls) know no name, so such a type cannot be injected as a fault.
+    ///
+    /// ```
+    /// use resilience4cata::{Rejection, ResilienceError};
+    ///
+    /// #[derive(Debug, PartialEq, ResilienceError)]
+    /// enum StockError {
+    ///     Unavailable,
+    ///     Io(u16),
+    ///     #[rejection]
+    ///     Rejected(Rejection),
+    /// }
+    ///
+    /// assert_eq!(StockError::from_variant_name("Unavailable"), Some(StockError::Unavailable));
+    /// assert_eq!(StockError::from_variant_name("Io"), None); // not a unit variant
+    /// assert!(std::io::Error::from_variant_name("Unavailable").is_none());
+    /// ```
+    fn from_variant_name(name: &str) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        let _ = name;
+        None
+    }
 }
 
 impl ResilienceError for std::io::Error {

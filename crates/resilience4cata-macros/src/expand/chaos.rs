@@ -25,3 +25,67 @@ pub(crate) fn with<R>(chaos: bool, f: impl FnOnce() -> R) -> R {
     FORCED.with(|c| c.set(None));
     out
 }
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use crate::model::Method;
+
+/// `<Ret as ResultLike>::Err`: the method's error type, which the runtime's probe asks for its
+/// unit variants by name.
+fn err_type(method: &Method) -> TokenStream {
+    let ret = &method.ret;
+    quote!(<#ret as ::resilience4cata::__private::ResultLike>::Err)
+}
+
+/// `__r4c_chaos_<method>`: the field of the method's injection point.
+pub(crate) fn field(method: &Method) -> syn::Ident {
+    format_ident!("__r4c_chaos_{}", syn::ext::IdentExt::unraw(&method.item.sig.ident))
+}
+
+/// The field's type.
+pub(crate) fn field_ty() -> TokenStream {
+    quote!(::resilience4cata::__private::ChaosPolicy)
+}
+
+/// The injection point's construction in the method's constructor, under `id` (the scoped derived
+/// id): `R4C-REG-003` there when the configured fault is no unit variant of the error type.
+pub(crate) fn instance(method: &Method, id: TokenStream) -> TokenStream {
+    let err = err_type(method);
+    let is_async = method.is_async();
+    quote! {{
+        use ::resilience4cata::__private::{FaultsByName as _, NoFaultsByName as _};
+        ::resilience4cata::__private::chaos_point::<#err>(
+            registry,
+            &::resilience4cata::__private::scoped(__r4c_scope, #id),
+            #is_async,
+            (&::resilience4cata::__private::Faults::<#err>::new()).has(),
+        )?
+    }}
+}
+
+/// The injection point around one call of the delegate (`attempt`, a `Result<T, E>`), reached
+/// through `fields` (`self`, or the class style's accessor): while injection is off, one relaxed
+/// load and one branch, then `attempt`; on, the draw's delay on the registry's clock, then its
+/// fault instead of the delegate.
+pub(crate) fn inject(fields: &TokenStream, method: &Method, attempt: TokenStream) -> TokenStream {
+    let (field, err) = (field(method), err_type(method));
+    let delay = match method.is_async() {
+        true => quote!(__r4c_chaos.delay_async().await;),
+        false => quote!(__r4c_chaos.delay();),
+    };
+    quote! {{
+        use ::resilience4cata::__private::{FaultsByName as _, NoFaultsByName as _};
+        let __r4c_fault = match #fields.#field.roll() {
+            ::core::option::Option::None => ::core::option::Option::None,
+            ::core::option::Option::Some(__r4c_chaos) => {
+                #delay
+                __r4c_chaos.fault((&::resilience4cata::__private::Faults::<#err>::new()).maker())
+            }
+        };
+        match __r4c_fault {
+            ::core::option::Option::Some(__r4c_fault) => ::core::result::Result::Err(__r4c_fault),
+            ::core::option::Option::None => #attempt,
+        }
+    }}
+}

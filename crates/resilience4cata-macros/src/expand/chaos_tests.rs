@@ -10,7 +10,7 @@ use quote::quote;
 
 use crate::diag::Errors;
 
-/// The trait style: sync and async methods, a forwarded one.
+/// The trait style: sync and async methods, one with the trait's policy alone.
 fn trait_sample() -> TokenStream {
     quote! {
         #[retry(max_attempts = 3)]
@@ -95,4 +95,31 @@ fn chaos_off_expands_token_for_token_as_before_chaos() {
         let expected = std::fs::read_to_string(golden(&name)).unwrap();
         assert!(out == expected, "{name}: the expansion without chaos changed:\n{out}\n-- expected --\n{expected}");
     }
+}
+
+/// On, each protected method has its field, its construction under its scoped derived id and one
+/// injection point (sync `delay()`, async `delay_async().await`); a method without a policy has
+/// none.
+#[test]
+fn chaos_on_gives_each_protected_method_one_injection_point() {
+    let all = expansions(true);
+    let out = |name: &str| all.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let trait_style = out("trait");
+    // `forwarded` has the trait's retry, so it has an injection point too; every call of the
+    // delegate (a sync retry emits its attempt twice) is inside one.
+    for method in ["get", "load", "forwarded"] {
+        let points = trait_style.matches(&format!("__r4c_chaos_{method} . roll ()")).count();
+        let calls = trait_style.matches(&format!("< D as Api > :: {method} (")).count();
+        assert!(points >= 1 && points == calls, "{method}: {points} injection points, {calls} delegate calls");
+    }
+    assert_eq!(trait_style.matches(":: chaos_point ::").count(), 3);
+    assert!(trait_style.contains("__r4c_chaos . delay () ;"));
+    assert_eq!(trait_style.matches("__r4c_chaos . delay_async () . await ;").count(), 1);
+    // Innermost: the delegate's call is inside the injection point's `None` arm.
+    assert!(trait_style.contains(":: core :: option :: Option :: None => < Result < u32 , E > as :: resilience4cata :: __private :: ResultLike > :: into_result (< D as Api > :: get"));
+    let class = out("class0");
+    assert!(class.contains("__r4c_chaos_get . roll ()") && class.contains("__r4c_chaos_load . roll ()"));
+    assert!(!class.contains("__r4c_chaos_plain"));
+    assert!(class.contains("__r4c_chaos_load"));
+    assert!(out("class1").contains("__r4c_chaos_get . roll ()"));
 }

@@ -210,7 +210,11 @@ fn innermost(host: &Host, method: &Method) -> TokenStream {
             quote!(Self::#inner(self, #args) #awaited)
         }
     };
-    let attempt = Ctx { method, layer: &method.layers[0], host }.wrap_attempt(call);
+    let mut attempt = Ctx { method, layer: &method.layers[0], host }.wrap_attempt(call);
+    // With chaos (the runtime's feature `chaos`), the injection point innermost, around the delegate.
+    if super::chaos::on() {
+        attempt = super::chaos::inject(&host.fields, method, attempt);
+    }
     let timer = timer(host, method);
     quote!(#p::timed_attempt!(#timer, #attempt))
 }

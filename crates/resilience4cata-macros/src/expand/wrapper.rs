@@ -67,6 +67,12 @@ pub(crate) fn instance_fields(members: &[Member], owner: &str) -> InstanceFields
         let mut instances: Vec<_> = method.layers.iter().map(|layer| instance(owner, method, layer)).collect();
         let id = derived_id(owner, method);
         instances.push(quote!(#p::call_timer(registry, &#p::scoped(__r4c_scope, #id))));
+        // With chaos (the runtime's feature `chaos`), the method's injection point, last.
+        if super::chaos::on() {
+            names.push(super::chaos::field(method));
+            types.push(super::chaos::field_ty());
+            instances.push(super::chaos::instance(method, id.clone()));
+        }
         let constructor = constructor(method);
         out.declarations.extend(names.iter().zip(&types).map(|(name, ty)| quote!(#(#cfg)* #name: #ty,)));
         out.constructors.extend(quote! {

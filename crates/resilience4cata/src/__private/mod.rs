@@ -6,6 +6,8 @@
 #![doc(hidden)]
 #![allow(missing_docs)]
 
+#[cfg(feature = "chaos")]
+mod chaos;
 mod class;
 mod fallback;
 mod hooks;
@@ -33,6 +35,8 @@ use crate::registry::{Registered, for_each_policy};
 pub use crate::retry::policy::{Failure, RetryCall};
 pub use crate::retry::{Backoff, Jitter, Verdict};
 pub use crate::slot_watch::{SlotWatch, WaitRefusal};
+#[cfg(feature = "chaos")]
+pub use chaos::{Faults, FaultsByName, NoFaultsByName, chaos_point};
 pub use class::{PoliciesField, policies_field};
 pub use fallback::{FallbackArg, FallbackContextArg, FallbackReturn, fallback_arg, fallback_context, fallback_returns};
 pub use hooks::{DelayFrom, delay_from};

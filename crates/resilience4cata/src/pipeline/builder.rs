@@ -74,6 +74,15 @@ impl<B: Layer> Wanted<B> {
 /// captured where `E: ResilienceError` is required.
 type Rejections<E> = (fn(Rejection) -> E, FindRejection<E>);
 
+/// How to make `E` from a chaos fault's name (`E::from_variant_name`, and whether it knows the
+/// name), captured where `E: ResilienceError` is required; used only with the feature `chaos`.
+type Faults<E> = (fn(&str) -> Option<E>, fn(&str) -> bool);
+
+/// `E`'s [`Faults`].
+fn faults_of<E: ResilienceError>() -> Faults<E> {
+    (E::from_variant_name, |name| E::from_variant_name(name).is_some())
+}
+
 /// Chooses a pipeline's policies; [`build`](PipelineBuilder::build) resolves them.
 ///
 /// Start it with [`Pipeline::builder`]. For each policy there are three methods, which compose:
@@ -375,6 +384,7 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
         self,
         is_async: bool,
         rejections: Option<Rejections<E>>,
+        faults: Option<Faults<E>>,
     ) -> Result<Pipeline<T, E, M>, RegistryError> {
         let id = match self.scope {
             Some(scope) if scope.is_empty() => {
@@ -418,7 +428,17 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
         let set = wants.resolve_guards(registry, id, is_async)?;
         let guards = rejections.filter(|_| set.any()).map(|(wrap, find)| Guards::new(set, wrap, find));
         let async_waits = registry.inner().timer.can_sleep_async();
-        Ok(Pipeline::from_parts(registry.clone(), Arc::from(id), retry, guards, async_waits, order).with_hedge(hedge))
+        #[allow(unused_mut)]
+        let mut pipeline =
+            Pipeline::from_parts(registry.clone(), Arc::from(id), retry, guards, async_waits, order).with_hedge(hedge);
+        // The injection point, innermost (feature `chaos`): a fault by name needs `E: ResilienceError`.
+        #[cfg(feature = "chaos")]
+        {
+            pipeline.chaos = Some(super::chaos::ChaosSite::build(registry, id, is_async, faults)?);
+        }
+        #[cfg(not(feature = "chaos"))]
+        let _ = faults;
+        Ok(pipeline)
     }
 }
 
@@ -439,7 +459,7 @@ impl PipelineBuilder<'_, Plain> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn build<T, E>(self) -> Result<Pipeline<T, E>, RegistryError> {
-        self.resolve(false, None)
+        self.resolve(false, None, None)
     }
 }
 
@@ -458,7 +478,7 @@ impl PipelineBuilder<'_, Rejecting> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E>, RegistryError> {
-        Ok(self.resolve(false, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
+        Ok(self.resolve(false, Some((E::from_rejection, find_rejection::<E>)), Some(faults_of::<E>()))?.detect_rejections())
     }
 }
 
@@ -479,7 +499,7 @@ impl PipelineBuilder<'_, Hedged> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn build<T, E>(self) -> Result<AsyncPipeline<T, E>, RegistryError> {
-        self.resolve(true, None)
+        self.resolve(true, None, None)
     }
 }
 
@@ -503,7 +523,7 @@ impl PipelineBuilder<'_, AsyncOnly> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn build<T, E: ResilienceError>(self) -> Result<AsyncPipeline<T, E>, RegistryError> {
-        Ok(self.resolve(true, Some((E::from_rejection, find_rejection::<E>)))?.detect_rejections())
+        Ok(self.resolve(true, Some((E::from_rejection, find_rejection::<E>)), Some(faults_of::<E>()))?.detect_rejections())
     }
 }
 

@@ -66,6 +66,9 @@ pub struct Pipeline<T, E, M = SyncOrAsync> {
     pub(super) registry: Registry,
     /// Times calls and attempts under the pipeline's id (zero-sized without the feature `durations`).
     timer: CallTimer,
+    /// The injection point innermost, around the closure (feature `chaos`; set by `build`).
+    #[cfg(feature = "chaos")]
+    pub(super) chaos: Option<super::chaos::ChaosSite<E>>,
     mode: PhantomData<fn() -> M>,
 }
 
@@ -109,6 +112,8 @@ impl<T, E, M> Clone for Pipeline<T, E, M> {
             fallback: self.fallback.clone(),
             registry: self.registry.clone(),
             timer: self.timer.clone(),
+            #[cfg(feature = "chaos")]
+            chaos: self.chaos.clone(),
             mode: PhantomData,
         }
     }
@@ -150,14 +155,44 @@ impl<T, E, M> Pipeline<T, E, M> {
             fallback,
             registry,
             timer,
+            #[cfg(feature = "chaos")]
+            chaos: None,
             mode: PhantomData,
         }
     }
 
     /// The same pipeline in another mode (an async fallback makes it `AsyncOnly`).
     pub(super) fn into_mode<M2>(self) -> Pipeline<T, E, M2> {
-        let Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, timer, mode: _ } = self;
-        Pipeline { id, retry, hedge, guards, async_waits, rules, order, fallback, registry, timer, mode: PhantomData }
+        let Pipeline {
+            id,
+            retry,
+            hedge,
+            guards,
+            async_waits,
+            rules,
+            order,
+            fallback,
+            registry,
+            timer,
+            #[cfg(feature = "chaos")]
+            chaos,
+            mode: _,
+        } = self;
+        Pipeline {
+            id,
+            retry,
+            hedge,
+            guards,
+            async_waits,
+            rules,
+            order,
+            fallback,
+            registry,
+            timer,
+            #[cfg(feature = "chaos")]
+            chaos,
+            mode: PhantomData,
+        }
     }
 
     /// Adds the hedge `build` resolved (a pipeline has a retry or a hedge, never both).
@@ -471,12 +506,19 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     #[inline]
-    #[cfg_attr(feature = "durations", allow(unused_mut))]
+    #[cfg_attr(any(feature = "durations", feature = "chaos"), allow(unused_mut))]
     pub fn execute<F>(&self, mut f: F) -> Result<T, E>
     where
         F: FnMut() -> Result<T, E>,
         M: Blocking,
     {
+        // With the feature `chaos` (without it, this line does not exist), the injection point
+        // innermost, around `f`, inside the attempt's timing.
+        #[cfg(feature = "chaos")]
+        let mut f = move || match &self.chaos {
+            Some(chaos) => chaos.run(&mut f),
+            None => f(),
+        };
         // Timed only with the feature `durations` (without it, neither line exists): the call
         // around everything (recorded when `_call` drops), each attempt around `f` alone.
         #[cfg(feature = "durations")]
@@ -544,12 +586,18 @@ impl<T, E, M> Pipeline<T, E, M> {
     /// # });
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
-    #[cfg_attr(feature = "durations", allow(unused_mut))]
+    #[cfg_attr(any(feature = "durations", feature = "chaos"), allow(unused_mut))]
     pub async fn execute_async<F, Fut>(&self, mut f: F) -> Result<T, E>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        // As in `execute`: the injection point only with the feature `chaos`.
+        #[cfg(feature = "chaos")]
+        let mut f = move || match &self.chaos {
+            Some(chaos) => chaos.run_async(&mut f),
+            None => super::chaos::ChaosAttempt::Pass { fut: f() },
+        };
         // As in `execute`: nothing of it without the feature `durations`.
         #[cfg(feature = "durations")]
         let _call = self.timer.call();

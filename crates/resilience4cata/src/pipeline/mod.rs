@@ -97,6 +97,8 @@ it, no box needed)."#
 )]
 
 mod builder;
+#[cfg(feature = "chaos")]
+mod chaos;
 mod execute;
 mod fallback;
 mod fallback_methods;

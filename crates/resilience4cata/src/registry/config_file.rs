@@ -210,6 +210,20 @@ impl FromConfig for bool {
     }
 }
 
+/// A name (`fault = "Unavailable"`).
+impl FromConfig for String {
+    fn from_config<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+}
+
+/// A seed.
+impl FromConfig for u64 {
+    fn from_config<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+}
+
 impl FromConfig for u32 {
     fn from_config<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         serde::Deserialize::deserialize(d)
