@@ -232,7 +232,7 @@ mod serialize_tests {
 
     /// The variants of `AnyEvent`, numbered: no `_` arm, so a new variant does not compile here
     /// until it is numbered (and `VARIANTS` grows, so the test below wants a sample of it).
-    const VARIANTS: usize = 9;
+    const VARIANTS: usize = 9 + cfg!(feature = "chaos") as usize;
 
     fn variant(event: &AnyEvent) -> usize {
         match event {
@@ -245,6 +245,8 @@ mod serialize_tests {
             AnyEvent::Bulkhead(_) => 6,
             AnyEvent::Fallback(_) => 7,
             AnyEvent::SharedState(_) => 8,
+            #[cfg(feature = "chaos")]
+            AnyEvent::Chaos(_) => 9,
         }
     }
 
@@ -261,6 +263,8 @@ mod serialize_tests {
             AnyEvent::Bulkhead(e) => serde_json::to_value(e),
             AnyEvent::Fallback(e) => serde_json::to_value(e),
             AnyEvent::SharedState(e) => serde_json::to_value(e),
+            #[cfg(feature = "chaos")]
+            AnyEvent::Chaos(e) => serde_json::to_value(e),
         }
         .unwrap()
     }
@@ -308,7 +312,16 @@ mod serialize_tests {
             ),
             (AnyEvent::Bulkhead(BulkheadEvent::Finished { instance: i.clone() }), "bulkhead", "Finished"),
             (AnyEvent::Fallback(FallbackEvent::Applied { instance: i.clone(), attempts: 3 }), "fallback", "Applied"),
-            (AnyEvent::SharedState(SharedStateEvent::Degraded { instance: i }), "shared_state", "Degraded"),
+            (AnyEvent::SharedState(SharedStateEvent::Degraded { instance: i.clone() }), "shared_state", "Degraded"),
+            #[cfg(feature = "chaos")]
+            (
+                AnyEvent::Chaos(crate::chaos::ChaosEvent::LatencyInjected {
+                    instance: i.clone(),
+                    latency: Duration::from_millis(300),
+                }),
+                "chaos",
+                "LatencyInjected",
+            ),
         ]
     }
 
