@@ -363,3 +363,43 @@ fn chaos_a_retry_only_pipeline_cannot_make_a_fault_and_says_so() {
     assert_eq!(plain.execute(|| Ok(3)), Ok(3));
     assert_eq!(chaos_of(&registry, "plain").latencies, 1);
 }
+
+// ---- the tower layer ----
+
+#[cfg(feature = "tower")]
+#[test]
+fn chaos_the_tower_layer_injects_around_the_service_call() {
+    use std::sync::Arc;
+    use tower::{Layer, ServiceExt, service_fn};
+
+    let clock = ManualClock::new();
+    let registry = testkit::no_jitter(&clock)
+        .chaos_instance("stock", |c| c.enabled(true).fault_rate(1.0).fault("Unavailable"))
+        .chaos_instance("slow", |c| c.enabled(true).latency_rate(1.0).latency(Duration::from_millis(30)))
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&calls);
+    let backend = service_fn(move |_: u32| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        async { Ok::<u32, StockError>(7) }
+    });
+    let stock = Pipeline::builder(&registry, "stock")
+        .retry_with(|r| r.max_attempts(3).delay(Duration::from_millis(10)))
+        .circuit_breaker()
+        .build::<u32, StockError>()
+        .unwrap();
+    let service = stock.layer().layer(backend.clone());
+    assert_eq!(block_on(service.oneshot(1)), Err(StockError::Unavailable));
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "the service is never called for a fault");
+    assert_eq!(chaos_of(&registry, "stock").faults, 3);
+    assert_eq!(registry.snapshot().circuit_breakers()[0].failed_calls, 3);
+    assert_eq!(clock.elapsed(), Duration::from_millis(30), "the retry's two waits, 10 ms then 20 ms");
+
+    // Latency: the call starts late on the registry's clock, then reaches the service.
+    let slow = Pipeline::builder(&registry, "slow").retry().build::<u32, StockError>().unwrap();
+    let service = slow.layer().layer(backend);
+    assert_eq!(block_on(service.oneshot(1)), Ok(7));
+    assert_eq!((calls.load(Ordering::SeqCst), clock.elapsed()), (1, Duration::from_millis(60)));
+    assert_eq!(chaos_of(&registry, "slow").latencies, 1);
+}

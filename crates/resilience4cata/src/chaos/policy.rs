@@ -33,6 +33,12 @@ impl ChaosPolicy {
         Ok(self)
     }
 
+    /// Whether injection is switched on: one relaxed load.
+    #[inline(always)]
+    pub(crate) fn is_on(&self) -> bool {
+        self.state.is_enabled()
+    }
+
     /// This call's injection, if any: while injection is off, one relaxed load and one branch.
     #[inline(always)]
     pub fn roll(&self) -> Option<Injection<'_>> {

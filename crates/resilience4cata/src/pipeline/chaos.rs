@@ -41,6 +41,12 @@ impl<E> ChaosSite<E> {
         Ok(ChaosSite { point: point.for_error_type(std::any::type_name::<E>(), has)?, make })
     }
 
+    /// Whether injection is switched on: one relaxed load.
+    #[inline(always)]
+    pub(crate) fn is_on(&self) -> bool {
+        self.point.is_on()
+    }
+
     /// One blocking attempt through the injection point.
     #[inline(always)]
     pub(crate) fn run<T>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {

@@ -651,6 +651,26 @@ impl<T, E, M> Pipeline<T, E, M> {
         self.attempt_reserved(f, Reserved::default()).await
     }
 
+    /// Whether the injection point injects now (feature `chaos`): the tower adapter then runs the
+    /// attempt through [`chaos_attempt`](Self::chaos_attempt). One relaxed load.
+    #[cfg(feature = "chaos")]
+    #[inline(always)]
+    pub(super) fn chaos_on(&self) -> bool {
+        self.chaos.as_ref().is_some_and(|chaos| chaos.is_on())
+    }
+
+    /// One async call of `f` through the injection point (feature `chaos`; the tower adapter's).
+    #[cfg(feature = "chaos")]
+    pub(super) fn chaos_attempt<Fut: Future<Output = Result<T, E>>>(
+        &self,
+        f: impl FnOnce() -> Fut,
+    ) -> super::chaos::ChaosAttempt<'_, Fut, E> {
+        match &self.chaos {
+            Some(chaos) => chaos.run_async(f),
+            None => super::chaos::ChaosAttempt::Pass { fut: f() },
+        }
+    }
+
     /// [`attempt_async`](Self::attempt_async) on a permit or slot already taken (tower backpressure).
     pub(super) async fn attempt_reserved<Fut: Future<Output = Result<T, E>>>(
         &self,

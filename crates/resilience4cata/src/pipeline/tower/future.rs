@@ -72,8 +72,13 @@ pin_project! {
     }
 }
 
-/// Whether attempts must be lent the service and boxed: inner policies other than a lone breaker.
+/// Whether attempts must be lent the service and boxed: inner policies other than a lone breaker,
+/// or (feature `chaos`) injection switched on, whose point sits innermost in the boxed attempt.
 fn lends<T, E, M>(pipeline: &Pipeline<T, E, M>) -> bool {
+    #[cfg(feature = "chaos")]
+    if pipeline.chaos_on() {
+        return true;
+    }
     pipeline.guards().is_some_and(|guards| guards.only_breaker().is_none())
 }
 
@@ -133,6 +138,10 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
         M: 'static,
     {
         let future = Box::pin(async move {
+            // With the feature `chaos`, the injection point around the service's call, innermost.
+            #[cfg(feature = "chaos")]
+            let outcome = pipeline.attempt_reserved(|| pipeline.chaos_attempt(|| service.call(request)), reserved).await;
+            #[cfg(not(feature = "chaos"))]
             let outcome = pipeline.attempt_reserved(|| service.call(request), reserved).await;
             (outcome, service)
         });
