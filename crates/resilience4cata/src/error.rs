@@ -28,6 +28,11 @@ pub mod codes {
     pub const CONFIG_BAD_VALUE: &str = "R4C-CFG-003";
     /// A configuration file has a value out of range on its own (`max_attempts = 0`).
     pub const CONFIG_OUT_OF_RANGE: &str = "R4C-CFG-004";
+    /// A live update changes `shared` or `lease` of an instance that exists.
+    pub const CONFIG_FIXED_KEY: &str = "R4C-CFG-005";
+    /// A live update changes a key whose live change is not supported yet (the adaptive limit's
+    /// algorithm and its tuning).
+    pub const CONFIG_NOT_LIVE: &str = "R4C-CFG-006";
 }
 
 /// A configuration problem found when building a registry, a wrapper or a pipeline.

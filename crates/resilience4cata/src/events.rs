@@ -3,6 +3,7 @@
 //!
 //! [`Registry::subscribe`]: crate::Registry::subscribe
 
+mod config;
 mod shared_state;
 mod subscription;
 
@@ -10,6 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use config::ConfigEvent;
 pub use shared_state::SharedStateEvent;
 pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
@@ -102,6 +104,7 @@ macro_rules! event_parts {
             $(pub(crate) $module: Vec<Listener<$event>>,)*
             $(pub(crate) $only: Vec<Listener<$only_event>>,)*
             pub(crate) shared_state: Vec<Listener<SharedStateEvent>>,
+            pub(crate) config: Vec<Listener<ConfigEvent>>,
         }
 
         impl fmt::Debug for Listeners {
@@ -145,6 +148,8 @@ macro_rules! event_parts {
             )*
             /// A shared instance left the fleet for its local state, or came back.
             SharedState(SharedStateEvent),
+            /// A live configuration update changed an instance, or a watched file was refused.
+            Config(ConfigEvent),
         }
 
         impl AnyEvent {
@@ -154,6 +159,7 @@ macro_rules! event_parts {
                     $(AnyEvent::$variant(e) => e.instance(),)*
                     $(AnyEvent::$only_variant(e) => e.instance(),)*
                     AnyEvent::SharedState(e) => e.instance(),
+                    AnyEvent::Config(e) => e.instance(),
                 }
             }
 
@@ -163,6 +169,7 @@ macro_rules! event_parts {
                     $(AnyEvent::$variant(_) => <$event as Published>::POLICY,)*
                     $(AnyEvent::$only_variant(_) => <$only_event as Published>::POLICY,)*
                     AnyEvent::SharedState(_) => "shared_state",
+                    AnyEvent::Config(_) => "config",
                 }
             }
         }
@@ -195,6 +202,7 @@ macro_rules! event_parts {
                     $(AnyEvent::$variant(event) => policy_tagged(policy, event, serializer),)*
                     $(AnyEvent::$only_variant(event) => policy_tagged(policy, event, serializer),)*
                     AnyEvent::SharedState(event) => policy_tagged(policy, event, serializer),
+                    AnyEvent::Config(event) => policy_tagged(policy, event, serializer),
                 }
             }
         }
@@ -232,7 +240,7 @@ mod serialize_tests {
 
     /// The variants of `AnyEvent`, numbered: no `_` arm, so a new variant does not compile here
     /// until it is numbered (and `VARIANTS` grows, so the test below wants a sample of it).
-    const VARIANTS: usize = 9 + cfg!(feature = "chaos") as usize;
+    const VARIANTS: usize = 10 + cfg!(feature = "chaos") as usize;
 
     fn variant(event: &AnyEvent) -> usize {
         match event {
@@ -245,8 +253,9 @@ mod serialize_tests {
             AnyEvent::Bulkhead(_) => 6,
             AnyEvent::Fallback(_) => 7,
             AnyEvent::SharedState(_) => 8,
+            AnyEvent::Config(_) => 9,
             #[cfg(feature = "chaos")]
-            AnyEvent::Chaos(_) => 9,
+            AnyEvent::Chaos(_) => 10,
         }
     }
 
@@ -263,6 +272,7 @@ mod serialize_tests {
             AnyEvent::Bulkhead(e) => serde_json::to_value(e),
             AnyEvent::Fallback(e) => serde_json::to_value(e),
             AnyEvent::SharedState(e) => serde_json::to_value(e),
+            AnyEvent::Config(e) => serde_json::to_value(e),
             #[cfg(feature = "chaos")]
             AnyEvent::Chaos(e) => serde_json::to_value(e),
         }
@@ -321,6 +331,11 @@ mod serialize_tests {
                 }),
                 "chaos",
                 "LatencyInjected",
+            ),
+            (
+                AnyEvent::Config(ConfigEvent::Changed { instance: i, policy: crate::Policy::RateLimiter }),
+                "config",
+                "Changed",
             ),
         ]
     }
@@ -394,6 +409,36 @@ impl sealed::Sealed for SharedStateEvent {
 
 /// Shared-state events are published by `shared.rs` straight to listeners and subscribers.
 impl Event for SharedStateEvent {}
+
+impl sealed::Sealed for ConfigEvent {
+    fn listeners_of(listeners: &mut Listeners) -> &mut Vec<Listener<Self>> {
+        &mut listeners.config
+    }
+
+    fn listeners_in(listeners: &Listeners) -> &[Listener<Self>] {
+        &listeners.config
+    }
+
+    fn into_any(self) -> AnyEvent {
+        AnyEvent::Config(self)
+    }
+}
+
+/// Configuration events are published by the registry (`Registry::update_config`, a watched file)
+/// straight to listeners and subscribers.
+impl Event for ConfigEvent {}
+
+/// Publishes a configuration event to the registry's listeners (each isolated) and subscribers.
+pub(crate) fn publish_config(listeners: &Listeners, event: ConfigEvent) {
+    #[cfg(feature = "tracing")]
+    isolated(|| tracing::event!(target: "resilience4cata", tracing::Level::INFO, event = ?event));
+    for listener in &listeners.config {
+        isolated(|| listener(&event));
+    }
+    if listeners.hub.has_subscribers() {
+        listeners.hub.publish(&AnyEvent::Config(event));
+    }
+}
 
 /// An event type of a policy of the list (or of an event-only kind): its policy's name and, with
 /// feature `metrics`, the metric handles one instance's publishing sites update ([`publish!`]).

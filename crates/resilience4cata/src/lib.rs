@@ -45,12 +45,14 @@ pub mod timeout;
 pub use clock::Clock;
 pub use durations::DurationsSnapshot;
 pub use error::{RegistryError, codes};
-pub use events::{Event, listener_panics};
+pub use events::{ConfigEvent, Event, listener_panics};
 pub use fallback::FallbackContext;
 pub use pipeline::{AsyncPipeline, Pipeline, PipelineBuilder, Policy};
+#[cfg(all(feature = "serde", feature = "tokio"))]
+pub use registry::ConfigWatch;
 #[cfg(feature = "serde")]
 pub use registry::config_file::{PolicyTables, RegistryConfig};
-pub use registry::{Registry, RegistryBuilder, RegistrySnapshot, UnusedConfig};
+pub use registry::{ConfigChange, Registry, RegistryBuilder, RegistrySnapshot, UnusedConfig};
 pub use rejection::{Rejection, ResilienceError};
 /// `#[resilient]` on a trait, and `#[derive(ResilienceError)]` (same name as the trait, like serde's
 /// `Serialize`).

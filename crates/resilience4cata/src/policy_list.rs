@@ -229,3 +229,86 @@ macro_rules! for_each_pipeline_policy {
     };
 }
 pub(crate) use for_each_pipeline_policy;
+
+/// [`Policy`], the names of the policy kinds, from the pipeline's list: on the ground floor, so
+/// the events (`ConfigEvent`) and the registry (`ConfigChange`) name a kind as the pipeline's
+/// `.order([…])` does.
+macro_rules! policy_names {
+    (retry: { $retry:ident: $retry_policy:ident($retry_builder:ident) as $retry_variant:ident, $($retry_rest:tt)* }
+     hedge: { $hedge:ident: $hedge_policy:ident($hedge_builder:ident) as $hedge_variant:ident, $($hedge_rest:tt)* }
+     guards: [$({ $module:ident: $policy:ident($builder:ident) as $variant:ident, $($rest:tt)* })*]) => {
+        /// A policy kind, for [`PipelineBuilder::order`](crate::PipelineBuilder::order): the names
+        /// `#[policy_order(…)]` takes, in the default order (outermost first).
+        ///
+        /// `#[non_exhaustive]`: a policy added to the crate gets its variant here, so a `match` over
+        /// `Policy` outside this crate needs a `_` arm; naming the variants, as `.order([…])` does, is
+        /// unaffected.
+        ///
+        /// ```
+        /// use resilience4cata::{Pipeline, Policy, Registry};
+        ///
+        /// let registry = Registry::builder().build()?;
+        /// // One timeout bounds the whole retried call instead of each attempt.
+        /// let search = Pipeline::builder(&registry, "search")
+        ///     .retry()
+        ///     .timeout()
+        ///     .order([Policy::Timeout, Policy::Retry])
+        ///     .build::<u32, std::io::Error>()?;
+        /// # let _ = search;
+        /// # Ok::<(), resilience4cata::RegistryError>(())
+        /// ```
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Policy {
+            /// `#[fallback]`: always the outermost layer.
+            Fallback,
+            #[doc = concat!("`#[", stringify!($retry), "]`.")]
+            $retry_variant,
+            #[doc = concat!("`#[", stringify!($hedge), "]`.")]
+            $hedge_variant,
+            $(
+                #[doc = concat!("`#[", stringify!($module), "]`.")]
+                $variant,
+            )*
+            /// Fault injection (feature `chaos`): configured only through configuration, never
+            /// ordered (its point is always innermost).
+            #[cfg(feature = "chaos")]
+            Chaos,
+        }
+
+
+        impl Policy {
+            /// The attribute name, also the key in configuration files: `"retry"`, `"circuit_breaker"`, …
+            ///
+            /// ```
+            /// assert_eq!(resilience4cata::Policy::RateLimiter.name(), "rate_limiter");
+            /// ```
+            pub fn name(self) -> &'static str {
+                match self {
+                    Policy::Fallback => "fallback",
+                    Policy::$retry_variant => stringify!($retry),
+                    Policy::$hedge_variant => stringify!($hedge),
+                    $(Policy::$variant => stringify!($module),)*
+                    #[cfg(feature = "chaos")]
+                    Policy::Chaos => "chaos",
+                }
+            }
+        }
+
+        impl std::fmt::Display for Policy {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        /// With feature `serde`: the attribute name (`"circuit_breaker"`).
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for Policy {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.name())
+            }
+        }
+    };
+}
+
+for_each_pipeline_policy!(policy_names);

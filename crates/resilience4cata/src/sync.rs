@@ -7,3 +7,71 @@
 pub(crate) use loom::sync::{Mutex, MutexGuard, atomic};
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::{Mutex, MutexGuard, atomic};
+
+/// A value a live configuration update replaces whole (SPEC §16): readers at decision points
+/// `load` it without a lock (an `arc_swap::ArcSwap`, one load and a debt slot, no allocation),
+/// and every reading is one whole version, never half of one update and half of the next.
+pub(crate) struct Live<C> {
+    #[cfg(not(all(test, loom)))]
+    cell: arc_swap::ArcSwap<C>,
+    /// loom does not model arc-swap's internals: the same contract behind a modelled mutex.
+    #[cfg(all(test, loom))]
+    cell: Mutex<std::sync::Arc<C>>,
+}
+
+impl<C: std::fmt::Debug> std::fmt::Debug for Live<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.load().fmt(f)
+    }
+}
+
+impl<C> Live<C> {
+    pub(crate) fn new(value: C) -> Self {
+        #[cfg(not(all(test, loom)))]
+        return Live { cell: arc_swap::ArcSwap::from_pointee(value) };
+        #[cfg(all(test, loom))]
+        return Live { cell: Mutex::new(std::sync::Arc::new(value)) };
+    }
+
+    /// The current version, whole.
+    #[inline]
+    pub(crate) fn load(&self) -> LiveRef<C> {
+        #[cfg(not(all(test, loom)))]
+        return LiveRef(self.cell.load());
+        #[cfg(all(test, loom))]
+        return LiveRef(std::sync::Arc::clone(&self.cell.lock().unwrap()));
+    }
+
+    /// The current version, as an `Arc` of its own (kept past the reader's scope).
+    pub(crate) fn load_full(&self) -> std::sync::Arc<C> {
+        #[cfg(not(all(test, loom)))]
+        return self.cell.load_full();
+        #[cfg(all(test, loom))]
+        return std::sync::Arc::clone(&self.cell.lock().unwrap());
+    }
+
+    /// Replaces the value: later `load`s see `value`, earlier ones keep the version they hold.
+    pub(crate) fn store(&self, value: C) {
+        #[cfg(not(all(test, loom)))]
+        self.cell.store(std::sync::Arc::new(value));
+        #[cfg(all(test, loom))]
+        {
+            *self.cell.lock().unwrap() = std::sync::Arc::new(value);
+        }
+    }
+}
+
+/// One version of a [`Live`] value, held by a reader (derefs to the value).
+pub(crate) struct LiveRef<C>(
+    #[cfg(not(all(test, loom)))] arc_swap::Guard<std::sync::Arc<C>>,
+    #[cfg(all(test, loom))] std::sync::Arc<C>,
+);
+
+impl<C> std::ops::Deref for LiveRef<C> {
+    type Target = C;
+
+    #[inline]
+    fn deref(&self) -> &C {
+        &self.0
+    }
+}

@@ -403,3 +403,56 @@ fn chaos_the_tower_layer_injects_around_the_service_call() {
     assert_eq!((calls.load(Ordering::SeqCst), clock.elapsed()), (1, Duration::from_millis(60)));
     assert_eq!(chaos_of(&registry, "slow").latencies, 1);
 }
+
+// ---- live configuration (SPEC §16) ----
+
+#[cfg(feature = "serde")]
+#[test]
+fn chaos_switched_on_and_off_live_with_update_toml() {
+    use resilience4cata::Policy;
+    use std::sync::Arc;
+
+    let clock = ManualClock::new();
+    let (registry, inventory) = world(&clock, |b| b);
+    assert_eq!(block_on(inventory.quick()), Ok(7));
+    let on = format!("[instances.\"{}\".chaos]\nenabled = true\nfault_rate = 1.0\nfault = \"Unavailable\"\n", id("quick"));
+    let change = registry.update_toml(&on).unwrap();
+    assert_eq!(change.changed, vec![(Arc::from(id("quick")), Policy::Chaos)]);
+    // The wrapper built before the update injects from its next call on: both attempts faulted.
+    assert_eq!(block_on(inventory.quick()), Err(StockError::Unavailable));
+    assert_eq!((calls(&inventory), chaos_of(&registry, &id("quick")).faults), (1, 2));
+    let off = on.replace("enabled = true", "enabled = false");
+    let change = registry.update_toml(&off).unwrap();
+    assert_eq!(change.changed, vec![(Arc::from(id("quick")), Policy::Chaos)]);
+    assert_eq!(block_on(inventory.quick()), Ok(7));
+    assert_eq!((calls(&inventory), chaos_of(&registry, &id("quick")).faults), (2, 2));
+    assert!(!chaos_of(&registry, &id("quick")).config.enabled);
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn chaos_a_bad_value_in_an_update_is_refused_with_nothing_changed() {
+    let clock = ManualClock::new();
+    let (registry, inventory) = world(&clock, |b| b);
+    let stock = id("stock");
+    let before = registry.snapshot().chaos().to_vec();
+    for (toml, code) in [
+        // Not a unit variant of `StockError`.
+        (format!("[instances.\"{stock}\".chaos]\nenabled = true\nfault_rate = 1\nfault = \"Gone\"\n"), "R4C-REG-003"),
+        // A default fault reaches `io`, whose `std::io::Error` has no variant by name.
+        ("[defaults.chaos]\nfault = \"Unavailable\"\n".to_string(), "R4C-REG-003"),
+        (format!("[instances.\"{stock}\".chaos]\nenabled = true\nfault_rate = 2\nfault = \"Unavailable\"\n"), "R4C-CFG-004"),
+        (format!("[instances.\"{stock}\".chaos]\nlatency = \"-1s\"\n"), "R4C-CFG-003"),
+        (format!("[instances.\"{stock}\".chaos]\nenabled = true\nfault_rate = 0.5\n"), "R4C-REG-003"),
+    ] {
+        let e = registry.update_toml(&toml).err().unwrap_or_else(|| panic!("accepted: {toml}"));
+        assert_eq!(e.code(), code, "{toml}: {e}");
+        assert_eq!(registry.snapshot().chaos(), before.as_slice(), "nothing changed after {toml}");
+        assert_eq!(inventory.stock("apple"), Ok(7));
+    }
+    let e = registry
+        .update_toml(&format!("[instances.\"{stock}\".chaos]\nenabled = true\nfault_rate = 1\nfault = \"Gone\"\n"))
+        .unwrap_err();
+    assert_eq!(e.instance(), Some(stock.as_str()));
+    assert!(e.to_string().contains("\"Gone\""), "{e}");
+}

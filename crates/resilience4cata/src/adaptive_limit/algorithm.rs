@@ -90,6 +90,20 @@ impl Aimd {
     /// the compare-and-set that frees the call's slot.
     #[inline]
     pub(crate) fn next(&self, limit: u32, rtt_nanos: u64, in_flight: u32, dropped: bool) -> u32 {
+        self.next_within(limit, rtt_nanos, in_flight, dropped, (self.min, self.max))
+    }
+
+    /// [`next`](Self::next) clamped into `(min, max)` instead of its own bounds: the policy's
+    /// bounds, which a live update may change (SPEC §16).
+    #[inline]
+    pub(crate) fn next_within(
+        &self,
+        limit: u32,
+        rtt_nanos: u64,
+        in_flight: u32,
+        dropped: bool,
+        (min, max): (u32, u32),
+    ) -> u32 {
         let next = if dropped || rtt_nanos > self.latency_timeout {
             (f64::from(limit) * self.backoff_ratio) as u32
         } else if u64::from(in_flight) * 2 >= u64::from(limit) {
@@ -97,7 +111,7 @@ impl Aimd {
         } else {
             limit
         };
-        next.clamp(self.min, self.max)
+        next.clamp(min, max)
     }
 }
 

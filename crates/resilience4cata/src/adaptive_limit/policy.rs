@@ -9,7 +9,7 @@ pub use super::state::{AdaptiveLimitPermit, Outcome};
 use super::{AdaptiveLimitConfig, AdaptiveLimitConfigBuilder, AdaptiveLimitEvent, AdaptiveLimitSnapshot};
 use crate::error::RegistryError;
 use crate::events::Publisher;
-use crate::kit::{Inner, policy_kind};
+use crate::kit::{Fixed, Inner, policy_kind};
 use crate::pass_or::PassOr;
 use crate::rejection::Rejection;
 
@@ -92,6 +92,14 @@ policy_kind! {
         events: Publisher<AdaptiveLimitEvent>,
     ) -> AdaptiveLimitState {
         AdaptiveLimitState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn reconfigure(state: &AdaptiveLimitState, config: AdaptiveLimitConfig) {
+        state.reconfigure(config);
+    }
+
+    fn fixed_key(old: &AdaptiveLimitConfig, new: &AdaptiveLimitConfig) -> Option<Fixed> {
+        super::state::fixed_key(old, new)
     }
 }
 

@@ -15,7 +15,7 @@ use std::fmt;
 use std::future::poll_fn;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::task::{Poll, Waker};
 use std::thread::Thread;
@@ -27,7 +27,9 @@ use super::window::{Sample, Windowed};
 use super::{AdaptiveLimitConfig, AdaptiveLimitEvent, AdaptiveLimitSnapshot, Algorithm};
 use crate::clock::{Timer, nanos};
 use crate::events::{Publisher, publish};
+use crate::kit::Fixed;
 use crate::rejection::Rejection;
+use crate::sync::Live;
 
 const IN_FLIGHT: u64 = (1 << 32) - 1;
 
@@ -96,6 +98,32 @@ impl Slots {
         };
         self.wake_waiters();
         (old, new)
+    }
+
+    /// Clamps the limit into `[min, max]` (a live update), keeping the calls in flight; wakes the
+    /// waiters when it rose. `Some((from, to))` when it changed.
+    pub(crate) fn clamp(&self, min: u32, max: u32) -> Option<(u32, u32)> {
+        let mut current = self.word.load(Ordering::SeqCst);
+        loop {
+            let (from, to) = (limit(current), limit(current).clamp(min, max));
+            if from == to {
+                return None;
+            }
+            match self.word.compare_exchange_weak(
+                current,
+                word(to, in_flight(current)),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => {
+                    if to > from {
+                        self.wake_waiters();
+                    }
+                    return Some((from, to));
+                }
+                Err(actual) => current = actual,
+            }
+        }
     }
 
     /// Gives a slot back, leaving the limit (one read-modify-write).
@@ -204,7 +232,12 @@ impl Engine {
 /// An adaptive limit instance's shared state: one per instance id.
 pub(crate) struct AdaptiveLimitState {
     pub(crate) instance: Arc<str>,
-    pub(crate) config: AdaptiveLimitConfig,
+    /// The resolved configuration as of the last update (the slow paths load it once each).
+    pub(crate) config: Live<AdaptiveLimitConfig>,
+    /// `enabled`, what the pass path tests (a live update may change it).
+    enabled: AtomicBool,
+    /// `min_limit << 32 | max_limit`, one word so a release clamps into one version's bounds.
+    bounds: AtomicU64,
     slots: Slots,
     engine: Engine,
     pub(crate) timer: Arc<Timer>,
@@ -237,17 +270,39 @@ impl AdaptiveLimitState {
             slots: Slots::new(config.initial_limit),
             engine: Engine::new(&config),
             instance,
-            config,
+            enabled: AtomicBool::new(config.enabled),
+            bounds: AtomicU64::new(bounds(&config)),
+            config: Live::new(config),
             coarse: timer.coarse_cell(),
             timer,
         }
+    }
+
+    /// A live update (SPEC §16): the current limit is clamped into the new bounds (a raised
+    /// floor wakes the waiters), calls in flight keep their slots, and the algorithm keeps its
+    /// state (only the keys `LIVE_KEYS` allows reach here; the others are `R4C-CFG-006`).
+    pub(crate) fn reconfigure(&self, config: AdaptiveLimitConfig) {
+        let (min, max) = (config.min_limit, config.max_limit);
+        self.bounds.store(bounds(&config), Ordering::SeqCst);
+        self.enabled.store(config.enabled, Ordering::Relaxed);
+        self.config.store(config);
+        if let Some((from, to)) = self.slots.clamp(min, max) {
+            self.changed(from, to);
+        }
+    }
+
+    /// The bounds a release clamps into: `(min_limit, max_limit)` as of now.
+    #[inline(always)]
+    fn bounds(&self) -> (u32, u32) {
+        let word = self.bounds.load(Ordering::Relaxed);
+        ((word >> 32) as u32, word as u32)
     }
 
     pub(crate) fn snapshot(&self) -> AdaptiveLimitSnapshot {
         let (limit, in_flight, waiting) = self.slots.load();
         AdaptiveLimitSnapshot {
             instance: Arc::clone(&self.instance),
-            config: self.config.clone(),
+            config: AdaptiveLimitConfig::clone(&self.config.load()),
             limit,
             in_flight,
             waiting,
@@ -278,7 +333,7 @@ impl AdaptiveLimitState {
     /// ([`acquire_slow`](Self::acquire_slow) or the async wait).
     #[inline]
     pub(crate) fn pass(&self) -> Option<AdaptiveLimitPermit<'_>> {
-        if self.config.enabled
+        if self.enabled.load(Ordering::Relaxed)
             && let Some(n) = self.slots.try_acquire()
         {
             return Some(self.permit(n));
@@ -291,10 +346,11 @@ impl AdaptiveLimitState {
     #[cold]
     #[inline(never)]
     pub(crate) fn decide_slow(&self) -> Option<Result<AdaptiveLimitPermit<'_>, Rejection>> {
-        if !self.config.enabled {
+        let config = self.config.load();
+        if !config.enabled {
             return Some(Ok(AdaptiveLimitPermit { state: None, start: 0, in_flight: 0 }));
         }
-        if self.config.max_wait.is_zero() {
+        if config.max_wait.is_zero() {
             return Some(Err(self.refuse()));
         }
         None
@@ -320,7 +376,10 @@ impl AdaptiveLimitState {
         let rtt = end.saturating_sub(start);
         let dropped = outcome == Outcome::Dropped;
         let (from, to) = match &self.engine {
-            Engine::Aimd(aimd) => self.slots.release_with(|limit| aimd.next(limit, rtt, in_flight, dropped)),
+            Engine::Aimd(aimd) => {
+                let bounds = self.bounds();
+                self.slots.release_with(|limit| aimd.next_within(limit, rtt, in_flight, dropped, bounds))
+            }
             Engine::Windowed(windowed) => {
                 if !windowed.record(end, Sample { rtt, in_flight, dropped }) {
                     return self.slots.release();
@@ -342,7 +401,8 @@ impl AdaptiveLimitState {
     #[cold]
     #[inline(never)]
     fn fold(&self, windowed: &Windowed, end: u64) -> Option<(u32, u32)> {
-        let folded = windowed.fold(end, |limit| limit.map(|to| self.slots.release_with(|_| to)));
+        let (min, max) = self.bounds();
+        let folded = windowed.fold(end, |limit| limit.map(|to| self.slots.release_with(|_| to.clamp(min, max))));
         if folded.is_some() && windowed.coarse() {
             self.timer.keep_coarse_fresh(); // slow calls: time them on the coarse clock from now on
         }
@@ -359,7 +419,7 @@ impl AdaptiveLimitState {
     }
 
     fn deadline(&self) -> u64 {
-        self.timer.now().saturating_add(nanos(self.config.max_wait))
+        self.timer.now().saturating_add(nanos(self.config.load().max_wait))
     }
 
     /// Parks the calling thread until a slot frees up (or the limit rises), the deadline passes on
@@ -530,4 +590,43 @@ mod tests {
         assert_eq!((in_flight, waiting), (0, 0));
         assert!((2..=8).contains(&limit));
     }
+}
+
+/// `min_limit << 32 | max_limit`.
+fn bounds(config: &AdaptiveLimitConfig) -> u64 {
+    u64::from(config.min_limit) << 32 | u64::from(config.max_limit)
+}
+
+/// The keys of an adaptive limit a live update may change (SPEC §16): the others shape the
+/// algorithm's own state, which a live update does not rebuild yet (`R4C-CFG-006`).
+pub(crate) fn fixed_key(old: &AdaptiveLimitConfig, new: &AdaptiveLimitConfig) -> Option<Fixed> {
+    let live = AdaptiveLimitConfig {
+        enabled: new.enabled,
+        initial_limit: new.initial_limit,
+        min_limit: new.min_limit,
+        max_limit: new.max_limit,
+        max_wait: new.max_wait,
+        ..old.clone()
+    };
+    if live == *new {
+        return None;
+    }
+    let differs: [(&'static str, bool); 15] = [
+        ("algorithm", old.algorithm != new.algorithm),
+        ("backoff_ratio", old.backoff_ratio != new.backoff_ratio),
+        ("latency_timeout", old.latency_timeout != new.latency_timeout),
+        ("smoothing", old.smoothing != new.smoothing),
+        ("long_window", old.long_window != new.long_window),
+        ("rtt_tolerance", old.rtt_tolerance != new.rtt_tolerance),
+        ("queue_size", old.queue_size != new.queue_size),
+        ("alpha", old.alpha != new.alpha),
+        ("beta", old.beta != new.beta),
+        ("min_window_time", old.min_window_time != new.min_window_time),
+        ("max_window_time", old.max_window_time != new.max_window_time),
+        ("window_size", old.window_size != new.window_size),
+        ("min_rtt_threshold", old.min_rtt_threshold != new.min_rtt_threshold),
+        ("enabled", false),
+        ("max_wait", false),
+    ];
+    Some(Fixed::NotLive(differs.into_iter().find_map(|(key, changed)| changed.then_some(key)).unwrap_or("algorithm")))
 }

@@ -13,11 +13,12 @@ use super::{BulkheadConfig, BulkheadConfigBuilder, BulkheadEvent, BulkheadSnapsh
 use crate::error::RegistryError;
 use crate::events::Publisher;
 use crate::fleet::{self, Answer};
-use crate::kit::{Inner, policy_kind};
+use crate::kit::{Fixed, Inner, policy_kind};
 use crate::pass_or::PassOr;
 use crate::rejection::Rejection;
 pub(crate) use crate::slot_watch::SlotWatch;
 use crate::slot_watch::WaitRefusal;
+use crate::sync::atomic::Ordering;
 
 /// A slot of a bulkhead, given back when dropped: on return, on error, on panic, and when the
 /// future holding it is dropped.
@@ -140,7 +141,7 @@ impl BulkheadPolicy {
     #[inline]
     fn pass(&self) -> Option<BulkheadPermit<'_>> {
         let state = &*self.state;
-        if state.local && state.slots.try_acquire() {
+        if state.local.load(Ordering::Relaxed) && state.slots.try_acquire() {
             return Some(BulkheadPermit::new(state));
         }
         None
@@ -154,7 +155,7 @@ impl BulkheadPolicy {
     #[inline(never)]
     fn acquire_slow(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
-        if !state.config.enabled {
+        if !state.config.load().enabled {
             return Ok(BulkheadPermit { state, held: Held::Nothing });
         }
         if state.shared.is_none() {
@@ -170,7 +171,7 @@ impl BulkheadPolicy {
 
     fn acquire_local_slow(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
-        if state.config.max_wait.is_zero() {
+        if state.config.load().max_wait.is_zero() {
             return Err(state.refuse());
         }
         state.wait().map(|()| BulkheadPermit::new(state))
@@ -231,7 +232,7 @@ impl BulkheadPolicy {
     /// Past the pass path, async: as [`acquire_slow`](Self::acquire_slow), waiting in the future.
     async fn acquire_slow_async(&self) -> Result<BulkheadPermit<'_>, Rejection> {
         let state = &*self.state;
-        if !state.config.enabled {
+        if !state.config.load().enabled {
             return Ok(BulkheadPermit { state, held: Held::Nothing });
         }
         if let Some(pool) = &state.shared {
@@ -253,7 +254,7 @@ impl BulkheadPolicy {
         if state.slots.try_acquire() {
             return Ok(BulkheadPermit::new(state));
         }
-        if state.config.max_wait.is_zero() {
+        if state.config.load().max_wait.is_zero() {
             return Err(state.refuse());
         }
         state.wait_async().await.map(|()| BulkheadPermit::new(state))
@@ -294,7 +295,7 @@ impl BulkheadPolicy {
         cx: &mut std::task::Context<'_>,
     ) -> Poll<Result<OwnedBulkheadPermit, Rejection>> {
         let state = &*self.state;
-        if !state.config.enabled {
+        if !state.config.load().enabled {
             return Poll::Ready(Ok(OwnedBulkheadPermit { state: None }));
         }
         let owned = || {
@@ -361,16 +362,47 @@ policy_kind! {
         config: BulkheadConfig,
         events: Publisher<BulkheadEvent>,
     ) -> BulkheadState {
-        let mut state = BulkheadState::new(instance, config, Arc::clone(&inner.timer), events);
-        let (c, store) = (&state.config, inner.shared.as_deref());
-        let pool = fleet::link(store, (c.enabled, c.shared), &state.instance, &inner.timer, &inner.listeners, |parts| {
-            SlotPool::new(parts, c)
+        let store = inner.shared.as_deref();
+        let (enabled, shared) = (config.enabled, config.shared);
+        let pool = fleet::link(store, (enabled, shared), &instance, &inner.timer, &inner.listeners, |parts| {
+            SlotPool::new(parts, &config)
         });
+        let mut state = BulkheadState::new(instance, config, Arc::clone(&inner.timer), events);
         if let Some(pool) = pool {
             state.share(pool);
         }
         state
     }
+
+    fn reconfigure(state: &BulkheadState, config: BulkheadConfig) {
+        state.reconfigure(config);
+    }
+
+    fn fixed_key(old: &BulkheadConfig, new: &BulkheadConfig) -> Option<Fixed> {
+        fixed_key(old, new)
+    }
+}
+
+/// The key of `new` a live update cannot change from `old` (SPEC §16): `shared` and `lease`; and,
+/// on a shared instance, what its fleet link took when it was built (`enabled`, the fleet-wide
+/// `max_concurrent_calls`, `lease_ttl`).
+fn fixed_key(old: &BulkheadConfig, new: &BulkheadConfig) -> Option<Fixed> {
+    if old.shared != new.shared {
+        return Some(Fixed::Placement("shared"));
+    }
+    if old.lease != new.lease {
+        return Some(Fixed::Placement("lease"));
+    }
+    if !old.shared {
+        return None;
+    }
+    [
+        ("enabled", old.enabled != new.enabled),
+        ("max_concurrent_calls", old.max_concurrent_calls != new.max_concurrent_calls),
+        ("lease_ttl", old.lease_ttl != new.lease_ttl),
+    ]
+    .into_iter()
+    .find_map(|(key, changed)| changed.then_some(Fixed::Placement(key)))
 }
 
 #[cfg(test)]

@@ -21,8 +21,8 @@ use std::pin::pin;
 use std::sync::{Arc, PoisonError};
 use std::task::Poll;
 
-use crate::sync::atomic::{AtomicU64, Ordering};
-use crate::sync::{Mutex, MutexGuard};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Live, Mutex, MutexGuard};
 use std::task::Waker;
 use std::thread::Thread;
 
@@ -93,14 +93,33 @@ struct Queue {
 #[derive(Debug)]
 pub(crate) struct Slots {
     word: CachePadded<AtomicU64>,
-    /// `max_concurrent_calls`, widened once so the pass path compares the word with it directly.
-    max: u64,
+    /// `max_concurrent_calls`, widened so the pass path compares the word with it directly; a
+    /// live update may change it ([`set_max`](Self::set_max)), read relaxed (a plain load).
+    max: AtomicU64,
     queue: Mutex<Queue>,
 }
 
 impl Slots {
     pub(crate) fn new(max: u32) -> Self {
-        Slots { word: CachePadded::new(AtomicU64::new(0)), max: u64::from(max), queue: Mutex::default() }
+        Slots {
+            word: CachePadded::new(AtomicU64::new(0)),
+            max: AtomicU64::new(u64::from(max)),
+            queue: Mutex::default(),
+        }
+    }
+
+    /// A live update of `max_concurrent_calls` (SPEC §16): a higher cap hands its new slots to
+    /// the waiters at once (in their order); a lower one takes nothing from calls in flight, and
+    /// admits (through the pass path or the queue) only once `in_flight` is below it.
+    pub(crate) fn set_max(&self, max: u32) {
+        {
+            // Under the queue's lock, so a hand-off or an enqueue sees one cap throughout.
+            let _queue = self.lock();
+            self.max.store(u64::from(max), Ordering::Relaxed);
+        }
+        if waiting(self.word.load(Ordering::Acquire)) != 0 {
+            self.hand_off();
+        }
     }
 
     /// The pass path: a slot if one is free and nobody waits (one compare-and-set). The whole
@@ -108,7 +127,8 @@ impl Slots {
     #[inline]
     pub(crate) fn try_acquire(&self) -> bool {
         let mut word = self.word.load(Ordering::Relaxed);
-        while word < self.max {
+        let max = self.max.load(Ordering::Relaxed);
+        while word < max {
             match self.word.compare_exchange_weak(word, word + 1, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return true,
                 Err(current) => word = current,
@@ -134,7 +154,7 @@ impl Slots {
         loop {
             let mut queue = self.lock();
             let word = self.word.load(Ordering::Acquire);
-            if waiting(word) == 0 || u64::from(in_flight(word)) >= self.max {
+            if waiting(word) == 0 || u64::from(in_flight(word)) >= self.max.load(Ordering::Relaxed) {
                 return;
             }
             let Some((ticket, wake)) = queue.waiting.pop_first() else {
@@ -154,9 +174,10 @@ impl Slots {
     pub(crate) fn enqueue(&self, wake: Wake) -> Queued {
         let mut queue = self.lock();
         let mut word = self.word.load(Ordering::Relaxed);
+        let max = self.max.load(Ordering::Relaxed);
         loop {
             // Behind anybody already waiting, even while a released slot is on its way to them.
-            let (next, acquired) = if word < self.max { (word + 1, true) } else { (word + ONE_WAITER, false) };
+            let (next, acquired) = if word < max { (word + 1, true) } else { (word + ONE_WAITER, false) };
             match self.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) if acquired => return Queued::Acquired,
                 Ok(_) => break,
@@ -217,16 +238,17 @@ impl Slots {
 #[derive(Debug)]
 pub(crate) struct BulkheadState {
     pub(crate) instance: Arc<str>,
-    pub(crate) config: BulkheadConfig,
+    /// The resolved configuration as of the last update: the slow paths load it once each.
+    pub(crate) config: Live<BulkheadConfig>,
     pub(super) slots: Slots,
     pub(super) timer: Arc<Timer>,
     events: Publisher<BulkheadEvent>,
     /// `shared = true`: the fleet's slots this process holds (local slots alone while degraded).
     /// Set through [`share`](Self::share).
     pub(super) shared: Option<Arc<SlotPool>>,
-    /// Enabled and not shared, fixed once built: the one test of the pass path, which needs only
-    /// the local slots.
-    pub(super) local: bool,
+    /// Enabled and not shared: the one test of the pass path, which needs only the local slots
+    /// (a live update may turn `enabled`; `shared` is fixed once built).
+    pub(super) local: AtomicBool,
 }
 
 impl BulkheadState {
@@ -240,18 +262,27 @@ impl BulkheadState {
         BulkheadState {
             slots: Slots::new(config.max_concurrent_calls),
             instance,
-            config,
+            config: Live::new(config),
             timer,
             events,
             shared: None,
-            local,
+            local: AtomicBool::new(local),
         }
     }
 
     /// Shares the instance's slots with the fleet through `pool` (`shared = true`).
     pub(super) fn share(&mut self, pool: Arc<SlotPool>) {
         self.shared = Some(pool);
-        self.local = false;
+        self.local = AtomicBool::new(false);
+    }
+
+    /// A live update (SPEC §16): the new cap applies from the next acquisition on (see
+    /// [`Slots::set_max`]); permits in flight and waiters are kept.
+    pub(crate) fn reconfigure(&self, config: BulkheadConfig) {
+        let (max, local) = (config.max_concurrent_calls, config.enabled && self.shared.is_none());
+        self.config.store(config);
+        self.local.store(local, Ordering::Relaxed);
+        self.slots.set_max(max);
     }
 
     /// A fleet slot before the local one (shared bulkheads): `Ok(true)` held, `Ok(false)` decided
@@ -274,11 +305,12 @@ impl BulkheadState {
 
     pub(crate) fn snapshot(&self) -> BulkheadSnapshot {
         let (in_flight, waiting) = self.slots.load();
+        let config = BulkheadConfig::clone(&self.config.load());
         BulkheadSnapshot {
             instance: Arc::clone(&self.instance),
-            config: self.config.clone(),
+            available: config.max_concurrent_calls.saturating_sub(in_flight),
+            config,
             in_flight,
-            available: self.config.max_concurrent_calls.saturating_sub(in_flight),
             waiting,
         }
     }
@@ -320,7 +352,7 @@ impl BulkheadState {
     #[cold]
     #[inline(never)]
     pub(super) fn wait(&self) -> Result<(), Rejection> {
-        let deadline = self.timer.now().saturating_add(nanos(self.config.max_wait));
+        let deadline = self.timer.now().saturating_add(nanos(self.config.load().max_wait));
         let ticket = match self.slots.enqueue(Wake::Thread(std::thread::current())) {
             Queued::Acquired => return Ok(()),
             Queued::Waiting(ticket) => ticket,
@@ -337,7 +369,7 @@ impl BulkheadState {
     #[cold]
     #[inline(never)]
     pub(super) async fn wait_async(&self) -> Result<(), Rejection> {
-        let deadline = self.timer.now().saturating_add(nanos(self.config.max_wait));
+        let deadline = self.timer.now().saturating_add(nanos(self.config.load().max_wait));
         let ticket = match self.slots.enqueue(Wake::Task(None)) {
             Queued::Acquired => return Ok(()),
             Queued::Waiting(ticket) => ticket,

@@ -119,4 +119,15 @@ policy_kind! {
     fn new_state(inner: &Inner, instance: Arc<str>, config: ChaosConfig, events: Publisher<ChaosEvent>) -> ChaosState {
         ChaosState::new(instance, config, Arc::clone(&inner.timer), inner.seed, events)
     }
+
+    /// A live update's `fault` must be a unit variant of every error type injecting here.
+    fn check_live(state: &ChaosState, config: &ChaosConfig) -> Result<(), RegistryError> {
+        state.check_fault(config)
+    }
+
+    /// Every key changes live: the switch, the rates, the fault, the latency, and the seed (which
+    /// restarts the sequence).
+    fn reconfigure(state: &ChaosState, config: ChaosConfig) {
+        state.apply(config);
+    }
 }

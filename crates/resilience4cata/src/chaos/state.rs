@@ -114,7 +114,6 @@ impl ChaosState {
 
     /// `R4C-REG-003` unless `config`'s fault is a unit variant of every error type injecting here
     /// (what a live update asks before [`apply`](Self::apply)).
-    #[allow(dead_code)] // until live configuration (§16) re-resolves instances
     pub(crate) fn check_fault(&self, config: &ChaosConfig) -> Result<(), RegistryError> {
         let types = self.error_types.lock().unwrap_or_else(PoisonError::into_inner);
         types.iter().try_for_each(|t| check_fault_of(&self.instance, config, *t))

@@ -12,7 +12,7 @@ use super::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerEve
 use crate::error::RegistryError;
 use crate::events::Publisher;
 use crate::fleet;
-use crate::kit::{Inner, policy_kind};
+use crate::kit::{Fixed, Inner, policy_kind};
 use crate::rejection::Rejection;
 
 /// The field the generated code keeps for one method's breaker.
@@ -150,15 +150,37 @@ policy_kind! {
         config: CircuitBreakerConfig,
         events: Publisher<CircuitBreakerEvent>,
     ) -> CircuitBreakerState {
-        let state = CircuitBreakerState::new(Arc::clone(&instance), config, Arc::clone(&inner.timer), events);
-        let (c, store) = (&state.config, inner.shared.as_deref());
+        let (c, store) = (&config, inner.shared.as_deref());
         let link = fleet::link(store, (c.enabled, c.shared), &instance, &inner.timer, &inner.listeners, |parts| {
             BreakerLink::new(parts, c.wait_in_open, c.permitted_calls_in_half_open)
         });
+        let state = CircuitBreakerState::new(Arc::clone(&instance), config, Arc::clone(&inner.timer), events);
         match link {
             Some(link) => state.with_link(link),
             None => state,
         }
+    }
+
+    fn reconfigure(state: &CircuitBreakerState, config: CircuitBreakerConfig) {
+        state.reconfigure(config);
+    }
+
+    /// `shared` (SPEC §16); on a shared instance also what its fleet link took when it was built
+    /// (`enabled`, `wait_in_open`, `permitted_calls_in_half_open`).
+    fn fixed_key(old: &CircuitBreakerConfig, new: &CircuitBreakerConfig) -> Option<Fixed> {
+        if old.shared != new.shared {
+            return Some(Fixed::Placement("shared"));
+        }
+        if !old.shared {
+            return None;
+        }
+        [
+            ("enabled", old.enabled != new.enabled),
+            ("wait_in_open", old.wait_in_open != new.wait_in_open),
+            ("permitted_calls_in_half_open", old.permitted_calls_in_half_open != new.permitted_calls_in_half_open),
+        ]
+        .into_iter()
+        .find_map(|(key, changed)| changed.then_some(Fixed::Placement(key)))
     }
 
     fn check(inner: &Inner, id: &str, _is_async: bool, c: &CircuitBreakerConfig) -> Result<(), RegistryError> {

@@ -33,7 +33,8 @@
 //! newer closed window if the breaker completes a whole transition into a fresh closed state in the
 //! nanoseconds between them.
 
-use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::Live;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -127,8 +128,13 @@ fn next(word: u64, to: u64) -> u64 {
 /// Whether `word` (live) is the state a ticket's word was admitted under: same epoch and state,
 /// whatever the `PENDING` and `MARK` flags.
 fn same_state(word: u64, ticket: u64) -> bool {
-    (word ^ ticket) & !(PENDING | MARK) == 0
+    // `NOT_FAST` too: a live update may flip it (keeping the epoch), and a ticket admitted before
+    // is still of this state.
+    (word ^ ticket) & !(PENDING | MARK | NOT_FAST) == 0
 }
+
+/// `slow_nanos` of a breaker without slow-call tracking.
+const NO_SLOW: u64 = u64::MAX;
 
 fn state_of(code: u64) -> State {
     match code {
@@ -169,16 +175,21 @@ pub(crate) struct CircuitBreakerState {
     probes: Probes,
     not_permitted: CachePadded<AtomicU64>,
     pub(crate) instance: Arc<str>,
-    pub(crate) config: CircuitBreakerConfig,
+    /// The resolved configuration as of the last update: a judgement loads it once (its
+    /// thresholds); what single decisions read is in the atomics below, each one whole value
+    /// (SPEC §16, `reconfigure`).
+    pub(crate) config: Live<CircuitBreakerConfig>,
     timer: Arc<Timer>,
     events: Publisher<CircuitBreakerEvent>,
-    /// `slow_call_duration` in nanoseconds, when slow-call tracking is on.
-    slow_nanos: Option<u64>,
+    /// `enabled`, read off the fast path.
+    enabled: AtomicBool,
+    /// `slow_call_duration` in nanoseconds, [`NO_SLOW`] without slow-call tracking.
+    slow_nanos: AtomicU64,
     /// Whether recording reads the coarse clock (slow-call tracking or a time window).
-    reads_clock: bool,
-    wait_nanos: u64,
-    min_calls: u64,
-    permitted: u64,
+    reads_clock: AtomicBool,
+    wait_nanos: AtomicU64,
+    min_calls: AtomicU64,
+    permitted: AtomicU64,
     /// `shared = true`: Opens go to the fleet, the fleet's come in, probes are capped fleet-wide.
     pub(crate) shared: Option<Arc<BreakerLink>>,
     /// When an Open applied from the fleet ends (0: the Open, if any, is this process's own).
@@ -192,32 +203,62 @@ impl CircuitBreakerState {
         timer: Arc<Timer>,
         events: Publisher<CircuitBreakerEvent>,
     ) -> Self {
-        let slow_nanos = config.slow_call_duration.map(nanos);
-        let reads_clock = slow_nanos.is_some() || config.window_type == WindowType::Time;
+        let reads_clock = reads_clock(&config);
         if reads_clock {
             timer.keep_coarse_fresh();
         }
-        // A count window without slow-call tracking, turned on, without builder listeners: a
-        // success needs no clock, no outcome bits and (unless a subscription or tracing wants it)
-        // no event, so the closed words leave `NOT_FAST` clear.
-        let not_fast = reads_clock || !config.enabled || events.has_listeners();
-        let first = if not_fast { CLOSED | NOT_FAST } else { CLOSED };
+        let first = if not_fast(&config, &events) { CLOSED | NOT_FAST } else { CLOSED };
         CircuitBreakerState {
             word: CachePadded::new(Word { word: AtomicU64::new(first), opened_at: AtomicU64::new(0) }),
             window: Window::new(&config),
             probes: Probes::new(),
             not_permitted: CachePadded::new(AtomicU64::new(0)),
-            slow_nanos,
-            reads_clock,
-            wait_nanos: nanos(config.wait_in_open),
-            min_calls: u64::from(config.effective_minimum_calls()),
-            permitted: u64::from(config.permitted_calls_in_half_open),
+            enabled: AtomicBool::new(config.enabled),
+            slow_nanos: AtomicU64::new(config.slow_call_duration.map_or(NO_SLOW, nanos)),
+            reads_clock: AtomicBool::new(reads_clock),
+            wait_nanos: AtomicU64::new(nanos(config.wait_in_open)),
+            min_calls: AtomicU64::new(u64::from(config.effective_minimum_calls())),
+            permitted: AtomicU64::new(u64::from(config.permitted_calls_in_half_open)),
             instance,
-            config,
+            config: Live::new(config),
             timer,
             events,
             shared: None,
             remote_until: AtomicU64::new(0),
+        }
+    }
+
+    /// A live update (SPEC §16): the state, its epoch and the window stay (a new `window_size`
+    /// keeps the most recent outcomes that fit; a new `window_type` starts an empty window of the
+    /// new type); a call admitted before is recorded; each threshold and duration applies from the
+    /// next decision that reads it; `NOT_FAST` follows the new values on the live word.
+    pub(crate) fn reconfigure(&self, config: CircuitBreakerConfig) {
+        let old = self.config.load_full();
+        if old.window_type != config.window_type || old.window_size != config.window_size {
+            self.window.reshape(&config);
+        }
+        let reads_clock = reads_clock(&config);
+        if reads_clock {
+            self.timer.keep_coarse_fresh();
+        }
+        self.slow_nanos.store(config.slow_call_duration.map_or(NO_SLOW, nanos), Ordering::Relaxed);
+        self.reads_clock.store(reads_clock, Ordering::Relaxed);
+        self.wait_nanos.store(nanos(config.wait_in_open), Ordering::Relaxed);
+        self.min_calls.store(u64::from(config.effective_minimum_calls()), Ordering::Relaxed);
+        self.permitted.store(u64::from(config.permitted_calls_in_half_open), Ordering::Relaxed);
+        self.enabled.store(config.enabled, Ordering::Relaxed);
+        let flag = if not_fast(&config, &self.events) { NOT_FAST } else { 0 };
+        self.config.store(config);
+        // Last, once every value it stands for is stored: the fast path opens (or closes) here.
+        loop {
+            let word = self.settled();
+            if word & NOT_FAST == flag {
+                break;
+            }
+            let to = (word & !NOT_FAST) | flag;
+            if self.word.word.compare_exchange(word, to, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                break;
+            }
         }
     }
 
@@ -268,20 +309,20 @@ impl CircuitBreakerState {
     /// A ticket admitted off the fast path (marked: its outcome is recorded out of line).
     #[inline]
     fn ticket(&self, word: u64) -> Ticket {
-        let started = if self.slow_nanos.is_some() { self.timer.coarse_now() } else { 0 };
+        let started = if self.slow_nanos.load(Ordering::Relaxed) != NO_SLOW { self.timer.coarse_now() } else { 0 };
         Ticket { word: word | MARK, started }
     }
 
     #[cold]
     #[inline(never)]
     fn acquire_otherwise(&self, mut word: u64) -> Result<Ticket, Rejection> {
-        if !self.config.enabled {
+        if !self.enabled.load(Ordering::Relaxed) {
             return Ok(Ticket::UNGUARDED); // turned off by configuration: a plain call
         }
         loop {
             match code(word) {
                 CLOSED | DISABLED => return Ok(self.ticket(word)),
-                HALF_OPEN => match self.probes.try_take(epoch(word), self.permitted) {
+                HALF_OPEN => match self.probes.try_take(epoch(word), self.permitted.load(Ordering::Relaxed)) {
                     Take::Granted if self.shared.as_ref().is_some_and(|link| !link.take_probe()) => {
                         self.probes.give_back(epoch(word)); // the fleet's probes are taken
                         return Err(self.refuse());
@@ -310,7 +351,7 @@ impl CircuitBreakerState {
             return self.timer.now() >= remote_until;
         }
         let opened_at = self.word.opened_at.load(Ordering::Acquire);
-        self.timer.now() >= opened_at.saturating_add(self.wait_nanos)
+        self.timer.now() >= opened_at.saturating_add(self.wait_nanos.load(Ordering::Relaxed))
     }
 
     #[cold]
@@ -364,7 +405,7 @@ impl CircuitBreakerState {
 
     #[inline]
     fn record_closed(&self, ticket: Ticket, outcome: Outcome) {
-        let now = if self.reads_clock { self.timer.coarse_now() } else { 0 };
+        let now = if self.reads_clock.load(Ordering::Relaxed) { self.timer.coarse_now() } else { 0 };
         let Some(bits) = self.bits(ticket, outcome, now) else {
             return self.ignored();
         };
@@ -379,7 +420,7 @@ impl CircuitBreakerState {
     }
 
     fn record_half_open(&self, ticket: Ticket, outcome: Outcome) {
-        let now = if self.reads_clock { self.timer.coarse_now() } else { 0 };
+        let now = if self.reads_clock.load(Ordering::Relaxed) { self.timer.coarse_now() } else { 0 };
         let Some(bits) = self.bits(ticket, outcome, now) else {
             self.probes.give_back(epoch(ticket.word));
             return self.ignored();
@@ -388,7 +429,8 @@ impl CircuitBreakerState {
         if self.load() != word {
             return;
         }
-        let permitted = self.shared.as_ref().map_or(self.permitted, |link| link.probe_quota(self.permitted));
+        let permitted = self.permitted.load(Ordering::Relaxed);
+        let permitted = self.shared.as_ref().map_or(permitted, |link| link.probe_quota(permitted));
         match self.probes.complete(epoch(ticket.word), bits, permitted) {
             Done::Stale => {}
             Done::Counted => self.recorded(bits),
@@ -406,8 +448,9 @@ impl CircuitBreakerState {
     /// The outcome bits, `None` when the outcome is not recorded.
     #[inline]
     fn bits(&self, ticket: Ticket, outcome: Outcome, now: u64) -> Option<u8> {
-        let slow = match self.slow_nanos {
-            Some(limit) if now.saturating_sub(ticket.started) >= limit => SLOW,
+        let slow = match self.slow_nanos.load(Ordering::Relaxed) {
+            NO_SLOW => 0,
+            limit if now.saturating_sub(ticket.started) >= limit => SLOW,
             _ => 0,
         };
         match outcome {
@@ -451,8 +494,9 @@ impl CircuitBreakerState {
     #[inline(never)]
     fn judge_closed(&self, admitted: u64, now: u64) {
         let tally = self.window.tally(now);
-        let waiting = self.window.note_judged(&tally);
-        if tally.calls >= self.min_calls && self.exceeds(&tally) {
+        let min_calls = self.min_calls.load(Ordering::Relaxed);
+        let waiting = self.window.note_judged(&tally, min_calls);
+        if tally.calls >= min_calls && self.exceeds(&tally) {
             // The word may differ from the ticket's by `PENDING` alone: open from the live one.
             let mut word = self.load();
             while same_state(word, admitted) && !self.open(word) {
@@ -483,9 +527,9 @@ impl CircuitBreakerState {
     fn exceeds(&self, t: &Tally) -> bool {
         let calls = t.calls as f64;
         let reaches = |n: u64, threshold: f64| n as f64 * 100.0 >= threshold * calls;
+        let config = self.config.load();
         t.calls > 0
-            && (reaches(t.failed, self.config.failure_rate_threshold)
-                || reaches(t.slow, self.config.slow_call_rate_threshold))
+            && (reaches(t.failed, config.failure_rate_threshold) || reaches(t.slow, config.slow_call_rate_threshold))
     }
 
     /// Opens from exactly `from`; false if another thread moved first.
@@ -571,11 +615,11 @@ impl CircuitBreakerState {
             HALF_OPEN => self.probes.tally(epoch(word)),
             _ => Tally::default(),
         };
-        let judged = code(word) == CLOSED && tally.calls >= self.min_calls;
+        let judged = code(word) == CLOSED && tally.calls >= self.min_calls.load(Ordering::Relaxed);
         let rate = |n: u64| judged.then(|| (n as f64 * 100.0 / tally.calls as f64) as f32);
         CircuitBreakerSnapshot {
             instance: Arc::clone(&self.instance),
-            config: self.config.clone(),
+            config: CircuitBreakerConfig::clone(&self.config.load()),
             state: state_of(code(word)),
             buffered_calls: tally.calls,
             failed_calls: tally.failed,
@@ -606,4 +650,16 @@ impl RemoteOpen for CircuitBreakerState {
             }
         }
     }
+}
+
+/// Whether recording reads the coarse clock: slow-call tracking or a time window.
+fn reads_clock(config: &CircuitBreakerConfig) -> bool {
+    config.slow_call_duration.is_some() || config.window_type == WindowType::Time
+}
+
+/// Whether closed words carry `NOT_FAST`: a count window without slow-call tracking, turned on,
+/// without builder listeners needs no clock, no outcome bits and (unless a subscription or
+/// tracing wants it) no event for a success, so its closed words leave `NOT_FAST` clear.
+fn not_fast(config: &CircuitBreakerConfig, events: &Publisher<CircuitBreakerEvent>) -> bool {
+    reads_clock(config) || !config.enabled || events.has_listeners()
 }

@@ -30,6 +30,7 @@ use crossbeam_utils::CachePadded;
 
 use super::{CircuitBreakerConfig, WindowType};
 use crate::stripes::StripedCounter;
+use crate::sync::Live;
 
 /// The outcome bit of a failed call.
 pub(crate) const FAILED: u8 = 1;
@@ -48,33 +49,62 @@ pub(crate) struct Tally {
 
 /// The window of the configured type.
 ///
-/// A struct rather than an enum: the count window is always there (unused, and empty of slots, under
-/// a time window), so the breaker's fast success path reaches its success counter without testing
-/// which window is configured (the state word already says the fast path applies, see `state.rs`).
-/// The price is an unused striped counter (about 4 KiB) in a time-window breaker.
+/// The fast successes' striped counter is the window's own, outside the shape, so the breaker's
+/// fast success path reaches it without testing which window is configured (the state word
+/// already says the fast path applies, see `state.rs`) and without loading the shape. The shape
+/// (count or time, its size) sits in a [`Live`] cell the out-of-line paths load: a live update
+/// replaces it ([`reshape`](Self::reshape), SPEC §16), a count window keeping its most recent
+/// outcomes that fit.
 #[derive(Debug)]
 pub(crate) struct Window {
-    count: CountWindow,
-    time: Option<TimeWindow>,
+    /// Fast successes recorded into a count window (striped, no read-modify-write).
+    successes: StripedCounter,
+    shape: Live<Shape>,
+}
+
+/// A window's shape: the count ring or the time buckets.
+#[derive(Debug)]
+enum Shape {
+    Count(CountWindow),
+    Time(TimeWindow),
+}
+
+impl Shape {
+    fn new(config: &CircuitBreakerConfig, successes: &StripedCounter) -> Self {
+        match config.window_type {
+            WindowType::Count => Shape::Count(CountWindow::new(config.window_size, successes.sum())),
+            WindowType::Time => Shape::Time(TimeWindow::new(config.window_size)),
+        }
+    }
 }
 
 impl Window {
     pub(crate) fn new(config: &CircuitBreakerConfig) -> Self {
-        let min_calls = u64::from(config.effective_minimum_calls());
-        match config.window_type {
-            WindowType::Count => Window { count: CountWindow::new(config.window_size, min_calls), time: None },
-            WindowType::Time => Window {
-                count: CountWindow::new(0, min_calls),
-                time: Some(TimeWindow::new(config.window_size, min_calls)),
-            },
-        }
+        let successes = StripedCounter::new();
+        let shape = Live::new(Shape::new(config, &successes));
+        Window { successes, shape }
+    }
+
+    /// A live update of `window_type` or `window_size` (SPEC §16): a count window of a new size
+    /// keeps its most recent outcomes that fit; any other change starts an empty window of the new
+    /// shape (a time window's seconds are not the count window's calls). Outcomes recorded into
+    /// the old shape while it is copied may be lost; the state is untouched.
+    pub(crate) fn reshape(&self, config: &CircuitBreakerConfig) {
+        let old = self.shape.load();
+        let next = match (&*old, config.window_type) {
+            (Shape::Count(count), WindowType::Count) => {
+                Shape::Count(count.resized(config.window_size, &self.successes))
+            }
+            _ => Shape::new(config, &self.successes),
+        };
+        self.shape.store(next);
     }
 
     /// Records a fast success into the count window, and nothing else: the caller knows the window
     /// is a count window and that no failure waits for `minimum_calls` (the state word says both).
     #[inline(always)]
     pub(crate) fn add_plain_success(&self) {
-        self.count.successes.add_one();
+        self.successes.add_one();
     }
 
     /// Records one outcome at `now` (coarse nanoseconds; unused by a count window) and says whether
@@ -82,35 +112,36 @@ impl Window {
     /// `minimum_calls`, or (time window) when a second starts.
     #[inline]
     pub(crate) fn record(&self, bits: u8, now: u64) -> bool {
-        match &self.time {
-            None => self.count.record(bits),
-            Some(w) => w.record(bits, now),
+        match &*self.shape.load() {
+            Shape::Count(w) => w.record(&self.successes, bits),
+            Shape::Time(w) => w.record(bits, now),
         }
     }
 
     /// The calls, failures and slow calls in the window as of `now`.
     pub(crate) fn tally(&self, now: u64) -> Tally {
-        match &self.time {
-            None => self.count.tally(),
-            Some(w) => w.tally(now),
+        match &*self.shape.load() {
+            Shape::Count(w) => w.tally(&self.successes),
+            Shape::Time(w) => w.tally(now),
         }
     }
 
     /// Empties the window. Only called while no call can record into it (the breaker is changing
     /// state).
     pub(crate) fn clear(&self) {
-        match &self.time {
-            None => self.count.clear(),
-            Some(w) => w.clear(),
+        match &*self.shape.load() {
+            Shape::Count(w) => w.clear(&self.successes),
+            Shape::Time(w) => w.clear(),
         }
     }
 
     /// Tells the window what its last judgement saw: while failures or slow calls wait for
-    /// `minimum_calls`, every record judges it. Returns whether they wait.
-    pub(crate) fn note_judged(&self, tally: &Tally) -> bool {
-        match &self.time {
-            None => self.count.note_judged(tally),
-            Some(w) => w.note_judged(tally),
+    /// `min_calls` (`minimum_calls`, as of the judgement), every record judges it. Returns whether
+    /// they wait.
+    pub(crate) fn note_judged(&self, tally: &Tally, min_calls: u64) -> bool {
+        match &*self.shape.load() {
+            Shape::Count(w) => note_pending(&w.pending, tally, min_calls),
+            Shape::Time(w) => note_pending(&w.pending, tally, min_calls),
         }
     }
 }
@@ -152,44 +183,56 @@ pub(crate) struct CountWindow {
     slots: Box<[AtomicU8]>,
     size: u64,
     modulo: FastMod,
-    min_calls: u64,
-    /// Fast successes recorded (striped, no read-modify-write) ...
-    successes: StripedCounter,
-    /// ... and how many of them are already placed into the ring.
+    /// How many of the window's fast successes (`Window::successes`) are already placed into the
+    /// ring.
     placed: CachePadded<AtomicU64>,
     /// Failures are waiting for `minimum_calls`: judge after every record until they are enough.
     pending: AtomicBool,
 }
 
 impl CountWindow {
-    fn new(size: u32, min_calls: u64) -> Self {
+    /// An empty ring of `size` slots; the fast successes counted so far (`placed`) are not in it.
+    fn new(size: u32, placed: u64) -> Self {
         CountWindow {
             head: CachePadded::new(AtomicU64::new(0)),
             counts: CachePadded::new(AtomicU64::new(PACKED_ZERO)),
             slots: (0..size).map(|_| AtomicU8::new(0)).collect(),
             size: u64::from(size),
             modulo: FastMod::new(size),
-            min_calls,
-            successes: StripedCounter::new(),
-            placed: CachePadded::new(AtomicU64::new(0)),
+            placed: CachePadded::new(AtomicU64::new(placed)),
             pending: AtomicBool::new(false),
         }
+    }
+
+    /// A ring of `size` slots holding this one's most recent outcomes that fit, in order (its
+    /// pending fast successes placed first).
+    fn resized(&self, size: u32, successes: &StripedCounter) -> CountWindow {
+        self.place_successes(successes);
+        let next = CountWindow::new(size, self.placed.load(Ordering::SeqCst));
+        let head = self.head.load(Ordering::SeqCst);
+        let kept = head.min(self.size).min(next.size);
+        for index in head - kept..head {
+            let bits = self.slots[self.modulo.rem(index) as usize].load(Ordering::SeqCst);
+            let at = next.advance(1);
+            next.put(at, bits);
+        }
+        next
     }
 
     /// Records a fast success; says whether the window should be judged (failures wait for
     /// `minimum_calls`).
     #[inline]
-    pub(crate) fn add_success(&self) -> bool {
-        self.successes.add_one();
+    pub(crate) fn add_success(&self, successes: &StripedCounter) -> bool {
+        successes.add_one();
         self.pending.load(Ordering::Relaxed)
     }
 
     #[inline]
-    fn record(&self, bits: u8) -> bool {
+    fn record(&self, successes: &StripedCounter, bits: u8) -> bool {
         if bits == 0 {
-            return self.add_success();
+            return self.add_success(successes);
         }
-        self.place_successes();
+        self.place_successes(successes);
         let index = self.advance(1);
         self.put(index, bits);
         true
@@ -197,8 +240,8 @@ impl CountWindow {
 
     /// Places the fast successes recorded since the last placement at the head of the ring, in one
     /// step: they all came before the outcome (or the reading) that places them.
-    fn place_successes(&self) {
-        let total = self.successes.sum();
+    fn place_successes(&self, successes: &StripedCounter) {
+        let total = successes.sum();
         let before = self.placed.fetch_max(total, Ordering::AcqRel);
         if total <= before {
             return;
@@ -235,25 +278,21 @@ impl CountWindow {
         }
     }
 
-    fn tally(&self) -> Tally {
-        self.place_successes();
+    fn tally(&self, successes: &StripedCounter) -> Tally {
+        self.place_successes(successes);
         let calls = self.head.load(Ordering::SeqCst).min(self.size);
         let counts = self.counts.load(Ordering::SeqCst);
         let half = |v: u64| (v & 0xFFFF_FFFF).saturating_sub(BIAS).min(calls);
         Tally { calls, failed: half(counts), slow: half(counts >> 32) }
     }
 
-    fn note_judged(&self, tally: &Tally) -> bool {
-        note_pending(&self.pending, tally, self.min_calls)
-    }
-
-    fn clear(&self) {
+    fn clear(&self, successes: &StripedCounter) {
         for slot in self.slots.iter() {
             slot.store(0, Ordering::Relaxed);
         }
         self.counts.store(PACKED_ZERO, Ordering::SeqCst);
         self.head.store(0, Ordering::SeqCst);
-        self.placed.store(self.successes.sum(), Ordering::SeqCst);
+        self.placed.store(successes.sum(), Ordering::SeqCst);
         self.pending.store(false, Ordering::Relaxed);
     }
 }
@@ -291,18 +330,16 @@ pub(crate) struct TimeWindow {
     buckets: Box<[Bucket]>,
     size: u64,
     modulo: FastMod,
-    min_calls: u64,
     /// Failures are waiting for `minimum_calls`: judge after every record until they are enough.
     pending: AtomicBool,
 }
 
 impl TimeWindow {
-    fn new(size: u32, min_calls: u64) -> Self {
+    fn new(size: u32) -> Self {
         TimeWindow {
             buckets: (0..size).map(|_| Bucket::default()).collect(),
             size: u64::from(size),
             modulo: FastMod::new(size),
-            min_calls,
             pending: AtomicBool::new(false),
         }
     }
@@ -336,10 +373,6 @@ impl TimeWindow {
             failed: t.failed + live(&b.failed),
             slow: t.slow + live(&b.slow),
         })
-    }
-
-    fn note_judged(&self, tally: &Tally) -> bool {
-        note_pending(&self.pending, tally, self.min_calls)
     }
 
     fn clear(&self) {
@@ -377,8 +410,33 @@ fn bump(word: &AtomicU64, tag: u64) -> bool {
 mod tests {
     use super::*;
 
-    fn count(size: u32, min: u64) -> CountWindow {
-        CountWindow::new(size, min)
+    /// A count window with its own success counter and `minimum_calls`, as the breaker holds it.
+    struct Count {
+        ring: CountWindow,
+        successes: StripedCounter,
+        min: u64,
+    }
+
+    impl Count {
+        fn record(&self, bits: u8) -> bool {
+            self.ring.record(&self.successes, bits)
+        }
+
+        fn tally(&self) -> Tally {
+            self.ring.tally(&self.successes)
+        }
+
+        fn note_judged(&self, t: &Tally) -> bool {
+            note_pending(&self.ring.pending, t, self.min)
+        }
+
+        fn clear(&self) {
+            self.ring.clear(&self.successes)
+        }
+    }
+
+    fn count(size: u32, min: u64) -> Count {
+        Count { ring: CountWindow::new(size, 0), successes: StripedCounter::new(), min }
     }
 
     fn tally(calls: u64, failed: u64, slow: u64) -> Tally {
@@ -401,7 +459,7 @@ mod tests {
     }
 
     /// Tallies like the state machine does after a judging record.
-    fn judged(w: &CountWindow) -> Tally {
+    fn judged(w: &Count) -> Tally {
         let t = w.tally();
         w.note_judged(&t);
         t
@@ -462,20 +520,38 @@ mod tests {
     #[test]
     fn count_window_wraps_its_head_without_moving_slots() {
         let w = count(3, 3);
-        w.head.store(WRAP_AT - 1, Ordering::SeqCst);
+        w.ring.head.store(WRAP_AT - 1, Ordering::SeqCst);
         w.record(FAILED); // index WRAP_AT - 1
         w.record(0);
         w.record(FAILED); // places the success at WRAP_AT, which wraps
         w.record(0);
         w.record(0);
         w.record(FAILED);
-        assert!(w.head.load(Ordering::SeqCst) < WRAP_AT);
+        assert!(w.ring.head.load(Ordering::SeqCst) < WRAP_AT);
         assert_eq!(w.tally(), tally(3, 1, 0), "S S F: the ring order is intact");
         w.record(0);
         w.record(0);
         assert_eq!(w.tally(), tally(3, 1, 0), "F S S");
         w.record(0);
         assert_eq!(w.tally(), tally(3, 0, 0));
+    }
+
+    #[test]
+    fn a_resized_count_window_keeps_its_most_recent_outcomes_that_fit() {
+        let w = count(5, 1);
+        for bits in [FAILED, 0, SLOW, 0, FAILED] {
+            w.record(bits);
+        }
+        w.record(0); // a pending fast success: placed before the copy
+        assert_eq!(w.tally(), tally(5, 1, 1), "F S S S F S, five kept: S SLOW S F S");
+        let smaller = w.ring.resized(3, &w.successes);
+        assert_eq!(smaller.tally(&w.successes), tally(3, 1, 0), "the newest three: S F S");
+        let larger = w.ring.resized(8, &w.successes);
+        assert_eq!(larger.tally(&w.successes), tally(5, 1, 1), "all five fit");
+        w.successes.add_one(); // after the copy: counted by the new ring only
+        assert_eq!(smaller.tally(&w.successes), tally(3, 1, 0), "S F S + S: F S S");
+        smaller.record(&w.successes, 0);
+        assert_eq!(smaller.tally(&w.successes), tally(3, 0, 0), "S S S");
     }
 
     #[test]
@@ -494,7 +570,7 @@ mod tests {
 
     #[test]
     fn time_window_expires_whole_seconds() {
-        let w = TimeWindow::new(3, 1);
+        let w = TimeWindow::new(3);
         assert!(w.record(0, 0), "the first call of a second judges");
         assert!(!w.record(0, S / 2));
         assert!(w.record(FAILED, S));
@@ -508,7 +584,7 @@ mod tests {
 
     #[test]
     fn time_window_reuses_buckets_of_expired_seconds() {
-        let w = TimeWindow::new(2, 1);
+        let w = TimeWindow::new(2);
         w.record(FAILED, 0);
         w.record(FAILED, 0);
         w.record(0, 2 * S); // same bucket as second 0, which it re-tags
@@ -519,13 +595,13 @@ mod tests {
 
     #[test]
     fn time_window_judges_every_call_while_failures_wait_for_minimum_calls() {
-        let w = TimeWindow::new(10, 3);
+        let w = TimeWindow::new(10);
         w.record(FAILED, 0);
         let t = w.tally(0);
-        w.note_judged(&t);
+        note_pending(&w.pending, &t, 3);
         assert!(w.record(0, 1), "pending failures: judge the success too");
         assert!(w.record(0, 2));
-        w.note_judged(&w.tally(2));
+        note_pending(&w.pending, &w.tally(2), 3);
         assert!(!w.record(0, 3), "enough calls: successes no longer judge");
         w.clear();
         assert_eq!(w.tally(3), Tally::default());
@@ -555,10 +631,10 @@ mod tests {
         }
         // Quiescent: the packed counters equal what the slots hold.
         let t = w.tally();
-        let slots: Vec<u8> = w.slots.iter().map(|s| s.load(Ordering::SeqCst)).collect();
+        let slots: Vec<u8> = w.ring.slots.iter().map(|s| s.load(Ordering::SeqCst)).collect();
         let failed = slots.iter().filter(|&&b| b & FAILED != 0).count() as u64;
         let slow = slots.iter().filter(|&&b| b & SLOW != 0).count() as u64;
         assert_eq!(t, tally(64, failed, slow));
-        assert_eq!(w.head.load(Ordering::SeqCst), 80_000, "every success was placed");
+        assert_eq!(w.ring.head.load(Ordering::SeqCst), 80_000, "every success was placed");
     }
 }

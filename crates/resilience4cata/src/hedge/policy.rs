@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::Poll;
 
 use super::race::{first_poll, race};
@@ -54,7 +55,7 @@ impl HedgePolicy {
         let state = &*self.state;
         #[inline(always)]
         async move {
-            if !state.config.enabled {
+            if !state.enabled.load(Ordering::Relaxed) {
                 return attempt().await;
             }
             let mut first = pin!(Some(attempt()));
@@ -92,7 +93,7 @@ impl HedgePolicy {
     /// `max_hedged_attempts` when the hedge is enabled.
     #[cfg(feature = "tower")]
     pub(crate) fn extra_attempts(&self) -> Option<u32> {
-        let config = &self.state.config;
+        let config = self.state.config.load();
         config.enabled.then_some(config.max_hedged_attempts)
     }
 
@@ -120,5 +121,9 @@ policy_kind! {
 
     fn new_state(inner: &Inner, instance: Arc<str>, config: HedgeConfig, events: Publisher<HedgeEvent>) -> HedgeState {
         HedgeState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn reconfigure(state: &HedgeState, config: HedgeConfig) {
+        state.reconfigure(config);
     }
 }

@@ -145,7 +145,11 @@ where
 {
     #[inline(never)]
     async move {
-        let limit = 1 + state.config.max_hedged_attempts;
+        // One version of the values for the whole race (SPEC §16: a call in flight keeps them).
+        let (limit, delay) = {
+            let config = state.config.load();
+            (1 + config.max_hedged_attempts, config.delay)
+        };
         let mut call: Call<E, Fut> =
             Call { started: 1, limit, extras: Vec::new(), last: None, stopped: false, due: false };
         // The first attempt was polled in this round already: poll it again only in the next.
@@ -153,7 +157,7 @@ where
         if let Some(error) = first_failure {
             call.failed(error, stops);
         }
-        let at_once = state.config.delay.is_zero();
+        let at_once = delay.is_zero();
         let mut alarm = pin!(None);
         poll_fn(|cx| {
             if let Some(value) = call.poll_running(&mut first, std::mem::take(&mut skip_first), state, stops, cx) {
@@ -177,7 +181,7 @@ where
                     return Poll::Pending;
                 }
                 if alarm.is_none() {
-                    alarm.set(Some(state.timer.sleep_async(state.config.delay)));
+                    alarm.set(Some(state.timer.sleep_async(delay)));
                 }
                 let Some(timer) = alarm.as_mut().as_pin_mut() else { return Poll::Pending };
                 let Poll::Ready(fired) = timer.poll(cx) else { return Poll::Pending };

@@ -2,17 +2,21 @@
 //! reports (the race of one call's attempts is in `race.rs`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::{HedgeConfig, HedgeEvent, HedgeSnapshot};
 use crate::clock::Timer;
 use crate::events::{Publisher, publish};
+use crate::sync::Live;
 
 /// A hedge instance's shared state: one per instance id.
 #[derive(Debug)]
 pub(crate) struct HedgeState {
     pub(crate) instance: Arc<str>,
-    pub(crate) config: HedgeConfig,
+    /// The resolved configuration as of the last update: a race reads it once, when it starts.
+    pub(crate) config: Live<HedgeConfig>,
+    /// `config.enabled`, what every call reads (one relaxed load).
+    pub(crate) enabled: AtomicBool,
     pub(crate) timer: Arc<Timer>,
     events: Publisher<HedgeEvent>,
     hedged_calls: AtomicU64,
@@ -26,13 +30,27 @@ impl HedgeState {
         timer: Arc<Timer>,
         events: Publisher<HedgeEvent>,
     ) -> Self {
-        HedgeState { instance, config, timer, events, hedged_calls: AtomicU64::new(0), hedge_wins: AtomicU64::new(0) }
+        HedgeState {
+            instance,
+            enabled: AtomicBool::new(config.enabled),
+            config: Live::new(config),
+            timer,
+            events,
+            hedged_calls: AtomicU64::new(0),
+            hedge_wins: AtomicU64::new(0),
+        }
+    }
+
+    /// A live update (SPEC §16): a race already running keeps the values it started with.
+    pub(crate) fn reconfigure(&self, config: HedgeConfig) {
+        self.enabled.store(config.enabled, Ordering::Relaxed);
+        self.config.store(config);
     }
 
     pub(crate) fn snapshot(&self) -> HedgeSnapshot {
         HedgeSnapshot {
             instance: Arc::clone(&self.instance),
-            config: self.config.clone(),
+            config: HedgeConfig::clone(&self.config.load()),
             hedged_calls: self.hedged_calls.load(Ordering::Relaxed),
             hedge_wins: self.hedge_wins.load(Ordering::Relaxed),
         }

@@ -52,11 +52,41 @@ pub(crate) trait PolicyKind: Sized + 'static {
         events: Publisher<Self::Event>,
     ) -> Self::State;
 
+    /// Applies a new resolved configuration to a live instance (SPEC §16): it applies from the
+    /// instance's next call or decision on, and the state is kept by the policy's own rules (see
+    /// `docs/live-config.md`). Called by the registry only with a configuration that passed
+    /// [`check`](Self::check) and differs from the current one.
+    fn reconfigure(state: &Self::State, config: ConfigOf<Self>);
+
+    /// Checks a live update's configuration against what only the live instance knows (chaos: the
+    /// error types of its users, whose unit variants a `fault` must name); `Err` refuses the whole
+    /// update, nothing changed. Called for an instance whose configuration changes.
+    fn check_live(state: &Self::State, config: &ConfigOf<Self>) -> Result<(), RegistryError> {
+        let _ = (state, config);
+        Ok(())
+    }
+
+    /// The key that cannot change on a live instance, if `new` changes it from `old`.
+    fn fixed_key(old: &ConfigOf<Self>, new: &ConfigOf<Self>) -> Option<Fixed> {
+        let _ = (old, new);
+        None
+    }
+
     /// The facade over a (possibly shared) state.
     fn from_state(state: Arc<Self::State>) -> Self;
 
     /// One instance's snapshot.
     fn snapshot(state: &Self::State) -> Self::Snapshot;
+}
+
+/// A key a live update cannot change on an instance that exists (SPEC §16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fixed {
+    /// Where the instance keeps its state (`shared`, `lease`, and what a fleet link took when it
+    /// was built): `R4C-CFG-005`.
+    Placement(&'static str),
+    /// A key whose live change is not supported yet: `R4C-CFG-006`.
+    NotLive(&'static str),
 }
 
 /// Implements [`PolicyKind`] for a facade: the associated types and the items every policy writes

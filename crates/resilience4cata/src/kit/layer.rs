@@ -6,7 +6,7 @@ use std::fmt;
 use crate::error::RegistryError;
 
 /// A policy's configuration builder: one `Option` per key, so a layer overrides only what it sets.
-pub(crate) trait Layer: Clone + Default + fmt::Debug + Send + Sync + 'static {
+pub(crate) trait Layer: Clone + Default + PartialEq + fmt::Debug + Send + Sync + 'static {
     /// The resolved, validated configuration.
     type Config: Clone + PartialEq + fmt::Debug + Send + Sync + 'static;
     /// The policy's name in messages and config files (`"retry"`, `"circuit_breaker"`).

@@ -6,5 +6,5 @@
 mod kind;
 mod layer;
 
-pub(crate) use kind::{ConfigOf, Inner, PolicyKind, no_shared_store, policy_handle, policy_kind};
+pub(crate) use kind::{ConfigOf, Fixed, Inner, PolicyKind, no_shared_store, policy_handle, policy_kind};
 pub(crate) use layer::{KeyProblem, Layer, layered_builder};

@@ -1,10 +1,11 @@
-//! [`Policy`] and a pipeline's non-default order (`.order([…])`, SPEC §6).
+//! [`Policy`] (declared with the list, `policy_list.rs`) and a pipeline's non-default order (`.order([…])`, SPEC §6).
 //!
 //! A pipeline in the default order runs the fixed loop of `execute.rs` (retry outside the guards).
 //! One built with `.order(…)` that changes the nesting is resolved here into [`Steps`], which
 //! `reordered.rs` runs as a chain.
 
 use crate::error::{RegistryError, codes};
+pub use crate::policy_list::Policy;
 use crate::registry::for_each_pipeline_policy;
 
 /// The order's names, from the list (`for_each_pipeline_policy!`): [`Policy`] (the fallback, then
@@ -14,41 +15,6 @@ macro_rules! order_parts {
     (retry: { $retry:ident: $retry_policy:ident($retry_builder:ident) as $retry_variant:ident, $($retry_rest:tt)* }
      hedge: { $hedge:ident: $hedge_policy:ident($hedge_builder:ident) as $hedge_variant:ident, $($hedge_rest:tt)* }
      guards: [$({ $module:ident: $policy:ident($builder:ident) as $variant:ident, $($rest:tt)* })*]) => {
-        /// A policy kind, for [`PipelineBuilder::order`](super::PipelineBuilder::order): the names
-        /// `#[policy_order(…)]` takes, in the default order (outermost first).
-        ///
-        /// `#[non_exhaustive]`: a policy added to the crate gets its variant here, so a `match` over
-        /// `Policy` outside this crate needs a `_` arm; naming the variants, as `.order([…])` does, is
-        /// unaffected.
-        ///
-        /// ```
-        /// use resilience4cata::{Pipeline, Policy, Registry};
-        ///
-        /// let registry = Registry::builder().build()?;
-        /// // One timeout bounds the whole retried call instead of each attempt.
-        /// let search = Pipeline::builder(&registry, "search")
-        ///     .retry()
-        ///     .timeout()
-        ///     .order([Policy::Timeout, Policy::Retry])
-        ///     .build::<u32, std::io::Error>()?;
-        /// # let _ = search;
-        /// # Ok::<(), resilience4cata::RegistryError>(())
-        /// ```
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum Policy {
-            /// `#[fallback]`: always the outermost layer.
-            Fallback,
-            #[doc = concat!("`#[", stringify!($retry), "]`.")]
-            $retry_variant,
-            #[doc = concat!("`#[", stringify!($hedge), "]`.")]
-            $hedge_variant,
-            $(
-                #[doc = concat!("`#[", stringify!($module), "]`.")]
-                $variant,
-            )*
-        }
-
         /// One layer of a reordered pipeline: the policies that can move (the fallback is always
         /// outermost, applied by `execute` around the chain; a hedge is outermost inside it, each of its
         /// attempts running the steps).
@@ -70,6 +36,9 @@ macro_rules! order_parts {
                     Policy::$retry_variant => Some(Step::$retry_variant),
                     $(Policy::$variant => Some(Step::$variant),)*
                     Policy::Fallback | Policy::$hedge_variant => None,
+                    // Chaos is always innermost, whatever the order.
+                    #[cfg(feature = "chaos")]
+                    Policy::Chaos => None,
                 }
             }
         }

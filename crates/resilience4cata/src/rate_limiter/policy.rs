@@ -14,7 +14,7 @@ use crate::clock::Interrupted;
 use crate::error::RegistryError;
 use crate::events::Publisher;
 use crate::fleet;
-use crate::kit::{Inner, policy_kind};
+use crate::kit::{Fixed, Inner, policy_kind};
 use crate::pass_or::PassOr;
 use crate::rejection::Rejection;
 
@@ -137,7 +137,7 @@ impl RateLimiterPolicy {
         use std::task::Poll;
         let state = &*self.state;
         if waiting.is_none() {
-            if !state.config.enabled {
+            if !state.config.load().enabled {
                 return Poll::Ready(Ok(ReservedPermit { state: None }));
             }
             let reserved = ReservedPermit { state: Some(Arc::clone(&self.state)) };
@@ -201,16 +201,47 @@ policy_kind! {
         config: RateLimiterConfig,
         events: Publisher<RateLimiterEvent>,
     ) -> RateLimiterState {
-        let mut state = RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events);
-        let (c, store) = (&state.config, inner.shared.as_deref());
-        let pool = fleet::link(store, (c.enabled, c.shared), &state.instance, &inner.timer, &inner.listeners, |parts| {
-            LeasePool::new(parts, c)
+        let store = inner.shared.as_deref();
+        let (enabled, shared) = (config.enabled, config.shared);
+        let pool = fleet::link(store, (enabled, shared), &instance, &inner.timer, &inner.listeners, |parts| {
+            LeasePool::new(parts, &config)
         });
+        let mut state = RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events);
         if let Some(pool) = pool {
             state.share(pool);
         }
         state
     }
+
+    fn reconfigure(state: &RateLimiterState, config: RateLimiterConfig) {
+        state.reconfigure(config);
+    }
+
+    fn fixed_key(old: &RateLimiterConfig, new: &RateLimiterConfig) -> Option<Fixed> {
+        fixed_key(old, new)
+    }
+}
+
+/// The key of `new` a live update cannot change from `old` (SPEC §16): `shared` and `lease`; and,
+/// on a shared instance, what its fleet link took when it was built (`enabled`, the fleet-wide
+/// `permits` and `period`).
+fn fixed_key(old: &RateLimiterConfig, new: &RateLimiterConfig) -> Option<Fixed> {
+    if old.shared != new.shared {
+        return Some(Fixed::Placement("shared"));
+    }
+    if old.lease != new.lease {
+        return Some(Fixed::Placement("lease"));
+    }
+    if !old.shared {
+        return None;
+    }
+    [
+        ("enabled", old.enabled != new.enabled),
+        ("permits", old.permits != new.permits),
+        ("period", old.period != new.period),
+    ]
+    .into_iter()
+    .find_map(|(key, changed)| changed.then_some(Fixed::Placement(key)))
 }
 
 #[cfg(test)]
@@ -380,7 +411,7 @@ mod tests {
         let clock = ManualClock::new();
         let centuries = Duration::from_secs(300 * 365 * 24 * 3600);
         let rl = limiter(&clock, 2, centuries, Duration::ZERO);
-        assert!(!rl.state.local);
+        assert!(!rl.state.local.load(std::sync::atomic::Ordering::Relaxed));
         clock.advance(5 * MS);
         rl.acquire().unwrap();
         rl.acquire().unwrap();

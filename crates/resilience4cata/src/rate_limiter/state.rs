@@ -61,7 +61,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::Live;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -155,11 +156,6 @@ impl Gcra {
         self.permit_dated(tat, now, now.saturating_add(lag))
     }
 
-    /// `permits × T`, the burst tolerance.
-    fn tolerance(&self) -> u64 {
-        self.tolerance
-    }
-
     /// Calls that could pass at `now` without waiting.
     pub(crate) fn available(&self, tat: u64, now: u64) -> u64 {
         let used = tat.saturating_sub(now).min(self.tolerance);
@@ -168,11 +164,26 @@ impl Gcra {
 }
 
 /// GCRA on one atomic TAT: lock-free, one compare-and-set per permitted call.
+///
+/// The constants are atomics too, so a live update (SPEC §16, [`reconfigure`](Self::reconfigure))
+/// can change them. No decision mixes two versions: the update first swaps the TAT for
+/// [`UPDATING`] (a decision that reads it refuses on the pass path and waits on the exact one),
+/// then stores the constants, then stores the rescaled TAT, always a value other than the one it
+/// replaced, with `Release`; a decision loads the TAT with `Acquire` before it reads the
+/// constants and sets its new TAT with a compare-and-set that `Release`s. So a decision that read
+/// a TAT from before the update reads old constants only, or fails its compare-and-set (the TAT
+/// moved on) and decides again; one that read the update's TAT reads the new constants.
 #[derive(Debug)]
 pub(crate) struct AtomicGcra {
-    gcra: Gcra,
+    interval: AtomicU64,
+    tolerance: AtomicU64,
+    /// `tolerance − interval`.
+    slack: AtomicU64,
     words: CachePadded<Words>,
 }
+
+/// The TAT while a live update changes the constants: no permit starts at it.
+const UPDATING: u64 = u64::MAX;
 
 /// The TAT and the origin of the last burst on a full bucket, on one cache line.
 #[derive(Debug)]
@@ -186,7 +197,55 @@ struct Words {
 impl AtomicGcra {
     pub(crate) fn new(config: &RateLimiterConfig) -> Self {
         let words = Words { tat: AtomicU64::new(0), origin: AtomicU64::new(0) };
-        AtomicGcra { gcra: Gcra::new(config), words: CachePadded::new(words) }
+        let Gcra { interval, tolerance, slack } = Gcra::new(config);
+        AtomicGcra {
+            interval: AtomicU64::new(interval),
+            tolerance: AtomicU64::new(tolerance),
+            slack: AtomicU64::new(slack),
+            words: CachePadded::new(words),
+        }
+    }
+
+    /// The constants, as a decision reads them (after its TAT).
+    #[inline(always)]
+    fn gcra(&self) -> Gcra {
+        Gcra {
+            interval: self.interval.load(Ordering::Relaxed),
+            tolerance: self.tolerance.load(Ordering::Relaxed),
+            slack: self.slack.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A live update to `config`'s constants at `now` (SPEC §16): the share of the burst in use is
+    /// kept (`TAT − now` scaled from the old tolerance to the new one, so a limiter that spent its
+    /// burst gets no fresh one and one that spent half keeps half), reservations beyond the burst
+    /// keep their place, and the burst's origin is forgotten (a stricter judgement, never looser).
+    /// Updates are serialised by the registry.
+    pub(crate) fn reconfigure(&self, config: &RateLimiterConfig, now: u64) {
+        let next = Gcra::new(config);
+        let tat = loop {
+            let tat = self.words.tat.load(Ordering::Acquire);
+            if tat == UPDATING {
+                std::hint::spin_loop();
+                continue;
+            }
+            if self.words.tat.compare_exchange_weak(tat, UPDATING, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                break tat;
+            }
+        };
+        let old = self.gcra();
+        let used = tat.saturating_sub(now);
+        let in_burst = used.min(old.tolerance);
+        let scaled = (u128::from(in_burst) * u128::from(next.tolerance) / u128::from(old.tolerance.max(1))) as u64;
+        let mut rescaled = now.saturating_add(scaled).saturating_add(used - in_burst).min(UPDATING - 2);
+        if rescaled == tat {
+            rescaled += 1; // another value than before, so no decision's compare-and-set mistakes it
+        }
+        self.interval.store(next.interval, Ordering::Relaxed);
+        self.tolerance.store(next.tolerance, Ordering::Relaxed);
+        self.slack.store(next.slack, Ordering::Relaxed);
+        self.words.origin.store(0, Ordering::Relaxed);
+        self.words.tat.store(rescaled, Ordering::Release);
     }
 
     /// The pass path: takes a permit if one is free at `now`, a reading at most `lag` behind real
@@ -195,15 +254,30 @@ impl AtomicGcra {
     #[inline]
     pub(crate) fn try_acquire(&self, now: u64, lag: u64) -> bool {
         let dated = now.saturating_add(lag);
-        self.take(now, dated, |tat| self.gcra.permit_saturating(tat, now, dated))
+        self.take(now, dated, |tat| {
+            let gcra = Gcra {
+                interval: self.interval.load(Ordering::Relaxed),
+                tolerance: self.tolerance.load(Ordering::Relaxed),
+                slack: 0,
+            };
+            gcra.permit_saturating(tat, now, dated)
+        })
     }
 
     /// [`try_acquire`](Self::try_acquire) with the date `now + lag` already added (`dated ≥ now`),
     /// for a caller that knows the adds cannot overflow: `now + lag` and `now + τ` below
-    /// `u64::MAX` ([`PASS_LAG_BOUND`], [`PASS_TOLERANCE_BOUND`]).
+    /// `u64::MAX` ([`PASS_LAG_BOUND`], [`PASS_TOLERANCE_BOUND`]). A TAT of [`UPDATING`] starts
+    /// no permit here (`start ≤ now + slack` fails): the exact decision waits for the update.
     #[inline(always)]
     pub(crate) fn try_acquire_dated(&self, now: u64, dated: u64) -> bool {
-        self.take(now, dated, |tat| self.gcra.permit_dated(tat, now, dated))
+        self.take(now, dated, |tat| {
+            let gcra = Gcra {
+                interval: self.interval.load(Ordering::Relaxed),
+                tolerance: 0,
+                slack: self.slack.load(Ordering::Relaxed),
+            };
+            gcra.permit_dated(tat, now, dated)
+        })
     }
 
     /// The compare-and-set loop of the pass path, `permit` answering for each TAT seen. A permit
@@ -228,16 +302,31 @@ impl AtomicGcra {
     /// The compare-and-set loop on the TAT, written once for the pass path ([`take`](Self::take))
     /// and the exact decision ([`acquire`](Self::acquire)): `step` answers for each TAT seen with
     /// the TAT to leave and the answer (`Ok`: set it, then return the TAT it replaced beside the
-    /// answer), or with the answer alone (`Err`: returned at once, the TAT unchanged).
+    /// answer), or with the answer alone (`Err`: returned at once, the TAT unchanged). `step`
+    /// reads the constants after the TAT (`Acquire`; see the type's docs).
     #[inline(always)]
     fn update_tat<T>(&self, mut step: impl FnMut(u64) -> Result<(u64, T), T>) -> Result<(u64, T), T> {
-        let mut tat = self.words.tat.load(Ordering::Relaxed);
+        let mut tat = self.words.tat.load(Ordering::Acquire);
         loop {
             let (next, answer) = step(tat)?;
-            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Release, Ordering::Acquire) {
                 Ok(before) => return Ok((before, answer)),
                 Err(current) => tat = current,
             }
+        }
+    }
+
+    /// The TAT once no update is under way (the exact decisions wait out an update's few stores).
+    #[inline]
+    fn settled_tat(&self) -> u64 {
+        loop {
+            let tat = self.words.tat.load(Ordering::Acquire);
+            if tat != UPDATING {
+                return tat;
+            }
+            std::hint::spin_loop();
+            #[cfg(all(test, loom))]
+            loom::thread::yield_now();
         }
     }
 
@@ -245,23 +334,37 @@ impl AtomicGcra {
     /// reserves) its permit. A call in a burst the pass path started on a full bucket is judged
     /// at the burst's origin when that is later than `now` ([`Gcra::decide_in_burst`]).
     pub(crate) fn acquire(&self, now: u64, max_wait: u64) -> Decision {
+        self.settled_tat();
         // The origin first: its `Acquire` pairs with the pass path's `Release`, so the TAT read
         // next is at or after the compare-and-set that started the burst.
         let origin = self.words.origin.load(Ordering::Acquire);
-        let decided = self.update_tat(|tat| match self.gcra.decide_in_burst(tat, now, origin, max_wait) {
-            (refused @ Decision::Refuse(_), _) => Err(refused),
-            (decision, next) => Ok((next, decision)),
+        let decided = self.update_tat(|tat| {
+            if tat == UPDATING {
+                // An update began after the wait above: ask again once it is done.
+                return Err(None);
+            }
+            match self.gcra().decide_in_burst(tat, now, origin, max_wait) {
+                (refused @ Decision::Refuse(_), _) => Err(Some(refused)),
+                (decision, next) => Ok((next, Some(decision))),
+            }
         });
         match decided {
-            Ok((_, decision)) | Err(decision) => decision,
+            Ok((_, Some(decision))) | Err(Some(decision)) => decision,
+            Ok((_, None)) | Err(None) => self.acquire(now, max_wait),
         }
     }
 
     /// Calls that could pass at `now`, an exact reading, without waiting (judged as
     /// [`acquire`](Self::acquire) judges them).
     pub(crate) fn available(&self, now: u64) -> u64 {
+        let tat = self.settled_tat();
         let origin = self.words.origin.load(Ordering::Acquire);
-        self.gcra.available(self.words.tat.load(Ordering::Relaxed), now.max(origin))
+        self.gcra().available(tat, now.max(origin))
+    }
+
+    /// `permits × T`, the burst tolerance.
+    fn tolerance(&self) -> u64 {
+        self.tolerance.load(Ordering::Relaxed)
     }
 
     /// Gives back a permit taken (or reserved) earlier and never used: TAT moves back by one
@@ -269,9 +372,9 @@ impl AtomicGcra {
     /// what is left of it and the limiter never gains more than it lost.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn give_back(&self, now: u64) {
-        let interval = self.gcra.interval;
-        let _ = self.words.tat.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tat| {
-            (tat > now).then(|| tat.saturating_sub(interval).max(now))
+        let _ = self.words.tat.fetch_update(Ordering::Release, Ordering::Acquire, |tat| {
+            let interval = self.interval.load(Ordering::Relaxed);
+            (tat > now && tat != UPDATING).then(|| tat.saturating_sub(interval).max(now))
         });
     }
 }
@@ -290,7 +393,8 @@ const PASS_TOLERANCE_BOUND: u64 = 1 << 62;
 #[derive(Debug)]
 pub(crate) struct RateLimiterState {
     pub(crate) instance: Arc<str>,
-    pub(crate) config: RateLimiterConfig,
+    /// The resolved configuration as of the last update: the slow paths load it once each.
+    pub(crate) config: Live<RateLimiterConfig>,
     pub(super) gcra: AtomicGcra,
     /// How far the coarse reading may trail real time (`Timer::coarse_lag`): the pass path dates
     /// its permits that much after the reading.
@@ -299,10 +403,10 @@ pub(crate) struct RateLimiterState {
     /// through one pointer instead of two.
     /// (std's atomic, as the clock's, also under loom.)
     coarse: Arc<CachePadded<std::sync::atomic::AtomicU64>>,
-    /// Enabled, not shared, a bounded `lag` and `τ`, fixed once built: the one test before the pass
-    /// path's GCRA. Every other case takes [`pass_other`](Self::pass_other).
-    pub(super) local: bool,
-    max_wait: u64,
+    /// Enabled, not shared, a bounded `lag` and `τ` (a live update may change it): the one test
+    /// before the pass path's GCRA. Every other case takes [`pass_other`](Self::pass_other).
+    pub(super) local: AtomicBool,
+    max_wait: AtomicU64,
     pub(super) timer: Arc<Timer>,
     events: Publisher<RateLimiterEvent>,
     /// `shared = true`: the permits leased from the fleet (the local GCRA decides while degraded).
@@ -325,13 +429,13 @@ impl RateLimiterState {
             // straight to the exact clock, as it would after the pass path's refusal. A lag of at
             // most `PASS_LAG_BOUND` and a tolerance of at most `PASS_TOLERANCE_BOUND` let the pass
             // path date and judge permits with plain adds.
-            local: config.enabled && lag <= PASS_LAG_BOUND && gcra.gcra.tolerance() <= PASS_TOLERANCE_BOUND,
+            local: AtomicBool::new(config.enabled && lag <= PASS_LAG_BOUND && gcra.tolerance() <= PASS_TOLERANCE_BOUND),
             gcra,
             lag,
             coarse: timer.coarse_cell(),
-            max_wait: nanos(config.max_wait),
+            max_wait: AtomicU64::new(nanos(config.max_wait)),
             instance,
-            config,
+            config: Live::new(config),
             timer,
             events,
             shared: None,
@@ -342,7 +446,20 @@ impl RateLimiterState {
     /// while it is degraded.
     pub(super) fn share(&mut self, pool: Arc<LeasePool>) {
         self.shared = Some(pool);
-        self.local = false;
+        self.local = AtomicBool::new(false);
+    }
+
+    /// A live update (SPEC §16): the burst's used share is kept ([`AtomicGcra::reconfigure`]);
+    /// a call already waiting for its reserved permit keeps its turn.
+    pub(crate) fn reconfigure(&self, config: RateLimiterConfig) {
+        self.gcra.reconfigure(&config, self.timer.now());
+        let local = config.enabled
+            && self.shared.is_none()
+            && self.lag <= PASS_LAG_BOUND
+            && self.gcra.tolerance() <= PASS_TOLERANCE_BOUND;
+        self.max_wait.store(nanos(config.max_wait), Ordering::Relaxed);
+        self.config.store(config);
+        self.local.store(local, Ordering::Relaxed);
     }
 
     pub(crate) fn snapshot(&self) -> RateLimiterSnapshot {
@@ -352,7 +469,7 @@ impl RateLimiterState {
         };
         RateLimiterSnapshot {
             instance: Arc::clone(&self.instance),
-            config: self.config.clone(),
+            config: RateLimiterConfig::clone(&self.config.load()),
             available_permits: u32::try_from(available).unwrap_or(u32::MAX),
         }
     }
@@ -361,7 +478,7 @@ impl RateLimiterState {
     /// [`pass_other`](Self::pass_other) for a disabled, shared or unticked limiter.
     #[inline(always)]
     pub(super) fn pass(&self) -> bool {
-        if !self.local {
+        if !self.local.load(Ordering::Relaxed) {
             return self.pass_other();
         }
         let now = self.coarse.load(std::sync::atomic::Ordering::Relaxed);
@@ -380,7 +497,7 @@ impl RateLimiterState {
     #[cold]
     #[inline(never)]
     fn pass_other(&self) -> bool {
-        if !self.config.enabled {
+        if !self.config.load().enabled {
             return true;
         }
         let now = self.timer.coarse_now();
@@ -429,7 +546,7 @@ impl RateLimiterState {
     /// The coarse reading may lag, which only ever refuses: decide again on the exact clock, this
     /// time reserving a permit within `max_wait`.
     fn decide_exactly(&self) -> Decision {
-        let decision = self.gcra.acquire(self.timer.now(), self.max_wait);
+        let decision = self.gcra.acquire(self.timer.now(), self.max_wait.load(Ordering::Relaxed));
         if decision == Decision::Permit {
             self.permitted(Duration::ZERO);
         }

@@ -128,7 +128,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 impl RegistryConfig {
     /// `R4C-CFG-004` for the first value out of range on its own, with its key path and line.
-    fn check_ranges(&self, text: &str, origin: &str) -> Result<(), RegistryError> {
+    pub(crate) fn check_ranges(&self, text: &str, origin: &str) -> Result<(), RegistryError> {
         let sections = std::iter::once((None, "defaults", &self.defaults))
             .chain(self.configs.iter().map(|(name, t)| (Some(name.as_str()), "configs", t)))
             .chain(self.instances.iter().map(|(id, t)| (Some(id.as_str()), "instances", t)));

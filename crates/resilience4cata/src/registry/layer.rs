@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::error::{RegistryError, codes};
 use crate::kit::Layer;
@@ -18,6 +18,18 @@ pub(crate) struct Configs<B> {
 }
 
 impl<B: Layer> Configs<B> {
+    /// Overlays `over` on these layers: its defaults on the defaults, each named configuration and
+    /// instance override on the one of the same name (a later segment of the builder, or the file).
+    pub(crate) fn overlay(&mut self, over: &Configs<B>) {
+        self.defaults.merge(&over.defaults);
+        for (name, layer) in &over.named {
+            self.named.entry(name.clone()).or_default().merge(layer);
+        }
+        for (id, layer) in &over.instances {
+            self.instances.entry(id.clone()).or_default().merge(layer);
+        }
+    }
+
     /// built-in < registry defaults < named config < attributes < instance override.
     pub(crate) fn resolve(&self, id: &str, config: Option<&str>, attrs: &B) -> Result<B::Config, RegistryError> {
         let mut layered = self.defaults.clone();
@@ -44,59 +56,91 @@ fn unknown_config<B: Layer>(id: &str, name: &str, named: &HashMap<String, B>) ->
     )
 }
 
-/// The live instances of one policy kind, by id, with the configuration each was built from.
+/// The live instances of one policy kind, by id, with the configuration each was built from and
+/// the call sites that use it (what a live update re-resolves, SPEC §16).
 #[derive(Debug)]
-pub(crate) struct Instances<C, S> {
-    map: Mutex<InstanceMap<C, S>>,
+pub(crate) struct Instances<C, S, B> {
+    map: Mutex<InstanceMap<C, S, B>>,
 }
 
-/// Instance id -> (resolved configuration, shared state).
-type InstanceMap<C, S> = BTreeMap<Arc<str>, (C, Arc<S>)>;
+/// One user of an instance: the named configuration it chose, its attributes (or a pipeline's
+/// `_with` overrides) and whether it is async; enough to resolve it again after an update.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SiteRecord<B> {
+    pub(crate) config: Option<String>,
+    pub(crate) attrs: B,
+    pub(crate) is_async: bool,
+}
 
-impl<C, S> Default for Instances<C, S> {
+/// One live instance: its resolved configuration, its shared state, the sites that use it.
+#[derive(Debug)]
+pub(crate) struct Entry<C, S, B> {
+    pub(crate) config: C,
+    pub(crate) state: Arc<S>,
+    pub(crate) sites: Vec<SiteRecord<B>>,
+}
+
+/// Instance id -> entry.
+pub(crate) type InstanceMap<C, S, B> = BTreeMap<Arc<str>, Entry<C, S, B>>;
+
+impl<C, S, B> Default for Instances<C, S, B> {
     fn default() -> Self {
         Instances { map: Mutex::new(BTreeMap::new()) }
     }
 }
 
-impl<C: PartialEq + fmt::Debug + Clone, S> Instances<C, S> {
+impl<C: PartialEq + fmt::Debug + Clone, S, B: PartialEq> Instances<C, S, B> {
     /// The instance `id`, created by `make` on first use; a later user must bring the same config.
     pub(crate) fn get_or_create(
         &self,
         policy: &str,
         id: &str,
         config: C,
+        site: SiteRecord<B>,
         make: impl FnOnce(Arc<str>, C) -> S,
     ) -> Result<Arc<S>, RegistryError> {
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((existing, state)) = map.get(id) {
-            if *existing != config {
-                return Err(RegistryError::new(
-                    codes::CONFLICTING_INSTANCE,
-                    Some(id),
-                    format!(
-                        "this {policy} instance is shared by name but resolves differently here: \
-                         {config:?} vs. {existing:?}; give both users the same attributes"
-                    ),
-                ));
+        let mut map = self.lock();
+        if let Some(entry) = map.get_mut(id) {
+            if entry.config != config {
+                return Err(conflicting(policy, id, &config, &entry.config));
             }
-            return Ok(Arc::clone(state));
+            if !entry.sites.contains(&site) {
+                entry.sites.push(site);
+            }
+            return Ok(Arc::clone(&entry.state));
         }
         let key: Arc<str> = Arc::from(id);
         let state = Arc::new(make(Arc::clone(&key), config.clone()));
-        map.insert(key, (config, Arc::clone(&state)));
+        map.insert(key, Entry { config, state: Arc::clone(&state), sites: vec![site] });
         Ok(state)
+    }
+
+    /// The table itself, for a live update (which holds it while it plans and applies).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, InstanceMap<C, S, B>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The instance `id`, if built.
     pub(crate) fn get(&self, id: &str) -> Option<Arc<S>> {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner).get(id).map(|(_, s)| Arc::clone(s))
+        self.lock().get(id).map(|e| Arc::clone(&e.state))
     }
 
     /// Every instance, ordered by id.
     pub(crate) fn all(&self) -> Vec<Arc<S>> {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner).values().map(|(_, s)| Arc::clone(s)).collect()
+        self.lock().values().map(|e| Arc::clone(&e.state)).collect()
     }
+}
+
+/// `R4C-REG-008`: two users of one id resolve differently.
+pub(crate) fn conflicting<C: fmt::Debug>(policy: &str, id: &str, config: &C, existing: &C) -> RegistryError {
+    RegistryError::new(
+        codes::CONFLICTING_INSTANCE,
+        Some(id),
+        format!(
+            "this {policy} instance is shared by name but resolves differently here: \
+             {config:?} vs. {existing:?}; give both users the same attributes"
+        ),
+    )
 }
 
 /// A named configuration or instance override that no wrapper or pipeline has resolved so far

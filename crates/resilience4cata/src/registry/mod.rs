@@ -1,11 +1,14 @@
 //! The registry: configuration layers, event listeners, the clock, and every live policy instance.
 //!
 //! Build it once at start-up, share it (it is a cheap `Arc` clone), wrap every dependency with it.
-//! It is immutable after [`RegistryBuilder::build`]: changing a value means building a new registry.
+//! Its configuration changes after [`RegistryBuilder::build`] only through a live update
+//! (`update_config`, `update_toml`, `update_file`, `watch_file`; SPEC §16, `live.rs`), which keeps
+//! every instance's state.
 
 #[cfg(feature = "serde")]
 pub(crate) mod config_file;
 mod layer;
+mod live;
 mod policies;
 mod readings;
 
@@ -14,6 +17,10 @@ use std::sync::Arc;
 
 pub use layer::UnusedConfig;
 pub(crate) use layer::{Configs, Instances, Usage};
+pub use live::ConfigChange;
+#[cfg(all(feature = "serde", feature = "tokio"))]
+pub use live::ConfigWatch;
+use live::Segments;
 pub use policies::RegistrySnapshot;
 pub(crate) use policies::{PolicyConfigs, Registered, Stores};
 
@@ -54,6 +61,9 @@ struct Parts {
     stores: Stores,
     /// The call and attempt histograms (filled only with the feature `durations`).
     durations: DurationStore,
+    /// The configuration as the builder gave it, segment by segment: what a live update replaces
+    /// the file's segment of; held by one update at a time.
+    segments: std::sync::Mutex<Segments>,
 }
 
 impl Registry {
@@ -216,8 +226,9 @@ pub struct RegistryBuilder {
     seed: Option<u64>,
     listeners: Listeners,
     shared: Option<Arc<dyn SharedStore>>,
-    /// Configured through the `x_defaults` / `x` / `x_instance` trio of each policy (`policies.rs`).
-    policies: PolicyConfigs,
+    /// Configured through the `x_defaults` / `x` / `x_instance` trio of each policy (`policies.rs`)
+    /// and the configuration files, in call order (`live.rs`).
+    policies: Segments,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -280,7 +291,7 @@ impl RegistryBuilder {
     /// order with the builder methods.
     #[cfg(feature = "serde")]
     pub fn config(mut self, config: config_file::RegistryConfig) -> Self {
-        config.apply(&mut self.policies);
+        self.policies.push_file(config);
         self
     }
 
@@ -334,10 +345,11 @@ impl RegistryBuilder {
         if let Some(error) = self.error {
             return Err(error);
         }
+        let policies = self.policies.merged();
         if self.shared.is_none()
-            && let Some(at) = shared_in(&self.policies.rate_limiter, |l| l.sets_shared())
-                .or_else(|| shared_in(&self.policies.circuit_breaker, |l| l.sets_shared()))
-                .or_else(|| shared_in(&self.policies.bulkhead, |l| l.sets_shared()))
+            && let Some(at) = shared_in(&policies.rate_limiter, |l| l.sets_shared())
+                .or_else(|| shared_in(&policies.circuit_breaker, |l| l.sets_shared()))
+                .or_else(|| shared_in(&policies.bulkhead, |l| l.sets_shared()))
         {
             return Err(no_shared_store(at));
         }
@@ -349,7 +361,12 @@ impl RegistryBuilder {
             shared: self.shared.map(|store| Arc::new(Routed(store)) as Arc<dyn Fleet>),
         };
         Ok(Registry {
-            parts: Arc::new(Parts { inner, stores: self.policies.into_stores(), durations: DurationStore::default() }),
+            parts: Arc::new(Parts {
+                inner,
+                stores: policies.into_stores(),
+                durations: DurationStore::default(),
+                segments: std::sync::Mutex::new(self.policies),
+            }),
         })
     }
 }

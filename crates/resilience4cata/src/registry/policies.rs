@@ -9,11 +9,16 @@
 //! (`events.rs`), the configuration-file tables (`config_file.rs`) and the `__private` constructors.
 //! Adding a policy is its own module, one `impl PolicyKind`, and one line in the list.
 
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::layer::{SiteRecord, conflicting};
 use super::{Configs, Instances, Registry, UnusedConfig, Usage};
 use crate::durations::DurationsSnapshot;
 use crate::error::RegistryError;
 use crate::events::Publisher;
-use crate::kit::{ConfigOf, PolicyKind};
+use crate::kit::Inner;
+use crate::kit::{ConfigOf, Fixed, PolicyKind};
+use crate::policy_list::Policy;
 use crate::policy_list::for_each_policy;
 
 /// Where the registry keeps a policy kind: implemented for every policy of the list by
@@ -39,9 +44,13 @@ pub(crate) trait Registered: PolicyKind {
         let id = name.unwrap_or(id);
         let store = Self::store(registry);
         store.usage.note(id, config);
-        let resolved = store.configs.resolve(id, config, &attrs)?;
+        // Held until the instance is in the table: a live update waits, so it re-resolves this
+        // instance too, or this resolution sees the update's layers.
+        let configs = store.configs();
+        let resolved = configs.resolve(id, config, &attrs)?;
         Self::check(inner, id, is_async, &resolved)?;
-        let state = store.instances.get_or_create(Self::NAME, id, resolved, |instance, config| {
+        let site = SiteRecord { config: config.map(str::to_owned), attrs, is_async };
+        let state = store.instances.get_or_create(Self::NAME, id, resolved, site, |instance, config| {
             let events = Publisher::new(&inner.listeners, &instance);
             Self::new_state(inner, instance, config, events)
         })?;
@@ -51,25 +60,104 @@ pub(crate) trait Registered: PolicyKind {
 
 /// One policy kind's configuration layers and live instances.
 pub(crate) struct Store<P: PolicyKind> {
-    pub(crate) configs: Configs<P::Builder>,
-    pub(crate) instances: Instances<ConfigOf<P>, P::State>,
+    /// Replaced whole by a live update; read (never on a call's path) when an instance is built.
+    configs: RwLock<Configs<P::Builder>>,
+    pub(crate) instances: Instances<ConfigOf<P>, P::State, P::Builder>,
     usage: Usage,
 }
 
+/// One instance a live update changes: its id, its state and its new configuration.
+pub(crate) type Planned<P> = (Arc<str>, Arc<<P as PolicyKind>::State>, ConfigOf<P>);
+
 impl<P: PolicyKind> Store<P> {
     pub(crate) fn new(configs: Configs<P::Builder>) -> Self {
-        Store { configs, instances: Instances::default(), usage: Usage::default() }
+        Store { configs: RwLock::new(configs), instances: Instances::default(), usage: Usage::default() }
+    }
+
+    /// The layers, read.
+    pub(crate) fn configs(&self) -> RwLockReadGuard<'_, Configs<P::Builder>> {
+        self.configs.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn configs_mut(&self) -> RwLockWriteGuard<'_, Configs<P::Builder>> {
+        self.configs.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The named configurations and instance overrides no resolution has used so far.
     fn unused(&self) -> Vec<UnusedConfig> {
-        self.usage.unused(&self.configs)
+        self.usage.unused(&self.configs())
+    }
+
+    /// Every live instance of this kind resolved again over `next` (SPEC §16): each of its sites
+    /// as at build, checked, all sites agreeing (`R4C-REG-008`), no fixed key changed
+    /// (`R4C-CFG-005`). The instances whose values differ, or the first problem; nothing changes.
+    fn plan(&self, inner: &Inner, next: &Configs<P::Builder>) -> Result<Vec<Planned<P>>, RegistryError> {
+        let map = self.instances.lock();
+        let mut changed = Vec::new();
+        for (id, entry) in map.iter() {
+            let mut resolved: Option<ConfigOf<P>> = None;
+            for site in &entry.sites {
+                let config = next.resolve(id, site.config.as_deref(), &site.attrs)?;
+                // Before the site's checks: a fixed key is named as such, also where the check
+                // would refuse the value for another reason (`shared` without a store).
+                if let Some(fixed) = P::fixed_key(&entry.config, &config) {
+                    return Err(fixed_key_changed(P::NAME, id, fixed));
+                }
+                P::check(inner, id, site.is_async, &config)?;
+                match &resolved {
+                    Some(first) if *first != config => return Err(conflicting(P::NAME, id, &config, first)),
+                    Some(_) => {}
+                    None => resolved = Some(config),
+                }
+            }
+            let Some(config) = resolved else { continue };
+            if config == entry.config {
+                continue;
+            }
+            P::check_live(&entry.state, &config)?;
+            changed.push((Arc::clone(id), Arc::clone(&entry.state), config));
+        }
+        Ok(changed)
+    }
+
+    /// Applies a plan: the table's configuration first (what a later user of the id must agree
+    /// with), then the state.
+    fn apply(&self, planned: Vec<Planned<P>>, changed: &mut Vec<(Arc<str>, Policy)>, policy: Policy) {
+        let mut map = self.instances.lock();
+        for (id, state, config) in planned {
+            if let Some(entry) = map.get_mut(&id) {
+                entry.config = config.clone();
+            }
+            P::reconfigure(&state, config);
+            changed.push((id, policy));
+        }
     }
 
     /// Every instance's snapshot, ordered by id.
     pub(crate) fn snapshots(&self) -> Vec<P::Snapshot> {
         self.instances.all().iter().map(|state| P::snapshot(state)).collect()
     }
+}
+
+/// `R4C-CFG-005`: a key that cannot change on a live instance.
+/// `R4C-CFG-005` / `R4C-CFG-006`: a key that cannot change on a live instance.
+fn fixed_key_changed(policy: &str, id: &str, fixed: Fixed) -> RegistryError {
+    let (code, key, why) = match fixed {
+        Fixed::Placement(key) => {
+            (crate::error::codes::CONFIG_FIXED_KEY, key, "it decides where the instance keeps its state")
+        }
+        Fixed::NotLive(key) => {
+            (crate::error::codes::CONFIG_NOT_LIVE, key, "a live update does not rebuild what it shapes yet")
+        }
+    };
+    RegistryError::new(
+        code,
+        Some(id),
+        format!(
+            "`{key}` of {policy} instance `{id}` cannot change while the instance exists ({why}); \
+             change it with a restart (ids no instance uses yet take it when built). Nothing changed"
+        ),
+    )
 }
 
 /// The pipeline list's modules and facades, in its order, for the test that holds it to
@@ -102,18 +190,43 @@ macro_rules! registry_parts {
         }
 
         /// Every policy kind's configuration layers, as the builder collects them.
-        #[derive(Default)]
+        #[derive(Clone, Debug, Default)]
         pub(crate) struct PolicyConfigs {
             $(pub(crate) $module: Configs<$builder>,)*
         }
 
         impl PolicyConfigs {
+            /// Overlays `over`, key by key, on every kind's layers.
+            pub(crate) fn overlay(&mut self, over: &PolicyConfigs) {
+                $(self.$module.overlay(&over.$module);)*
+            }
+
             pub(crate) fn into_stores(self) -> Stores {
                 Stores { $($module: Store::new(self.$module),)* }
             }
         }
 
         impl Stores {
+            /// Replaces every kind's layers with `next` and re-resolves every live instance, all or
+            /// nothing (SPEC §16): the instances whose values changed, each with its policy.
+            pub(crate) fn reconfigure(&self, inner: &Inner, next: PolicyConfigs)
+                -> Result<Vec<(Arc<str>, Policy)>, RegistryError>
+            {
+                // Every kind's layers, held in the list's order, so no instance is built half-way
+                // through (builds take one kind's read lock).
+                $(let mut $module = self.$module.configs_mut();)*
+                let plans = ($(self.$module.plan(inner, &next.$module)?,)*);
+                $(*$module = next.$module;)*
+                // The guards held together, before the plans' names (a list may be named as its
+                // module is: chaos's) shadow them.
+                let guards = ($($module,)*);
+                let ($($list,)*) = plans;
+                let mut changed = Vec::new();
+                $(self.$module.apply($list, &mut changed, Policy::$variant);)*
+                drop(guards);
+                Ok(changed)
+            }
+
             /// What no wrapper or pipeline has resolved so far, in every policy (`Registry::unused_config`).
             pub(crate) fn unused(&self) -> Vec<UnusedConfig> {
                 let mut unused = Vec::new();
@@ -184,7 +297,7 @@ macro_rules! registry_parts {
                     mut self,
                     f: impl FnOnce($builder) -> $builder,
                 ) -> Self {
-                    super::edit(&mut self.policies.$module.defaults, f);
+                    super::edit(&mut self.policies.closures().$module.defaults, f);
                     self
                 }
 
@@ -202,7 +315,7 @@ macro_rules! registry_parts {
                     name: impl Into<String>,
                     f: impl FnOnce($builder) -> $builder,
                 ) -> Self {
-                    super::edit(self.policies.$module.named.entry(name.into()).or_default(), f);
+                    super::edit(self.policies.closures().$module.named.entry(name.into()).or_default(), f);
                     self
                 }
 
@@ -219,7 +332,7 @@ macro_rules! registry_parts {
                     id: impl Into<String>,
                     f: impl FnOnce($builder) -> $builder,
                 ) -> Self {
-                    super::edit(self.policies.$module.instances.entry(id.into()).or_default(), f);
+                    super::edit(self.policies.closures().$module.instances.entry(id.into()).or_default(), f);
                     self
                 }
             )*

@@ -24,6 +24,7 @@ use crossbeam_utils::CachePadded;
 
 use super::{Budget, RetryConfig};
 use crate::clock::nanos;
+use crate::sync::Live;
 
 const SLOTS: u64 = 10;
 const STRIPES: usize = 16;
@@ -47,9 +48,20 @@ pub(crate) struct RetryBudget {
     /// Per tenth `t % 10`: `(t << 32) | calls` and `(t << 32) | retries`.
     calls: [AtomicU64; SLOTS as usize],
     retries: [AtomicU64; SLOTS as usize],
-    tenth_nanos: u64,
-    reserve: f64,
-    percent: f64,
+    /// The length of a tenth of `budget_window`, in nanoseconds (a live update may change it:
+    /// `reconfigure`).
+    tenth_nanos: AtomicU64,
+    /// `(reserve, percent)`: one version for each grant (a live update swaps it whole).
+    limits: Live<(f64, f64)>,
+}
+
+/// The grant's limits of `config`: the reserve over the window, and the percentage.
+fn limits_of(config: &RetryConfig) -> (f64, f64) {
+    (f64::from(config.budget_min_retries_per_second) * config.budget_window.as_secs_f64(), config.budget_percent)
+}
+
+fn tenth_of(config: &RetryConfig) -> u64 {
+    (nanos(config.budget_window) / SLOTS).max(1)
 }
 
 #[cfg(not(all(test, loom)))]
@@ -95,7 +107,7 @@ fn tag(v: u64) -> u64 {
 
 impl RetryBudget {
     pub(crate) fn new(config: &RetryConfig, now: u64) -> Self {
-        let tenth_nanos = (nanos(config.budget_window) / SLOTS).max(1);
+        let tenth_nanos = tenth_of(config);
         let first = now / tenth_nanos;
         RetryBudget {
             stripes: Box::new(std::array::from_fn(|_| CachePadded::new(AtomicU64::new(0)))),
@@ -103,9 +115,24 @@ impl RetryBudget {
             last_tenth: AtomicU64::new(first),
             calls: std::array::from_fn(|_| AtomicU64::new(pack(first, 0))),
             retries: std::array::from_fn(|_| AtomicU64::new(pack(first, 0))),
-            tenth_nanos,
-            reserve: f64::from(config.budget_min_retries_per_second) * config.budget_window.as_secs_f64(),
-            percent: config.budget_percent,
+            tenth_nanos: AtomicU64::new(tenth_nanos),
+            limits: Live::new(limits_of(config)),
+        }
+    }
+
+    /// A live update (SPEC §16): a new percentage or reserve keeps the counters; a new
+    /// `budget_window` restarts the window at `now` (the counts were dated in tenths of the old
+    /// length), as a breaker's new `window_type` restarts its window.
+    pub(crate) fn reconfigure(&self, config: &RetryConfig, now: u64) {
+        self.limits.store(limits_of(config));
+        let tenth_nanos = tenth_of(config);
+        if self.tenth_nanos.swap(tenth_nanos, Ordering::AcqRel) != tenth_nanos {
+            let first = now / tenth_nanos;
+            self.flushed.store(self.stripe_total(), Ordering::Release);
+            self.last_tenth.store(first, Ordering::Release);
+            for slot in self.calls.iter().chain(&self.retries) {
+                slot.store(pack(first, 0), Ordering::Release);
+            }
         }
     }
 
@@ -134,7 +161,7 @@ impl RetryBudget {
     /// A retryable failure at `now` asks for a retry: dates pending calls, moves the window, and
     /// grants with one compare-and-set if the window allows another retry.
     pub(crate) fn try_grant(&self, now: u64) -> bool {
-        let tenth = now / self.tenth_nanos;
+        let tenth = now / self.tenth_nanos.load(Ordering::Acquire);
         self.flush(tenth);
         let allowed = self.allowed(self.sum(&self.calls, tenth));
         let slot = &self.retries[(tenth % SLOTS) as usize];
@@ -157,7 +184,7 @@ impl RetryBudget {
 
     /// The current window as of `now`, counting calls not yet dated at the last failure.
     pub(crate) fn snapshot(&self, now: u64) -> Budget {
-        let tenth = (now / self.tenth_nanos).max(self.last_tenth.load(Ordering::Acquire));
+        let tenth = (now / self.tenth_nanos.load(Ordering::Acquire)).max(self.last_tenth.load(Ordering::Acquire));
         let pending = self.stripe_total().saturating_sub(self.flushed.load(Ordering::Acquire));
         let last = self.last_tenth.load(Ordering::Acquire);
         let pending = if tenth - last < SLOTS { pending } else { 0 };
@@ -166,7 +193,8 @@ impl RetryBudget {
     }
 
     fn allowed(&self, calls: u64) -> u64 {
-        (self.reserve + self.percent * calls as f64 / 100.0).floor() as u64
+        let (reserve, percent) = *self.limits.load();
+        (reserve + percent * calls as f64 / 100.0).floor() as u64
     }
 
     fn stripe_total(&self) -> u64 {

@@ -1,10 +1,11 @@
 //! The retry instance the generated loop calls: consulted only after a failure.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 pub use super::state::RetryCall;
-use super::state::RetryState;
+use super::state::{RetryState, START_BUDGET, START_CLOCKED};
 use super::{GiveUpReason, RetryConfig, RetryConfigBuilder, RetryEvent, RetrySnapshot};
 use crate::clock::{Interrupted, nanos};
 use crate::error::RegistryError;
@@ -42,15 +43,9 @@ impl Failure {
 /// The field the generated code keeps for one retried method.
 #[derive(Clone, Debug)]
 pub struct RetryPolicy {
+    /// What `start` and the quick path read (`start_mode`, `quick_below`) is in the state, so a
+    /// live update reaches every facade (SPEC §16).
     state: Arc<RetryState>,
-    /// Whether `start` has work: `max_duration` needs the start time, a budget counts the call.
-    counts_start: bool,
-    /// `max_attempts` when a retry can be granted without consulting anything but the attempt
-    /// count: enabled, zero delay (so zero wait, whatever the backoff and jitter), no
-    /// `max_duration`, no budget, no listener on the builder. Else 0, which no attempt count is
-    /// below. Whether a subscriber or a tracing subscriber wants events is checked on each retry
-    /// (`Publisher::is_watched`); metric handles are updated on the quick path itself.
-    quick_below: u32,
 }
 
 policy_kind! {
@@ -69,20 +64,16 @@ policy_kind! {
     fn new_state(inner: &Inner, instance: Arc<str>, config: RetryConfig, events: Publisher<RetryEvent>) -> RetryState {
         RetryState::new(instance, config, Arc::clone(&inner.timer), events, inner.seed)
     }
+
+    fn reconfigure(state: &RetryState, config: RetryConfig) {
+        state.reconfigure(config);
+    }
 }
 
 impl RetryPolicy {
-    /// The facade over a (possibly shared) state: what `start` and the quick path need, computed once.
+    /// The facade over a (possibly shared) state.
     pub(crate) fn new(state: Arc<RetryState>) -> Self {
-        let c = &state.config;
-        let counts_start = c.enabled && (c.max_duration.is_some() || state.budget.is_some());
-        let quick = c.enabled
-            && c.delay.is_zero()
-            && c.max_duration.is_none()
-            && state.budget.is_none()
-            && !state.events.has_listeners();
-        let quick_below = if quick { c.max_attempts } else { 0 };
-        RetryPolicy { state, counts_start, quick_below }
+        RetryPolicy { state }
     }
 
     /// The instance id.
@@ -94,8 +85,9 @@ impl RetryPolicy {
     /// striped counter write) is configured.
     #[inline]
     pub fn start(&self) -> RetryCall {
-        if self.counts_start {
-            return self.start_counted();
+        let mode = self.state.start_mode.load(Ordering::Relaxed);
+        if mode != 0 {
+            return self.start_counted(mode);
         }
         RetryCall { attempts: 0, started: 0 }
     }
@@ -105,22 +97,20 @@ impl RetryPolicy {
     /// call by value (two registers): handing them `&mut RetryCall` made every call, counted or
     /// not, build it on the stack and copy it into the generated future (issue 16).
     #[inline(never)]
-    fn start_counted(&self) -> RetryCall {
+    fn start_counted(&self, mode: u8) -> RetryCall {
         let state = &*self.state;
-        if state.config.max_duration.is_some() {
-            return self.start_clocked();
+        if mode & START_CLOCKED != 0 {
+            return self.start_clocked(mode);
         }
-        if let Some(budget) = &state.budget {
-            budget.count_call();
-        }
+        state.budget.count_call();
         RetryCall { attempts: 0, started: 0 }
     }
 
     #[inline(never)]
-    fn start_clocked(&self) -> RetryCall {
+    fn start_clocked(&self, mode: u8) -> RetryCall {
         let state = &*self.state;
-        if let Some(budget) = &state.budget {
-            budget.count_call();
+        if mode & START_BUDGET != 0 {
+            state.budget.count_call();
         }
         RetryCall { attempts: 0, started: state.timer.now() }
     }
@@ -217,10 +207,10 @@ impl RetryPolicy {
         }
     }
 
-    /// The resolved configuration (the pipeline's tower adapter reads `max_attempts`).
+    /// The resolved configuration as of now (the pipeline's tower adapter reads `max_attempts`).
     #[cfg_attr(not(feature = "tower"), allow(dead_code))] // the pipeline's tower adapter
-    pub(crate) fn config(&self) -> &RetryConfig {
-        &self.state.config
+    pub(crate) fn config(&self) -> Arc<RetryConfig> {
+        self.state.config.load_full()
     }
 
     /// The second half, blocking the thread (a zero wait returns at once): whether to try again.
@@ -240,7 +230,7 @@ impl RetryPolicy {
     #[inline]
     fn quick(&self, call: &mut RetryCall, failure: Failure) -> bool {
         let go = failure == Failure::Retryable
-            && call.attempts + 1 < self.quick_below
+            && call.attempts + 1 < self.state.quick_below.load(Ordering::Relaxed)
             && !self.state.timer.is_shut_down()
             && !self.state.events.is_watched();
         call.attempts += u32::from(go);
@@ -272,7 +262,8 @@ impl RetryPolicy {
     ) -> Option<Duration> {
         call.attempts += 1;
         let state = &*self.state;
-        let config = &state.config;
+        // One version for the whole decision (SPEC §16).
+        let config = state.config.load();
         if !config.enabled {
             return None;
         }
@@ -287,11 +278,11 @@ impl RetryPolicy {
             state.gave_up(call, reason);
             return None;
         }
-        let Some(wait) = adjust(call.attempts, state.wait_before_retry(call.attempts)) else {
+        let Some(wait) = adjust(call.attempts, state.wait_before_retry(&config, call.attempts)) else {
             state.gave_up(call, GiveUpReason::NotRetryable);
             return None;
         };
-        if let Err(reason) = self.within_limits(call, wait) {
+        if let Err(reason) = self.within_limits(&config, call, wait) {
             state.gave_up(call, reason);
             return None;
         }
@@ -304,20 +295,20 @@ impl RetryPolicy {
     }
 
     /// `max_duration`, then the budget: the only checks that read the clock.
-    fn within_limits(&self, call: &RetryCall, wait: Duration) -> Result<(), GiveUpReason> {
+    fn within_limits(&self, config: &RetryConfig, call: &RetryCall, wait: Duration) -> Result<(), GiveUpReason> {
         let state = &*self.state;
-        if state.config.max_duration.is_none() && state.budget.is_none() {
+        if config.max_duration.is_none() && !config.has_budget() {
             return Ok(());
         }
         let now = state.timer.now();
-        if let Some(max) = state.config.max_duration
+        if let Some(max) = config.max_duration
             && now.saturating_sub(call.started).saturating_add(nanos(wait)) > nanos(max)
         {
             return Err(GiveUpReason::MaxDuration);
         }
-        match &state.budget {
-            Some(budget) if !budget.try_grant(now) => Err(GiveUpReason::BudgetExhausted),
-            _ => Ok(()),
+        match config.has_budget() && !state.budget.try_grant(now) {
+            true => Err(GiveUpReason::BudgetExhausted),
+            false => Ok(()),
         }
     }
 }
@@ -506,7 +497,7 @@ mod tests {
         let attrs = || RetryConfigBuilder::new().max_attempts(4).delay(Duration::ZERO);
         let policy = RetryPolicy::build(&quiet, "m::A::zero", None, None, false, attrs()).unwrap();
         // Neither feature `tracing` (no subscriber installed) nor `metrics` turns the quick path off.
-        assert_eq!(policy.quick_below, 4);
+        assert_eq!(policy.state.quick_below.load(Ordering::Relaxed), 4);
         assert_eq!(run(&policy, |_| Some(Failure::Retryable)), (4, false));
         assert_eq!(run(&policy, |n| (n < 3).then_some(Failure::Retryable)), (2, true));
         assert_eq!(run(&policy, |_| Some(Failure::NotRetryable)), (1, false));
@@ -514,7 +505,7 @@ mod tests {
 
         let events = Arc::new(Mutex::new(Vec::new()));
         let heard = RetryPolicy::build(&registry(&clock, &events), "m::A::zero", None, None, false, attrs()).unwrap();
-        assert_eq!(heard.quick_below, 0, "a listener must see every Retrying event");
+        assert_eq!(heard.state.quick_below.load(Ordering::Relaxed), 0, "a listener must see every Retrying event");
         assert_eq!(run(&heard, |_| Some(Failure::Retryable)), (4, false));
         assert_eq!(events.lock().unwrap().len(), 4);
 

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::Poll;
 
 use super::race::{Race, against_the_clock, against_the_clock_watched, first_poll};
@@ -61,16 +62,17 @@ impl TimeoutPolicy {
         let state = &*self.state;
         #[inline(always)]
         async move {
-            if !state.config.enabled {
+            let duration = state.duration.load(Ordering::Relaxed);
+            if duration == 0 {
                 return Ok(attempt.await);
             }
-            let deadline = state.timer.coarse_now().saturating_add(state.duration);
+            let deadline = state.timer.coarse_now().saturating_add(duration);
             if let Poll::Ready(output) = first_poll(attempt.as_mut()).await {
                 return Ok(output);
             }
             match against_the_clock(&state.timer, deadline, attempt).await {
                 Race::Finished(output) => Ok(output),
-                Race::TimedOut => Err(state.fired()),
+                Race::TimedOut => Err(state.fired(duration)),
             }
         }
     }
@@ -107,16 +109,17 @@ impl TimeoutPolicy {
         let state = &*self.state;
         #[inline(always)]
         async move {
-            if !state.config.enabled {
+            let duration = state.duration.load(Ordering::Relaxed);
+            if duration == 0 {
                 return Ok(attempt.await);
             }
-            let deadline = state.timer.coarse_now().saturating_add(state.duration);
+            let deadline = state.timer.coarse_now().saturating_add(duration);
             if let Poll::Ready(output) = first_poll(attempt.as_mut()).await {
                 return Ok(output);
             }
             match against_the_clock_watched(&state.timer, deadline, attempt, watch).await {
                 Race::Finished(output) => Ok(output),
-                Race::TimedOut => Err(expired(state, watch, bulkhead)),
+                Race::TimedOut => Err(expired(state, duration, watch, bulkhead)),
             }
         }
     }
@@ -126,10 +129,10 @@ impl TimeoutPolicy {
 /// timeout's for one that had it.
 #[cold]
 #[inline(never)]
-fn expired<B: WaitRefusal + ?Sized>(state: &TimeoutState, watch: &SlotWatch, bulkhead: &B) -> Rejection {
+fn expired<B: WaitRefusal + ?Sized>(state: &TimeoutState, nanos: u64, watch: &SlotWatch, bulkhead: &B) -> Rejection {
     match watch.is_waiting() {
         true => bulkhead.refuse_waiting(),
-        false => state.fired(),
+        false => state.fired(nanos),
     }
 }
 
@@ -156,6 +159,10 @@ policy_kind! {
         events: Publisher<TimeoutEvent>,
     ) -> TimeoutState {
         TimeoutState::new(instance, config, Arc::clone(&inner.timer), events)
+    }
+
+    fn reconfigure(state: &TimeoutState, config: TimeoutConfig) {
+        state.reconfigure(config);
     }
 }
 
