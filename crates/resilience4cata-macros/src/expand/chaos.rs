@@ -65,23 +65,24 @@ pub(crate) fn instance(method: &Method, id: TokenStream) -> TokenStream {
 }
 
 /// The injection point around one call of the delegate (`attempt`, a `Result<T, E>`), reached
-/// through `fields` (`self`, or the class style's accessor): while injection is off, one relaxed
-/// load and one branch, then `attempt`; on, the draw's delay on the registry's clock, then its
-/// fault instead of the delegate.
+/// through `fields` (`self`, or the class style's accessor). While no chaos instance of the process
+/// is enabled, one relaxed load of a static and one branch, then `attempt`; past it, out of line,
+/// the instance's switch, the draw's delay on the registry's clock, then its fault instead of the
+/// delegate. The async injection awaits one small future (its delay boxed), so the method's own
+/// future does not grow by a sleep's.
 pub(crate) fn inject(fields: &TokenStream, method: &Method, attempt: TokenStream) -> TokenStream {
     let (field, err) = (field(method), err_type(method));
-    let delay = match method.is_async() {
-        true => quote!(__r4c_chaos.delay_async().await;),
-        false => quote!(__r4c_chaos.delay();),
+    let p = quote!(::resilience4cata::__private);
+    let maker = quote!((&#p::Faults::<#err>::new()).maker());
+    let injected = match method.is_async() {
+        true => quote!(#fields.#field.inject_async(#maker).await),
+        false => quote!(#fields.#field.inject(#maker)),
     };
     quote! {{
-        use ::resilience4cata::__private::{FaultsByName as _, NoFaultsByName as _};
-        let __r4c_fault = match #fields.#field.roll() {
-            ::core::option::Option::None => ::core::option::Option::None,
-            ::core::option::Option::Some(__r4c_chaos) => {
-                #delay
-                __r4c_chaos.fault((&::resilience4cata::__private::Faults::<#err>::new()).maker())
-            }
+        use #p::{FaultsByName as _, NoFaultsByName as _};
+        let __r4c_fault = match #p::ChaosPolicy::anywhere() {
+            false => ::core::option::Option::None,
+            true => #injected,
         };
         match __r4c_fault {
             ::core::option::Option::Some(__r4c_fault) => ::core::result::Result::Err(__r4c_fault),

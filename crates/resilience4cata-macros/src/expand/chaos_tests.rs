@@ -98,8 +98,8 @@ fn chaos_off_expands_token_for_token_as_before_chaos() {
 }
 
 /// On, each protected method has its field, its construction under its scoped derived id and one
-/// injection point (sync `delay()`, async `delay_async().await`); a method without a policy has
-/// none.
+/// injection point (sync `inject`, async `inject_async(…).await`) behind the process-wide switch;
+/// a method without a policy has none.
 #[test]
 fn chaos_on_gives_each_protected_method_one_injection_point() {
     let all = expansions(true);
@@ -108,18 +108,19 @@ fn chaos_on_gives_each_protected_method_one_injection_point() {
     // `forwarded` has the trait's retry, so it has an injection point too; every call of the
     // delegate (a sync retry emits its attempt twice) is inside one.
     for method in ["get", "load", "forwarded"] {
-        let points = trait_style.matches(&format!("__r4c_chaos_{method} . roll ()")).count();
+        let points = trait_style.matches(&format!("__r4c_chaos_{method} . inject")).count();
         let calls = trait_style.matches(&format!("< D as Api > :: {method} (")).count();
         assert!(points >= 1 && points == calls, "{method}: {points} injection points, {calls} delegate calls");
     }
     assert_eq!(trait_style.matches(":: chaos_point ::").count(), 3);
-    assert!(trait_style.contains("__r4c_chaos . delay () ;"));
-    assert_eq!(trait_style.matches("__r4c_chaos . delay_async () . await ;").count(), 1);
+    assert_eq!(trait_style.matches("ChaosPolicy :: anywhere ()").count(), trait_style.matches(". inject").count());
+    assert_eq!(trait_style.matches("__r4c_chaos_load . inject_async (").count(), 1);
+    assert!(trait_style.contains("__r4c_chaos_get . inject ("));
     // Innermost: the delegate's call is inside the injection point's `None` arm.
     assert!(trait_style.contains(":: core :: option :: Option :: None => < Result < u32 , E > as :: resilience4cata :: __private :: ResultLike > :: into_result (< D as Api > :: get"));
     let class = out("class0");
-    assert!(class.contains("__r4c_chaos_get . roll ()") && class.contains("__r4c_chaos_load . roll ()"));
+    assert!(class.contains("__r4c_chaos_get . inject (") && class.contains("__r4c_chaos_load . inject_async ("));
     assert!(!class.contains("__r4c_chaos_plain"));
     assert!(class.contains("__r4c_chaos_load"));
-    assert!(out("class1").contains("__r4c_chaos_get . roll ()"));
+    assert!(out("class1").contains("__r4c_chaos_get . inject ("));
 }

@@ -85,5 +85,5 @@ mod state;
 
 pub use config::{ChaosConfig, ChaosConfigBuilder};
 pub use events::ChaosEvent;
-pub use policy::{ChaosPolicy, Injection};
+pub use policy::{ChaosPolicy, InjectAsync, Injection};
 pub use snapshot::ChaosSnapshot;

@@ -3,7 +3,11 @@
 
 use std::sync::Arc;
 
-use super::state::{ChaosState, Draw, ErrorType};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use super::state::{ChaosState, Draw, ErrorType, enabled_anywhere};
 use super::{ChaosConfig, ChaosConfigBuilder, ChaosEvent, ChaosSnapshot};
 use crate::error::RegistryError;
 use crate::events::Publisher;
@@ -39,14 +43,80 @@ impl ChaosPolicy {
         self.state.is_enabled()
     }
 
-    /// This call's injection, if any: while injection is off, one relaxed load and one branch.
+    /// This call's injection, if any: while no instance of the process injects, one relaxed load
+    /// of a static and one branch.
     #[inline(always)]
     pub fn roll(&self) -> Option<Injection<'_>> {
+        if !enabled_anywhere() {
+            return None;
+        }
+        self.roll_instance()
+    }
+
+    /// Past the process-wide switch: the instance's own, then its draw.
+    #[cold]
+    #[inline(never)]
+    fn roll_instance(&self) -> Option<Injection<'_>> {
         if !self.state.is_enabled() {
             return None;
         }
         let draw = self.state.draw()?;
         Some(Injection { state: &self.state, draw })
+    }
+
+    /// Whether any instance of the process injects: the generated code's pass-path test (one
+    /// relaxed load of a static, one branch), before [`inject`](Self::inject) or
+    /// [`inject_async`](Self::inject_async).
+    #[inline(always)]
+    pub fn anywhere() -> bool {
+        enabled_anywhere()
+    }
+
+    /// A blocking call's injection, out of line: the draw's delay on the registry's clock, then
+    /// its fault (made by `make`) to return instead of calling the delegate.
+    #[cold]
+    #[inline(never)]
+    pub fn inject<E>(&self, make: fn(&str) -> Option<E>) -> Option<E> {
+        let injection = self.roll_instance()?;
+        injection.delay();
+        injection.fault(make)
+    }
+
+    /// An async call's injection: a small future (the delay boxed, only when there is one) that
+    /// gives the fault to return instead of calling the delegate.
+    #[cold]
+    #[inline(never)]
+    pub fn inject_async<E>(&self, make: fn(&str) -> Option<E>) -> InjectAsync<'_, E> {
+        let injection = self.roll_instance();
+        let delay = injection.and_then(|i| i.delay_boxed());
+        InjectAsync { injection, delay, make }
+    }
+}
+
+/// The future of [`ChaosPolicy::inject_async`]: the delay, then the fault.
+#[must_use = "futures do nothing unless polled"]
+pub struct InjectAsync<'a, E> {
+    injection: Option<Injection<'a>>,
+    delay: Option<Pin<Box<dyn Future<Output = ()> + Send + 'a>>>,
+    make: fn(&str) -> Option<E>,
+}
+
+impl<E> std::fmt::Debug for InjectAsync<'_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InjectAsync").field("injection", &self.injection).finish_non_exhaustive()
+    }
+}
+
+impl<E> Future for InjectAsync<'_, E> {
+    type Output = Option<E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
+        if let Some(delay) = &mut self.delay {
+            ready!(delay.as_mut().poll(cx));
+            self.delay = None;
+        }
+        let make = self.make;
+        Poll::Ready(self.injection.take().and_then(|i| i.fault(make)))
     }
 }
 
@@ -58,7 +128,7 @@ pub struct Injection<'a> {
     draw: Draw,
 }
 
-impl Injection<'_> {
+impl<'a> Injection<'a> {
     /// Delays a blocking call on the registry's clock (a shut-down registry ends it early).
     #[cold]
     pub fn delay(&self) {
@@ -72,10 +142,21 @@ impl Injection<'_> {
     /// `tokio`), the delay is skipped: building an async site with a latency is `R4C-REG-010`
     /// there, and a live change cannot make a call panic.
     pub async fn delay_async(&self) {
-        if self.draw.latency > 0 && self.state.timer.can_sleep_async() {
+        if let Some(delay) = self.delay_boxed() {
+            delay.await;
+        }
+    }
+
+    /// The delay as a boxed future, counted and published when it is first polled; `None` when
+    /// this call gets no delay (or the clock cannot wait in a future).
+    pub(crate) fn delay_boxed(self) -> Option<Pin<Box<dyn Future<Output = ()> + Send + 'a>>> {
+        if self.draw.latency == 0 || !self.state.timer.can_sleep_async() {
+            return None;
+        }
+        Some(Box::pin(async move {
             let latency = self.state.latency_started(self.draw.latency);
             let _ = self.state.timer.sleep_async(latency).await;
-        }
+        }))
     }
 
     /// The fault to return instead of calling the delegate, made by `make` from its name, counted

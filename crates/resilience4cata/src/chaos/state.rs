@@ -1,7 +1,7 @@
 //! A chaos instance's shared state: the configuration in force (as atomics the injection point
 //! reads, and whole for snapshots), the instance's sequence of draws, and its counts.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -40,6 +40,18 @@ pub(crate) struct ChaosState {
     config: Mutex<ChaosConfig>,
     fault: Mutex<Option<Arc<str>>>,
     error_types: Mutex<Vec<ErrorType>>,
+}
+
+/// How many chaos instances of every registry of the process are enabled: what the pass path
+/// reads (one relaxed load of a static, one branch), so an injection point whose instance is off
+/// costs nothing more while no instance anywhere injects; the instance's own switch is read only
+/// past it.
+static ENABLED_ANYWHERE: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any chaos instance of the process is enabled.
+#[inline(always)]
+pub(crate) fn enabled_anywhere() -> bool {
+    ENABLED_ANYWHERE.load(Ordering::Relaxed) != 0
 }
 
 /// `rate` (0–1) as a threshold on 53-bit draws: 1.0 is above every draw, 0.0 below none.
@@ -109,7 +121,11 @@ impl ChaosState {
         *self.fault.lock().unwrap_or_else(PoisonError::into_inner) = config.fault.as_deref().map(Arc::from);
         let enabled = config.enabled;
         *self.config.lock().unwrap_or_else(PoisonError::into_inner) = config;
-        self.enabled.store(enabled, Ordering::Release);
+        match (self.enabled.swap(enabled, Ordering::Release), enabled) {
+            (false, true) => _ = ENABLED_ANYWHERE.fetch_add(1, Ordering::Relaxed),
+            (true, false) => _ = ENABLED_ANYWHERE.fetch_sub(1, Ordering::Relaxed),
+            _ => {}
+        }
     }
 
     /// `R4C-REG-003` unless `config`'s fault is a unit variant of every error type injecting here
@@ -185,6 +201,14 @@ impl ChaosState {
             config: self.config.lock().unwrap_or_else(PoisonError::into_inner).clone(),
             faults: self.faults.load(Ordering::Relaxed),
             latencies: self.latencies.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for ChaosState {
+    fn drop(&mut self) {
+        if *self.enabled.get_mut() {
+            ENABLED_ANYWHERE.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

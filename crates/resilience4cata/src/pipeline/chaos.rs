@@ -77,9 +77,7 @@ impl<E> ChaosSite<E> {
             Some(injection) => {
                 let fault = injection.make_fault(self.make);
                 let fut = if fault.is_some() { None } else { Some(f()) };
-                let delay: Pin<Box<dyn Future<Output = ()> + Send + '_>> =
-                    Box::pin(async move { injection.delay_async().await });
-                ChaosAttempt::Injected { delay: Some(delay), injection, fault, fut }
+                ChaosAttempt::Injected { delay: injection.delay_boxed(), injection, fault, fut }
             }
         }
     }
