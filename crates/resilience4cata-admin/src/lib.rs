@@ -11,9 +11,10 @@
 //! | `POST /circuit-breakers/{id}/{force-open,disable,reset}` | only with a token: the breaker's manual controls |
 //! | `PUT /config` | only with a token: a TOML body applied live (`Registry::update_toml`): `200` with the changed instances, `400` with the coded error |
 //!
-//! The admin reads the registry only through `snapshot()` and `subscribe()`, so it attaches to a
-//! running registry and costs the policies nothing while nobody watches. Instance ids in paths
-//! are percent-encoded (`/circuit-breakers/host-a%2Fshop%3A%3AApi%3A%3Aget/reset`).
+//! The admin reads the registry only through `snapshot()` and `subscribe()` (and writes it only
+//! through `update_toml()`, for `PUT /config`), so it attaches to a running registry and costs
+//! the policies nothing while nobody watches. Instance ids in paths are percent-encoded
+//! (`/circuit-breakers/host-a%2Fshop%3A%3AApi%3A%3Aget/reset`).
 //!
 //! # Security
 //! - Without [`AdminOptions::token`] the endpoint is read-only: the control routes (the breaker
