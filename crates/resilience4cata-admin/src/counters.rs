@@ -19,6 +19,8 @@ use resilience4cata::rate_limiter::RateLimiterEvent;
 use resilience4cata::{GiveUpReason, RegistrySnapshot, RetryEvent};
 use serde::Serialize;
 
+use crate::changes::{ConfigChanges, now_millis};
+
 /// One retry instance's counts since the admin started.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub(crate) struct RetryCounts {
@@ -108,6 +110,8 @@ pub(crate) struct Counts {
     #[serde(skip)]
     pub(crate) bulkheads: BTreeMap<String, PermitCounts>,
     pub(crate) events_lost: u64,
+    /// When each instance's configuration last changed, and the last refused update.
+    pub(crate) config: ConfigChanges,
 }
 
 /// `counts`' entry for `instance`, allocating its key only the first time (most events are of
@@ -186,6 +190,7 @@ impl Counts {
                     _ => {}
                 }
             }
+            AnyEvent::Config(e) => self.config.record(e, now_millis()),
             _ => {}
         }
     }

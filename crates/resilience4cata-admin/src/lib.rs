@@ -9,13 +9,16 @@
 //! | `GET /events` | Server-Sent Events, one JSON object per policy event |
 //! | `GET /metrics` | Prometheus text exposition of every instance |
 //! | `POST /circuit-breakers/{id}/{force-open,disable,reset}` | only with a token: the breaker's manual controls |
+//! | `PUT /config` | only with a token: a TOML body applied live (`Registry::update_toml`): `200` with the changed instances, `400` with the coded error |
 //!
-//! The admin reads the registry only through `snapshot()` and `subscribe()`, so it attaches to a
-//! running registry and costs the policies nothing while nobody watches. Instance ids in paths
-//! are percent-encoded (`/circuit-breakers/host-a%2Fshop%3A%3AApi%3A%3Aget/reset`).
+//! The admin reads the registry only through `snapshot()` and `subscribe()` (and writes it only
+//! through `update_toml()`, for `PUT /config`), so it attaches to a running registry and costs
+//! the policies nothing while nobody watches. Instance ids in paths are percent-encoded
+//! (`/circuit-breakers/host-a%2Fshop%3A%3AApi%3A%3Aget/reset`).
 //!
 //! # Security
-//! - Without [`AdminOptions::token`] the endpoint is read-only: the control routes do not exist.
+//! - Without [`AdminOptions::token`] the endpoint is read-only: the control routes (the breaker
+//!   controls and `PUT /config`) do not exist.
 //! - With a token, control routes need `Authorization: Bearer <token>`, compared in constant time:
 //!   401 when wrong or missing, 404 for an unknown id; a request from a page of another origin is
 //!   refused (403) whatever it carries. [`AdminOptions::protect_reads`] puts the reads behind the
@@ -39,6 +42,8 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod auth;
+mod changes;
+mod config;
 mod control;
 mod counters;
 mod events;
@@ -54,7 +59,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use resilience4cata::Registry;
 
 pub use options::AdminOptions;
@@ -95,6 +100,7 @@ pub fn router(registry: Registry, options: AdminOptions) -> Router {
     if state.options.token.is_some() {
         let control = Router::new()
             .route("/circuit-breakers/{id}/{action}", post(control::control))
+            .route("/config", put(config::put_config))
             .route_layer(from_fn_with_state(Arc::clone(&state), auth::same_origin_and_token));
         app = app.merge(control);
     }
