@@ -78,15 +78,17 @@ pub(crate) fn inject(fields: &TokenStream, method: &Method, attempt: TokenStream
         true => quote!(#fields.#field.inject_async(#maker).await),
         false => quote!(#fields.#field.inject(#maker)),
     };
-    quote! {{
-        use #p::{FaultsByName as _, NoFaultsByName as _};
-        let __r4c_fault = match #p::ChaosPolicy::anywhere() {
-            false => ::core::option::Option::None,
-            true => #injected,
-        };
-        match __r4c_fault {
-            ::core::option::Option::Some(__r4c_fault) => ::core::result::Result::Err(__r4c_fault),
-            ::core::option::Option::None => #attempt,
+    // A labelled block: the fault leaves it with `break`, so the pass path carries no `Option` of
+    // the fault into the attempt.
+    quote! {
+        '__r4c_chaos: {
+            use #p::{FaultsByName as _, NoFaultsByName as _};
+            if #p::ChaosPolicy::anywhere() {
+                if let ::core::option::Option::Some(__r4c_fault) = #injected {
+                    break '__r4c_chaos ::core::result::Result::Err(__r4c_fault);
+                }
+            }
+            #attempt
         }
-    }}
+    }
 }

@@ -116,8 +116,8 @@ fn chaos_on_gives_each_protected_method_one_injection_point() {
     assert_eq!(trait_style.matches("ChaosPolicy :: anywhere ()").count(), trait_style.matches(". inject").count());
     assert_eq!(trait_style.matches("__r4c_chaos_load . inject_async (").count(), 1);
     assert!(trait_style.contains("__r4c_chaos_get . inject ("));
-    // Innermost: the delegate's call is inside the injection point's `None` arm.
-    assert!(trait_style.contains(":: core :: option :: Option :: None => < Result < u32 , E > as :: resilience4cata :: __private :: ResultLike > :: into_result (< D as Api > :: get"));
+    // Innermost: the delegate's call is the injection point's own expression, after the fault's exit.
+    assert!(trait_style.contains("break '__r4c_chaos :: core :: result :: Result :: Err (__r4c_fault) ; } } < Result < u32 , E > as :: resilience4cata :: __private :: ResultLike > :: into_result (< D as Api > :: get"));
     let class = out("class0");
     assert!(class.contains("__r4c_chaos_get . inject (") && class.contains("__r4c_chaos_load . inject_async ("));
     assert!(!class.contains("__r4c_chaos_plain"));
