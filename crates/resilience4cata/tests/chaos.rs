@@ -74,7 +74,10 @@ fn id(method: &str) -> String {
     format!("{}::Inventory::{method}", module_path!())
 }
 
-fn world(clock: &ManualClock, f: impl FnOnce(RegistryBuilder) -> RegistryBuilder) -> (Registry, ResilientInventory<Backend>) {
+fn world(
+    clock: &ManualClock,
+    f: impl FnOnce(RegistryBuilder) -> RegistryBuilder,
+) -> (Registry, ResilientInventory<Backend>) {
     let registry = f(testkit::no_jitter(clock)).build().unwrap();
     let inventory = ResilientInventory::new(Backend::default(), &registry).unwrap();
     (registry, inventory)
@@ -104,7 +107,9 @@ fn chaos_fault_rate_one_makes_the_retry_retry_and_the_breaker_count() {
     assert_eq!((breaker.buffered_calls, breaker.failed_calls), (3, 3), "the breaker counted every attempt");
     assert_eq!(chaos_of(&registry, &id("stock")).faults, 3);
     assert_eq!(faults.len(), 3);
-    assert!(faults.all().iter().all(|e| matches!(e, ChaosEvent::FaultInjected { instance } if **instance == id("stock"))));
+    assert!(
+        faults.all().iter().all(|e| matches!(e, ChaosEvent::FaultInjected { instance } if **instance == id("stock")))
+    );
     // The fourth injected fault opens the breaker: the retry does not retry its refusal, and no
     // further call reaches the injection point.
     assert!(matches!(inventory.stock("apple"), Err(StockError::Rejected(Rejection::CallNotPermitted { .. }))));
@@ -117,14 +122,19 @@ fn chaos_latency_trips_a_timeout_exactly_and_a_shorter_one_passes_exactly() {
     let clock = ManualClock::new();
     let events = Recorder::<ChaosEvent>::default();
     let (registry, inventory) = world(&clock, |b| {
-        events.on(b).chaos_instance(id("slow"), |c| c.enabled(true).latency_rate(1.0).latency(Duration::from_millis(300)))
+        events
+            .on(b)
+            .chaos_instance(id("slow"), |c| c.enabled(true).latency_rate(1.0).latency(Duration::from_millis(300)))
     });
     let err = block_on(inventory.slow()).unwrap_err();
     assert!(matches!(err, StockError::Rejected(Rejection::CallTimeout { .. })), "{err:?}");
     assert_eq!(clock.elapsed(), Duration::from_millis(250), "cut at the timeout, not at the latency");
     assert_eq!(calls(&inventory), 0, "the delegate's start was delayed past the deadline");
     assert_eq!(chaos_of(&registry, &id("slow")).latencies, 1, "counted when the delay started");
-    assert_eq!(events.all(), [ChaosEvent::LatencyInjected { instance: id("slow").into(), latency: Duration::from_millis(300) }]);
+    assert_eq!(
+        events.all(),
+        [ChaosEvent::LatencyInjected { instance: id("slow").into(), latency: Duration::from_millis(300) }]
+    );
 
     let clock = ManualClock::new();
     let (_registry, inventory) = world(&clock, |b| {
@@ -239,8 +249,11 @@ fn chaos_a_default_fault_reaching_an_error_type_without_it_is_refused() {
 
 #[test]
 fn chaos_rates_outside_zero_to_one_are_refused() {
-    for b in [ChaosConfigBuilder::new().fault_rate(1.01).fault("Unavailable"), ChaosConfigBuilder::new().latency_rate(-0.5)] {
-        let registry = testing::registry(&ManualClock::new()).chaos_instance(id("stock"), move |_| b.clone()).build().unwrap();
+    for b in
+        [ChaosConfigBuilder::new().fault_rate(1.01).fault("Unavailable"), ChaosConfigBuilder::new().latency_rate(-0.5)]
+    {
+        let registry =
+            testing::registry(&ManualClock::new()).chaos_instance(id("stock"), move |_| b.clone()).build().unwrap();
         let e = ResilientInventory::new(Backend::default(), &registry).err().expect("refused");
         assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some(id("stock").as_str())));
     }
@@ -267,7 +280,10 @@ fn chaos_bad_toml_values_are_coded_errors() {
         .unwrap();
     let inventory = ResilientInventory::new(Backend::default(), &registry).unwrap();
     let c = chaos_of(&registry, &id("stock")).config;
-    assert_eq!((c.enabled, c.fault_rate, c.fault.as_deref(), c.latency, c.seed), (true, 1.0, Some("Unavailable"), Duration::from_millis(10), Some(9)));
+    assert_eq!(
+        (c.enabled, c.fault_rate, c.fault.as_deref(), c.latency, c.seed),
+        (true, 1.0, Some("Unavailable"), Duration::from_millis(10), Some(9))
+    );
     drop(inventory);
 }
 
@@ -415,7 +431,8 @@ fn chaos_switched_on_and_off_live_with_update_toml() {
     let clock = ManualClock::new();
     let (registry, inventory) = world(&clock, |b| b);
     assert_eq!(block_on(inventory.quick()), Ok(7));
-    let on = format!("[instances.\"{}\".chaos]\nenabled = true\nfault_rate = 1.0\nfault = \"Unavailable\"\n", id("quick"));
+    let on =
+        format!("[instances.\"{}\".chaos]\nenabled = true\nfault_rate = 1.0\nfault = \"Unavailable\"\n", id("quick"));
     let change = registry.update_toml(&on).unwrap();
     assert_eq!(change.changed, vec![(Arc::from(id("quick")), Policy::Chaos)]);
     // The wrapper built before the update injects from its next call on: both attempts faulted.
@@ -441,7 +458,10 @@ fn chaos_a_bad_value_in_an_update_is_refused_with_nothing_changed() {
         (format!("[instances.\"{stock}\".chaos]\nenabled = true\nfault_rate = 1\nfault = \"Gone\"\n"), "R4C-REG-003"),
         // A default fault reaches `io`, whose `std::io::Error` has no variant by name.
         ("[defaults.chaos]\nfault = \"Unavailable\"\n".to_string(), "R4C-REG-003"),
-        (format!("[instances.\"{stock}\".chaos]\nenabled = true\nfault_rate = 2\nfault = \"Unavailable\"\n"), "R4C-CFG-004"),
+        (
+            format!("[instances.\"{stock}\".chaos]\nenabled = true\nfault_rate = 2\nfault = \"Unavailable\"\n"),
+            "R4C-CFG-004",
+        ),
         (format!("[instances.\"{stock}\".chaos]\nlatency = \"-1s\"\n"), "R4C-CFG-003"),
         (format!("[instances.\"{stock}\".chaos]\nenabled = true\nfault_rate = 0.5\n"), "R4C-REG-003"),
     ] {

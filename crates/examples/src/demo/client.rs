@@ -16,6 +16,9 @@ pub enum PriceError {
     Status(u16),
     /// No answer: connection refused or reset, or an unreadable body.
     Transport(String),
+    /// The shard is unavailable: the fault the demo's chaos phase injects by name
+    /// (`fault = "Unavailable"`), never returned by the service itself.
+    Unavailable,
     /// A policy refused the call: the breaker while open, the timeout, a full bulkhead, the
     /// adaptive limit.
     #[rejection]

@@ -53,7 +53,7 @@ async fn price(
 ) -> Result<String, StatusCode> {
     let phase = if tenant == TROUBLED { service.phase() } else { Phase::Healthy };
     let think_ms = match phase {
-        Phase::Healthy | Phase::Recovered => 15 + fastrand::u64(0..20),
+        Phase::Healthy | Phase::Recovered | Phase::Chaos => 15 + fastrand::u64(0..20),
         Phase::Slow => 200 + fastrand::u64(0..900),
         Phase::Failing => return Err(StatusCode::SERVICE_UNAVAILABLE),
     };

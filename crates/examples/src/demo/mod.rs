@@ -4,7 +4,8 @@
 //! trait, each built in its own scope (SPEC §5) so each tenant has its own retry budget, breaker,
 //! adaptive limit and bulkhead; and the admin dashboard watching the policies react.
 //!
-//! The script takes about a minute (four phases of 15 s); [`DemoOptions::time_scale`] shrinks
+//! The script takes about 75 s (five phases of 15 s; the last switches chaos on for tenant-a from
+//! configuration, and off again at its end); [`DemoOptions::time_scale`] shrinks
 //! every duration of the script *and* of the policies (timeouts, backoff, the breaker's open
 //! wait, the adaptive limit's latency bound) by the same factor, so a test sees the same story in
 //! seconds. [`Demo::run_script`] returns a [`Story`] whose [`checks`](Story::checks) say whether
@@ -52,11 +53,16 @@ pub enum Phase {
     Failing,
     /// Healthy again: half-open probes succeed, the breaker closes and the limit rises.
     Recovered,
+    /// Healthy, but chaos is switched on for tenant-a from configuration (`update_toml`, feature
+    /// `chaos`): a quarter of its attempts fail with an injected `Unavailable` without reaching the
+    /// service; its retries absorb most of them, its breaker counts them (and may open: the
+    /// fallback then answers from the cache); switched off again when the phase ends.
+    Chaos,
 }
 
 impl Phase {
     /// The script, in order.
-    pub const ALL: [Phase; 4] = [Phase::Healthy, Phase::Slow, Phase::Failing, Phase::Recovered];
+    pub const ALL: [Phase; 5] = [Phase::Healthy, Phase::Slow, Phase::Failing, Phase::Recovered, Phase::Chaos];
 
     /// What the console says when the phase starts.
     pub fn describe(self) -> &'static str {
@@ -73,6 +79,11 @@ impl Phase {
             Phase::Recovered => {
                 "recovered: tenant-a's shard is healthy again; after the open wait, probe calls succeed, the \
                  breaker closes and the adaptive limit rises"
+            }
+            Phase::Chaos => {
+                "chaos: switched on for tenant-a from configuration (fault_rate 0.25, fault \"Unavailable\"): \
+                 injected faults never reach the service; its retries absorb most, its breaker counts them and \
+                 may open, and the fallback answers from the cache"
             }
         }
     }
@@ -168,14 +179,39 @@ impl Demo {
             self.phase.store(phase as u8, Ordering::SeqCst);
             self.downstream.set_phase(phase);
             narrate(format!("== {}", phase.describe()));
+            if phase == Phase::Chaos {
+                self.chaos(true, narrate);
+            }
             tokio::time::sleep(Duration::from_secs_f64(15.0 * self.time_scale)).await;
             let tenants: Vec<TenantReport> = self.tenants.iter().map(|t| t.report(&self.registry)).collect();
+            if phase == Phase::Chaos {
+                self.chaos(false, narrate);
+            }
             for (tenant, report) in TENANTS.iter().zip(&tenants) {
                 narrate(format!("   {tenant}: {}", report.describe()));
             }
             story.phases.push(PhaseReport { phase, tenants });
         }
         story
+    }
+}
+
+impl Demo {
+    /// Switches chaos on or off for tenant-a's instances, from configuration, as an operator's
+    /// `PUT /config` or a watched file would.
+    fn chaos(&self, on: bool, narrate: &Narrator) {
+        let toml = format!(
+            "[instances.{:?}.chaos]\nenabled = {on}\nfault_rate = 0.25\nfault = \"Unavailable\"\n",
+            price_id(TROUBLED)
+        );
+        match self.registry.update_toml(&toml) {
+            Ok(change) => narrate(format!(
+                "   chaos {}: {} instance(s) changed",
+                if on { "on" } else { "off" },
+                change.changed.len()
+            )),
+            Err(e) => narrate(format!("   chaos could not be switched: {e}")),
+        }
     }
 }
 

@@ -22,12 +22,14 @@ pub(crate) struct Tenant {
     watch: Watch,
     /// The timeout's `timed_out` (attempts, since built) when the last phase ended.
     timed_out_before: AtomicU64,
+    /// Chaos's injected faults (since built) when the last phase ended.
+    faults_before: AtomicU64,
 }
 
 impl Tenant {
     pub(crate) fn new(name: &'static str) -> Tenant {
         let (tally, watch, timed_out_before) = (Tally::default(), Watch::default(), AtomicU64::new(0));
-        Tenant { name, id: price_id(name), tally, watch, timed_out_before }
+        Tenant { name, id: price_id(name), tally, watch, timed_out_before, faults_before: AtomicU64::new(0) }
     }
 
     /// Starts counting afresh (a script starts).
@@ -35,6 +37,7 @@ impl Tenant {
         self.tally.take();
         self.watch.restart(self.limit(registry));
         self.timed_out_before.store(self.timed_out(registry), Ordering::Relaxed);
+        self.faults_before.store(self.faults(registry), Ordering::Relaxed);
     }
 
     /// The phase that ends, and counting afresh for the next.
@@ -42,7 +45,9 @@ impl Tenant {
         let limit = self.limit(registry);
         let (breaker_moves, lowest_limit) = self.watch.restart(limit);
         let timed_out = self.timed_out(registry);
+        let faults = self.faults(registry);
         TenantReport {
+            chaos_faults: faults.saturating_sub(self.faults_before.swap(faults, Ordering::Relaxed)),
             counts: self.tally.take(),
             breaker_moves,
             breaker: breaker_state(registry, &self.id),
@@ -50,6 +55,11 @@ impl Tenant {
             limit,
             attempts_timed_out: timed_out.saturating_sub(self.timed_out_before.swap(timed_out, Ordering::Relaxed)),
         }
+    }
+
+    /// Faults chaos injected into this tenant's calls since its injection point was built.
+    fn faults(&self, registry: &Registry) -> u64 {
+        registry.snapshot().chaos().iter().find(|c| *c.instance == *self.id).map_or(0, |c| c.faults)
     }
 
     fn limit(&self, registry: &Registry) -> u32 {

@@ -134,6 +134,8 @@ pub struct TenantReport {
     pub limit: u32,
     /// Attempts its timeout cut off during the phase (most of them retried into a success).
     pub attempts_timed_out: u64,
+    /// Faults chaos injected into its calls during the phase (the chaos phase's, SPEC §17).
+    pub chaos_faults: u64,
 }
 
 impl TenantReport {
@@ -210,6 +212,10 @@ impl Story {
         let b_calls = self.sum(b, &[Slow, Failing], |r| r.counts.calls());
         let b_answered = self.sum(b, &[Slow, Failing], |r| r.counts.answered());
         let a_healthy = self.tenant(Healthy, a).map_or((0, 0), |r| (r.counts.answered(), r.counts.calls()));
+        let (faults, a_chaos) = self
+            .tenant(Phase::Chaos, a)
+            .map_or((0, (0, 0)), |r| (r.chaos_faults, (r.counts.answered(), r.counts.calls())));
+        let b_faults = self.sum(b, &Phase::ALL, |r| r.chaos_faults);
         vec![
             check(
                 "healthy: tenant-a's calls are answered",
@@ -250,6 +256,14 @@ impl Story {
                 "tenant-b's calls are answered while tenant-a's shard is slow and failing",
                 format!("{b_answered} of {b_calls} answered"),
                 b_calls > 0 && share(b_answered, b_calls) >= HEALTHY_SHARE,
+            ),
+            check(
+                "chaos switched on from configuration injects faults into tenant-a's calls, and its retries absorb them",
+                format!(
+                    "{faults} faults injected; {} of {} calls answered; {b_faults} injected into tenant-b's",
+                    a_chaos.0, a_chaos.1
+                ),
+                faults > 0 && a_chaos.1 > 0 && share(a_chaos.0, a_chaos.1) >= HEALTHY_SHARE && b_faults == 0,
             ),
         ]
     }
@@ -300,7 +314,7 @@ mod tests {
 
     fn report(counts: Counts, breaker_moves: Vec<State>, breaker: State, limits: (u32, u32)) -> TenantReport {
         let (lowest_limit, limit) = limits;
-        TenantReport { counts, breaker_moves, breaker, lowest_limit, limit, attempts_timed_out: 0 }
+        TenantReport { counts, breaker_moves, breaker, lowest_limit, limit, attempts_timed_out: 0, chaos_faults: 0 }
     }
 
     fn answered(ok: u64, cached: u64) -> Counts {

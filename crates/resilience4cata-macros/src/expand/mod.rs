@@ -6,8 +6,10 @@
 //! depends on nothing the user imported.
 
 pub(crate) mod adaptive_limit;
-pub(crate) mod chaos;
 pub(crate) mod bulkhead;
+pub(crate) mod chaos;
+#[cfg(test)]
+mod chaos_tests;
 pub(crate) mod circuit_breaker;
 mod desugar;
 pub(crate) mod fallback;
@@ -15,8 +17,6 @@ pub(crate) mod hedge;
 pub(crate) mod method;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;
-#[cfg(test)]
-mod chaos_tests;
 #[cfg(test)]
 mod tests;
 pub(crate) mod timeout;

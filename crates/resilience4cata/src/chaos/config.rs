@@ -39,7 +39,14 @@ pub struct ChaosConfig {
 
 impl Default for ChaosConfig {
     fn default() -> Self {
-        ChaosConfig { enabled: false, fault_rate: 0.0, fault: None, latency_rate: 0.0, latency: Duration::ZERO, seed: None }
+        ChaosConfig {
+            enabled: false,
+            fault_rate: 0.0,
+            fault: None,
+            latency_rate: 0.0,
+            latency: Duration::ZERO,
+            seed: None,
+        }
     }
 }
 

@@ -478,7 +478,9 @@ impl PipelineBuilder<'_, Rejecting> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build<T, E: ResilienceError>(self) -> Result<Pipeline<T, E>, RegistryError> {
-        Ok(self.resolve(false, Some((E::from_rejection, find_rejection::<E>)), Some(faults_of::<E>()))?.detect_rejections())
+        Ok(self
+            .resolve(false, Some((E::from_rejection, find_rejection::<E>)), Some(faults_of::<E>()))?
+            .detect_rejections())
     }
 }
 
@@ -523,7 +525,9 @@ impl PipelineBuilder<'_, AsyncOnly> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     pub fn build<T, E: ResilienceError>(self) -> Result<AsyncPipeline<T, E>, RegistryError> {
-        Ok(self.resolve(true, Some((E::from_rejection, find_rejection::<E>)), Some(faults_of::<E>()))?.detect_rejections())
+        Ok(self
+            .resolve(true, Some((E::from_rejection, find_rejection::<E>)), Some(faults_of::<E>()))?
+            .detect_rejections())
     }
 }
 

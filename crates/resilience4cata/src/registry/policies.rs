@@ -410,8 +410,7 @@ mod tests {
         // The fallback, outermost, has no configuration (an empty builder) and is not in the list.
         let fallback: &[[&str; 4]] = &[["fallback", "fallback", "", "FallbackPolicy"]];
         // Chaos (feature `chaos`) is no attribute: the macro emits its injection point on its own.
-        let expected: Vec<&[&str; 4]> =
-            fallback.iter().chain(LISTED).filter(|[name, ..]| *name != "chaos").collect();
+        let expected: Vec<&[&str; 4]> = fallback.iter().chain(LISTED).filter(|[name, ..]| *name != "chaos").collect();
         let listed: Vec<&str> = expected.iter().map(|[name, ..]| *name).collect();
         assert_eq!(modules, listed, "policy/mod.rs POLICIES vs registry::for_each_policy!");
         for [name, constructor, builder, facade] in expected {

@@ -140,7 +140,8 @@ impl<F, S, T, E> Attempt<F, S, T, E> {
         let future = Box::pin(async move {
             // With the feature `chaos`, the injection point around the service's call, innermost.
             #[cfg(feature = "chaos")]
-            let outcome = pipeline.attempt_reserved(|| pipeline.chaos_attempt(|| service.call(request)), reserved).await;
+            let outcome =
+                pipeline.attempt_reserved(|| pipeline.chaos_attempt(|| service.call(request)), reserved).await;
             #[cfg(not(feature = "chaos"))]
             let outcome = pipeline.attempt_reserved(|| service.call(request), reserved).await;
             (outcome, service)
