@@ -231,7 +231,7 @@ fn chaos_an_unknown_variant_is_refused_by_new_naming_the_instance_and_quoting_th
             .chaos_instance(id("stock"), |c| c.enabled(enabled).fault(fault))
             .build()
             .unwrap();
-        let e = ResilientInventory::new(Backend::default(), &registry).err().expect("refused");
+        let e = ResilientInventory::new(Backend::default(), &registry).map(drop).expect_err("refused");
         assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some(id("stock").as_str())), "{fault}");
         assert!(e.to_string().contains(&format!("\"{fault}\"")), "{e}");
         assert!(e.to_string().contains("StockError"), "{e}");
@@ -242,7 +242,7 @@ fn chaos_an_unknown_variant_is_refused_by_new_naming_the_instance_and_quoting_th
 fn chaos_a_default_fault_reaching_an_error_type_without_it_is_refused() {
     // `std::io::Error` has no variants by name: a fault in `[defaults.chaos]` reaches `io`.
     let registry = testing::registry(&ManualClock::new()).chaos_defaults(|c| c.fault("Unavailable")).build().unwrap();
-    let e = ResilientInventory::new(Backend::default(), &registry).err().expect("refused");
+    let e = ResilientInventory::new(Backend::default(), &registry).map(drop).expect_err("refused");
     assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some(id("io").as_str())));
     assert!(e.to_string().contains("std::io::error::Error"), "{e}");
 }
@@ -254,7 +254,7 @@ fn chaos_rates_outside_zero_to_one_are_refused() {
     {
         let registry =
             testing::registry(&ManualClock::new()).chaos_instance(id("stock"), move |_| b.clone()).build().unwrap();
-        let e = ResilientInventory::new(Backend::default(), &registry).err().expect("refused");
+        let e = ResilientInventory::new(Backend::default(), &registry).map(drop).expect_err("refused");
         assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some(id("stock").as_str())));
     }
 }
@@ -268,7 +268,7 @@ fn chaos_bad_toml_values_are_coded_errors() {
         ("[defaults.chaos]\nlatency = \"-5ms\"\n", "R4C-CFG-003"),
         ("[defaults.chaos]\nfaults = \"Unavailable\"\n", "R4C-CFG-002"),
     ] {
-        let e = Registry::builder().config_toml(toml).build().err().expect(toml);
+        let e = Registry::builder().config_toml(toml).build().map(drop).expect_err(toml);
         assert_eq!(e.code(), code, "{toml}: {e}");
     }
     let registry = Registry::builder()
@@ -368,7 +368,7 @@ fn chaos_pipelines_inject_around_the_closure_sync_and_async() {
 fn chaos_a_retry_only_pipeline_cannot_make_a_fault_and_says_so() {
     let registry =
         testing::registry(&ManualClock::new()).chaos_instance("plain", |c| c.fault("Unavailable")).build().unwrap();
-    let e = Pipeline::builder(&registry, "plain").retry().build::<u32, String>().err().expect("refused");
+    let e = Pipeline::builder(&registry, "plain").retry().build::<u32, String>().map(drop).expect_err("refused");
     assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some("plain")));
     // Latency alone works for any error type.
     let registry = testing::registry(&ManualClock::new())

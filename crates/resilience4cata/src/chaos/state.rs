@@ -130,6 +130,7 @@ impl ChaosState {
 
     /// `R4C-REG-003` unless `config`'s fault is a unit variant of every error type injecting here
     /// (what a live update asks before [`apply`](Self::apply)).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // live updates come with `serde`
     pub(crate) fn check_fault(&self, config: &ChaosConfig) -> Result<(), RegistryError> {
         let types = self.error_types.lock().unwrap_or_else(PoisonError::into_inner);
         types.iter().try_for_each(|t| check_fault_of(&self.instance, config, *t))
