@@ -26,16 +26,37 @@ pub(crate) fn with<R>(chaos: bool, f: impl FnOnce() -> R) -> R {
     out
 }
 
-use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 
 use crate::model::Method;
+
+/// The span of the method's return type, which every token naming the error type carries: a
+/// return type that is not a `Result` is then reported once, there (the same diagnostic as the
+/// policies' own, which the compiler shows once).
+fn ret_span(method: &Method) -> Span {
+    method.ret.as_ref().map_or_else(|| method.item.sig.ident.span(), |t| t.span())
+}
 
 /// `<Ret as ResultLike>::Err`: the method's error type, which the runtime's probe asks for its
 /// unit variants by name.
 fn err_type(method: &Method) -> TokenStream {
     let ret = &method.ret;
-    quote!(<#ret as ::resilience4cata::__private::ResultLike>::Err)
+    quote_spanned!(ret_span(method)=> <#ret as ::resilience4cata::__private::ResultLike>::Err)
+}
+
+/// Whether the return type names `Self` (`Result<u32, Self::Error>`): then the error type is known
+/// only where the trait is implemented, not in the wrapper's constructor.
+fn names_self(method: &Method) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|t| match t {
+            TokenTree::Ident(ident) => ident == "Self",
+            TokenTree::Group(group) => walk(group.stream()),
+            _ => false,
+        })
+    }
+    walk(method.ret.to_token_stream())
 }
 
 /// `__r4c_chaos_<method>`: the field of the method's injection point.
@@ -51,8 +72,19 @@ pub(crate) fn field_ty() -> TokenStream {
 /// The injection point's construction in the method's constructor, under `id` (the scoped derived
 /// id): `R4C-REG-003` there when the configured fault is no unit variant of the error type.
 pub(crate) fn instance(method: &Method, id: TokenStream) -> TokenStream {
-    let err = err_type(method);
     let is_async = method.is_async();
+    if names_self(method) {
+        // The error type is an associated type of the trait: its names are not checked at `new`
+        // (a fault it lacks injects nothing; docs/chaos.md).
+        return quote! {
+            ::resilience4cata::__private::chaos_point_unchecked(
+                registry,
+                &::resilience4cata::__private::scoped(__r4c_scope, #id),
+                #is_async,
+            )?
+        };
+    }
+    let err = err_type(method);
     quote! {{
         use ::resilience4cata::__private::{FaultsByName as _, NoFaultsByName as _};
         ::resilience4cata::__private::chaos_point::<#err>(

@@ -36,7 +36,7 @@ pub use crate::retry::policy::{Failure, RetryCall};
 pub use crate::retry::{Backoff, Jitter, Verdict};
 pub use crate::slot_watch::{SlotWatch, WaitRefusal};
 #[cfg(feature = "chaos")]
-pub use chaos::{Faults, FaultsByName, NoFaultsByName, chaos_point};
+pub use chaos::{Faults, FaultsByName, NoFaultsByName, chaos_point, chaos_point_unchecked};
 pub use class::{PoliciesField, policies_field};
 pub use fallback::{FallbackArg, FallbackContextArg, FallbackReturn, fallback_arg, fallback_context, fallback_returns};
 pub use hooks::{DelayFrom, delay_from};
