@@ -85,7 +85,8 @@ pub(crate) fn instance(method: &Method, id: TokenStream) -> TokenStream {
         };
     }
     let err = err_type(method);
-    quote! {{
+    // Every token on the return type's span: a return type that is not a `Result` is reported once.
+    quote_spanned! {ret_span(method)=> {
         use ::resilience4cata::__private::{FaultsByName as _, NoFaultsByName as _};
         ::resilience4cata::__private::chaos_point::<#err>(
             registry,
@@ -105,7 +106,7 @@ pub(crate) fn instance(method: &Method, id: TokenStream) -> TokenStream {
 pub(crate) fn inject(fields: &TokenStream, method: &Method, attempt: TokenStream) -> TokenStream {
     let (field, err) = (field(method), err_type(method));
     let p = quote!(::resilience4cata::__private);
-    let maker = quote!((&#p::Faults::<#err>::new()).maker());
+    let maker = quote_spanned!(ret_span(method)=> (&#p::Faults::<#err>::new()).maker());
     let injected = match method.is_async() {
         true => quote!(#fields.#field.inject_async(#maker).await),
         false => quote!(#fields.#field.inject(#maker)),
