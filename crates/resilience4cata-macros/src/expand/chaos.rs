@@ -85,15 +85,20 @@ pub(crate) fn instance(method: &Method, id: TokenStream) -> TokenStream {
         };
     }
     let err = err_type(method);
-    // Every token on the return type's span: a return type that is not a `Result` is reported once.
-    quote_spanned! {ret_span(method)=> {
-        use ::resilience4cata::__private::{FaultsByName as _, NoFaultsByName as _};
+    // The call's tokens on the return type's span: a return type that is not a `Result` is
+    // reported once. (The `use` keeps the macro's span: a trait import the probe does not pick is
+    // then not reported as unused.)
+    let call = quote_spanned! {ret_span(method)=>
         ::resilience4cata::__private::chaos_point::<#err>(
             registry,
             &::resilience4cata::__private::scoped(__r4c_scope, #id),
             #is_async,
             (&::resilience4cata::__private::Faults::<#err>::new()).has(),
         )?
+    };
+    quote! {{
+        use ::resilience4cata::__private::{FaultsByName as _, NoFaultsByName as _};
+        #call
     }}
 }
 
