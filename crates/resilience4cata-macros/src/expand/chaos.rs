@@ -112,20 +112,25 @@ pub(crate) fn inject(fields: &TokenStream, method: &Method, attempt: TokenStream
     let (field, err) = (field(method), err_type(method));
     let p = quote!(::resilience4cata::__private);
     let maker = quote_spanned!(ret_span(method)=> (&#p::Faults::<#err>::new()).maker());
+    let span = ret_span(method);
     let injected = match method.is_async() {
-        true => quote!(#fields.#field.inject_async(#maker).await),
-        false => quote!(#fields.#field.inject(#maker)),
+        true => quote_spanned!(span=> #fields.#field.inject_async(#maker).await),
+        false => quote_spanned!(span=> #fields.#field.inject(#maker)),
     };
     // A labelled block: the fault leaves it with `break`, so the pass path carries no `Option` of
-    // the fault into the attempt.
+    // the fault into the attempt. Its tokens on the return type's span (a return type that is not
+    // a `Result` is reported once); the `use` keeps the macro's (no unused-import lint).
+    let check = quote_spanned! {span=>
+        if #p::ChaosPolicy::anywhere() {
+            if let ::core::option::Option::Some(__r4c_fault) = #injected {
+                break '__r4c_chaos ::core::result::Result::Err(__r4c_fault);
+            }
+        }
+    };
     quote! {
         '__r4c_chaos: {
             use #p::{FaultsByName as _, NoFaultsByName as _};
-            if #p::ChaosPolicy::anywhere() {
-                if let ::core::option::Option::Some(__r4c_fault) = #injected {
-                    break '__r4c_chaos ::core::result::Result::Err(__r4c_fault);
-                }
-            }
+            #check
             #attempt
         }
     }
