@@ -119,18 +119,17 @@ pub(crate) fn inject(fields: &TokenStream, method: &Method, attempt: TokenStream
     };
     // A labelled block: the fault leaves it with `break`, so the pass path carries no `Option` of
     // the fault into the attempt. Its tokens on the return type's span (a return type that is not
-    // a `Result` is reported once); the `use` keeps the macro's (no unused-import lint).
-    let check = quote_spanned! {span=>
-        if #p::ChaosPolicy::anywhere() {
-            if let ::core::option::Option::Some(__r4c_fault) = #injected {
-                break '__r4c_chaos ::core::result::Result::Err(__r4c_fault);
-            }
-        }
-    };
-    quote! {
+    // a `Result` is reported once); the `use`, inside the `if` (whose type names no error type),
+    // keeps the macro's (no unused-import lint on the user's tokens).
+    let uses = quote!(use #p::{FaultsByName as _, NoFaultsByName as _};);
+    quote_spanned! {span=>
         '__r4c_chaos: {
-            use #p::{FaultsByName as _, NoFaultsByName as _};
-            #check
+            if #p::ChaosPolicy::anywhere() {
+                #uses
+                if let ::core::option::Option::Some(__r4c_fault) = #injected {
+                    break '__r4c_chaos ::core::result::Result::Err(__r4c_fault);
+                }
+            }
             #attempt
         }
     }
