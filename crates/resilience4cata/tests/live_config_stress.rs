@@ -55,7 +55,7 @@ fn updates_racing_calls_never_expose_a_half_applied_instance() -> Result<(), Reg
                     if quotes.execute(|| Ok(1)).is_ok() {
                         permitted.fetch_add(1, Ordering::Relaxed);
                     }
-                    let _ = cb.execute(|| if (i + t) % 7 == 0 { Err(CallError::Down) } else { Ok(1) });
+                    let _ = cb.execute(|| if (i + t).is_multiple_of(7) { Err(CallError::Down) } else { Ok(1) });
                     let mut attempts = 0;
                     let _ = fetch.execute(|| {
                         attempts += 1;
@@ -69,8 +69,8 @@ fn updates_racing_calls_never_expose_a_half_applied_instance() -> Result<(), Reg
             })
         })
         .collect();
-    for n in 0..300 {
-        registry.update_toml(if n % 2 == 0 { Y } else { X })?;
+    for n in 0..300u32 {
+        registry.update_toml(if n.is_multiple_of(2) { Y } else { X })?;
         assert!(whole(&registry));
     }
     stop.store(true, Ordering::Relaxed);
