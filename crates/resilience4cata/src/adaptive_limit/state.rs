@@ -102,6 +102,7 @@ impl Slots {
 
     /// Clamps the limit into `[min, max]` (a live update), keeping the calls in flight; wakes the
     /// waiters when it rose. `Some((from, to))` when it changed.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn clamp(&self, min: u32, max: u32) -> Option<(u32, u32)> {
         let mut current = self.word.load(Ordering::SeqCst);
         loop {
@@ -281,6 +282,7 @@ impl AdaptiveLimitState {
     /// A live update (SPEC §16): the current limit is clamped into the new bounds (a raised
     /// floor wakes the waiters), calls in flight keep their slots, and the algorithm keeps its
     /// state (only the keys `LIVE_KEYS` allows reach here; the others are `R4C-CFG-006`).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: AdaptiveLimitConfig) {
         let (min, max) = (config.min_limit, config.max_limit);
         self.bounds.store(bounds(&config), Ordering::SeqCst);
@@ -511,6 +513,46 @@ impl Drop for AdaptiveLimitPermit<'_> {
     }
 }
 
+/// `min_limit << 32 | max_limit`.
+fn bounds(config: &AdaptiveLimitConfig) -> u64 {
+    u64::from(config.min_limit) << 32 | u64::from(config.max_limit)
+}
+
+/// The keys of an adaptive limit a live update may change (SPEC §16): the others shape the
+/// algorithm's own state, which a live update does not rebuild yet (`R4C-CFG-006`).
+#[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
+pub(crate) fn fixed_key(old: &AdaptiveLimitConfig, new: &AdaptiveLimitConfig) -> Option<Fixed> {
+    let live = AdaptiveLimitConfig {
+        enabled: new.enabled,
+        initial_limit: new.initial_limit,
+        min_limit: new.min_limit,
+        max_limit: new.max_limit,
+        max_wait: new.max_wait,
+        ..old.clone()
+    };
+    if live == *new {
+        return None;
+    }
+    let differs: [(&'static str, bool); 15] = [
+        ("algorithm", old.algorithm != new.algorithm),
+        ("backoff_ratio", old.backoff_ratio != new.backoff_ratio),
+        ("latency_timeout", old.latency_timeout != new.latency_timeout),
+        ("smoothing", old.smoothing != new.smoothing),
+        ("long_window", old.long_window != new.long_window),
+        ("rtt_tolerance", old.rtt_tolerance != new.rtt_tolerance),
+        ("queue_size", old.queue_size != new.queue_size),
+        ("alpha", old.alpha != new.alpha),
+        ("beta", old.beta != new.beta),
+        ("min_window_time", old.min_window_time != new.min_window_time),
+        ("max_window_time", old.max_window_time != new.max_window_time),
+        ("window_size", old.window_size != new.window_size),
+        ("min_rtt_threshold", old.min_rtt_threshold != new.min_rtt_threshold),
+        ("enabled", false),
+        ("max_wait", false),
+    ];
+    Some(Fixed::NotLive(differs.into_iter().find_map(|(key, changed)| changed.then_some(key)).unwrap_or("algorithm")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -590,43 +632,4 @@ mod tests {
         assert_eq!((in_flight, waiting), (0, 0));
         assert!((2..=8).contains(&limit));
     }
-}
-
-/// `min_limit << 32 | max_limit`.
-fn bounds(config: &AdaptiveLimitConfig) -> u64 {
-    u64::from(config.min_limit) << 32 | u64::from(config.max_limit)
-}
-
-/// The keys of an adaptive limit a live update may change (SPEC §16): the others shape the
-/// algorithm's own state, which a live update does not rebuild yet (`R4C-CFG-006`).
-pub(crate) fn fixed_key(old: &AdaptiveLimitConfig, new: &AdaptiveLimitConfig) -> Option<Fixed> {
-    let live = AdaptiveLimitConfig {
-        enabled: new.enabled,
-        initial_limit: new.initial_limit,
-        min_limit: new.min_limit,
-        max_limit: new.max_limit,
-        max_wait: new.max_wait,
-        ..old.clone()
-    };
-    if live == *new {
-        return None;
-    }
-    let differs: [(&'static str, bool); 15] = [
-        ("algorithm", old.algorithm != new.algorithm),
-        ("backoff_ratio", old.backoff_ratio != new.backoff_ratio),
-        ("latency_timeout", old.latency_timeout != new.latency_timeout),
-        ("smoothing", old.smoothing != new.smoothing),
-        ("long_window", old.long_window != new.long_window),
-        ("rtt_tolerance", old.rtt_tolerance != new.rtt_tolerance),
-        ("queue_size", old.queue_size != new.queue_size),
-        ("alpha", old.alpha != new.alpha),
-        ("beta", old.beta != new.beta),
-        ("min_window_time", old.min_window_time != new.min_window_time),
-        ("max_window_time", old.max_window_time != new.max_window_time),
-        ("window_size", old.window_size != new.window_size),
-        ("min_rtt_threshold", old.min_rtt_threshold != new.min_rtt_threshold),
-        ("enabled", false),
-        ("max_wait", false),
-    ];
-    Some(Fixed::NotLive(differs.into_iter().find_map(|(key, changed)| changed.then_some(key)).unwrap_or("algorithm")))
 }

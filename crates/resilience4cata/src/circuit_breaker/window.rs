@@ -62,8 +62,10 @@ pub(crate) struct Window {
     shape: Live<Shape>,
 }
 
-/// A window's shape: the count ring or the time buckets.
+/// A window's shape: the count ring or the time buckets (behind the cell's `Arc` already: a
+/// boxed ring would be one more pointer on every out-of-line record).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 enum Shape {
     Count(CountWindow),
     Time(TimeWindow),
@@ -89,6 +91,7 @@ impl Window {
     /// keeps its most recent outcomes that fit; any other change starts an empty window of the new
     /// shape (a time window's seconds are not the count window's calls). Outcomes recorded into
     /// the old shape while it is copied may be lost; the state is untouched.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reshape(&self, config: &CircuitBreakerConfig) {
         let old = self.shape.load();
         let next = match (&*old, config.window_type) {
@@ -206,6 +209,7 @@ impl CountWindow {
 
     /// A ring of `size` slots holding this one's most recent outcomes that fit, in order (its
     /// pending fast successes placed first).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     fn resized(&self, size: u32, successes: &StripedCounter) -> CountWindow {
         self.place_successes(successes);
         let next = CountWindow::new(size, self.placed.load(Ordering::SeqCst));

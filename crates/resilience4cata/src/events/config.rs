@@ -5,8 +5,8 @@ use std::sync::Arc;
 use crate::error::RegistryError;
 use crate::policy_list::Policy;
 
-/// An event of a live configuration update ([`Registry::update_config`] and its siblings, or a
-/// watched file): listen with `listen(|e: &ConfigEvent| …)`; subscribers get it as
+/// An event of a live configuration update (`Registry::update_config` and its siblings, feature
+/// `serde`, or a watched file): listen with `listen(|e: &ConfigEvent| …)`; subscribers get it as
 /// [`AnyEvent::Config`](crate::events::AnyEvent::Config).
 ///
 /// ```
@@ -16,8 +16,6 @@ use crate::policy_list::Policy;
 /// let e = ConfigEvent::Changed { instance: Arc::from("prices"), policy: Policy::RateLimiter };
 /// assert_eq!(e.instance(), "prices");
 /// ```
-///
-/// [`Registry::update_config`]: crate::Registry::update_config
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConfigEvent {
@@ -29,7 +27,7 @@ pub enum ConfigEvent {
         /// The policy whose values changed.
         policy: Policy,
     },
-    /// A watched file ([`Registry::watch_file`](crate::Registry::watch_file)) could not be applied:
+    /// A watched file (`Registry::watch_file`, features `serde` + `tokio`) could not be applied:
     /// the running configuration is unchanged. The error has the code, the key path and the line.
     Rejected {
         /// Why (`R4C-CFG-…`, `R4C-REG-…`).

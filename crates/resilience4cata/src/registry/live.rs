@@ -1,21 +1,27 @@
 //! Live configuration (SPEC §16): the builder's configuration kept segment by segment, so an update
-//! replaces only what a file gave ([`Segments`]); [`Registry::update_config`] and its siblings,
-//! which re-resolve every live instance all or nothing; and [`Registry::watch_file`].
+//! replaces only what a file gave ([`Segments`]); `Registry::update_config` and its siblings
+//! (feature `serde`), which re-resolve every live instance all or nothing; and
+//! `Registry::watch_file` (features `serde` + `tokio`).
 //!
 //! How an instance takes new values without losing its state is each policy's `reconfigure`
 //! (`PolicyKind::reconfigure`); the registry only decides which instances changed and hands each its
 //! new configuration. See `docs/live-config.md`.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
+#[cfg(feature = "serde")]
+use std::sync::PoisonError;
 
+#[cfg(feature = "serde")]
 use super::Registry;
 use super::policies::PolicyConfigs;
+#[cfg(feature = "serde")]
 use crate::error::RegistryError;
+#[cfg(feature = "serde")]
 use crate::events::{ConfigEvent, publish_config};
 use crate::policy_list::Policy;
 
 /// What a live configuration update changed: each instance whose resolved values differ, once per
-/// policy, in no set order. Each also published [`ConfigEvent::Changed`].
+/// policy, in no set order. Each also published [`ConfigEvent::Changed`](crate::ConfigEvent::Changed).
 ///
 /// ```
 /// # #[cfg(feature = "serde")] {
@@ -157,6 +163,20 @@ impl Registry {
 
     /// Reads a TOML file and applies it like [`update_toml`](Self::update_toml); errors name the
     /// file's path and the line.
+    ///
+    /// ```
+    /// use resilience4cata::{Pipeline, Registry};
+    ///
+    /// # let dir = std::env::temp_dir().join(format!("r4c-update-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("resilience.toml");
+    /// std::fs::write(&path, "[instances.fetch.retry]\nmax_attempts = 6\n").unwrap();
+    /// let registry = Registry::builder().build()?;
+    /// let _fetch = Pipeline::builder(&registry, "fetch").retry().build::<(), std::io::Error>()?;
+    /// registry.update_file(&path)?;
+    /// assert_eq!(registry.snapshot().retries()[0].config.max_attempts, 6);
+    /// # Ok::<(), resilience4cata::RegistryError>(())
+    /// ```
     ///
     /// # Errors
     /// `R4C-CFG-001` when the file cannot be read, then as [`update_toml`](Self::update_toml).
