@@ -6,17 +6,14 @@
 //! Without Chromium (`apt-get install chromium`) the test is skipped with a printed reason, unless
 //! `R4C_REQUIRE_EXTERNAL=1` (set by `.ci/test`), which makes it fail instead.
 
-// The examples' small DevTools client (launch, navigate, eval, console errors), shared as it is.
-#[allow(dead_code)]
-#[path = "../../examples/tests/cdp/mod.rs"]
-mod cdp;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Pipeline, Registry};
 use resilience4cata_admin::{AdminOptions, serve};
+
+use crate::cdp;
 
 const ID: &str = "host-a/shop::Api::price";
 const TOKEN: &str = "typed-by-the-operator";
