@@ -416,6 +416,7 @@ impl sealed::Sealed for ConfigEvent {
 impl Event for ConfigEvent {}
 
 /// Publishes a configuration event to the registry's listeners (each isolated) and subscribers.
+#[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
 pub(crate) fn publish_config(listeners: &Listeners, event: ConfigEvent) {
     #[cfg(feature = "tracing")]
     isolated(|| tracing::event!(target: "resilience4cata", tracing::Level::INFO, event = ?event));

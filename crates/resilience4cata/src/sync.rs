@@ -26,9 +26,18 @@ impl<C: std::fmt::Debug> std::fmt::Debug for Live<C> {
 }
 
 impl<C> Live<C> {
+    /// A cell holding `value`. Loads it once: arc-swap registers each thread the first time it
+    /// loads any cell in the process (one node, allocated only when no thread that ended left
+    /// one to reuse, kept for the process's life), so the thread that builds an instance never
+    /// allocates at its first decision; another thread may, once, at its first decision.
     pub(crate) fn new(value: C) -> Self {
         #[cfg(not(all(test, loom)))]
-        return Live { cell: arc_swap::ArcSwap::from_pointee(value) };
+        {
+            let live = Live { cell: arc_swap::ArcSwap::from_pointee(value) };
+            drop(live.cell.load());
+            #[allow(clippy::needless_return)]
+            return live;
+        }
         #[cfg(all(test, loom))]
         return Live { cell: Mutex::new(std::sync::Arc::new(value)) };
     }
@@ -51,6 +60,7 @@ impl<C> Live<C> {
     }
 
     /// Replaces the value: later `load`s see `value`, earlier ones keep the version they hold.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn store(&self, value: C) {
         #[cfg(not(all(test, loom)))]
         self.cell.store(std::sync::Arc::new(value));

@@ -102,6 +102,7 @@ impl Slots {
 
     /// Clamps the limit into `[min, max]` (a live update), keeping the calls in flight; wakes the
     /// waiters when it rose. `Some((from, to))` when it changed.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn clamp(&self, min: u32, max: u32) -> Option<(u32, u32)> {
         let mut current = self.word.load(Ordering::SeqCst);
         loop {
@@ -281,6 +282,7 @@ impl AdaptiveLimitState {
     /// A live update (SPEC §16): the current limit is clamped into the new bounds (a raised
     /// floor wakes the waiters), calls in flight keep their slots, and the algorithm keeps its
     /// state (only the keys `LIVE_KEYS` allows reach here; the others are `R4C-CFG-006`).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: AdaptiveLimitConfig) {
         let (min, max) = (config.min_limit, config.max_limit);
         self.bounds.store(bounds(&config), Ordering::SeqCst);
@@ -599,6 +601,7 @@ fn bounds(config: &AdaptiveLimitConfig) -> u64 {
 
 /// The keys of an adaptive limit a live update may change (SPEC §16): the others shape the
 /// algorithm's own state, which a live update does not rebuild yet (`R4C-CFG-006`).
+#[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
 pub(crate) fn fixed_key(old: &AdaptiveLimitConfig, new: &AdaptiveLimitConfig) -> Option<Fixed> {
     let live = AdaptiveLimitConfig {
         enabled: new.enabled,

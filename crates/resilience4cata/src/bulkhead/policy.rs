@@ -386,6 +386,7 @@ policy_kind! {
 /// The key of `new` a live update cannot change from `old` (SPEC §16): `shared` and `lease`; and,
 /// on a shared instance, what its fleet link took when it was built (`enabled`, the fleet-wide
 /// `max_concurrent_calls`, `lease_ttl`).
+#[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
 fn fixed_key(old: &BulkheadConfig, new: &BulkheadConfig) -> Option<Fixed> {
     if old.shared != new.shared {
         return Some(Fixed::Placement("shared"));

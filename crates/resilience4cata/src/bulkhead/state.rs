@@ -111,6 +111,7 @@ impl Slots {
     /// A live update of `max_concurrent_calls` (SPEC §16): a higher cap hands its new slots to
     /// the waiters at once (in their order); a lower one takes nothing from calls in flight, and
     /// admits (through the pass path or the queue) only once `in_flight` is below it.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn set_max(&self, max: u32) {
         {
             // Under the queue's lock, so a hand-off or an enqueue sees one cap throughout.
@@ -278,6 +279,7 @@ impl BulkheadState {
 
     /// A live update (SPEC §16): the new cap applies from the next acquisition on (see
     /// [`Slots::set_max`]); permits in flight and waiters are kept.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: BulkheadConfig) {
         let (max, local) = (config.max_concurrent_calls, config.enabled && self.shared.is_none());
         self.config.store(config);

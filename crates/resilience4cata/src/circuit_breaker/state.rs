@@ -232,6 +232,7 @@ impl CircuitBreakerState {
     /// keeps the most recent outcomes that fit; a new `window_type` starts an empty window of the
     /// new type); a call admitted before is recorded; each threshold and duration applies from the
     /// next decision that reads it; `NOT_FAST` follows the new values on the live word.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: CircuitBreakerConfig) {
         let old = self.config.load_full();
         if old.window_type != config.window_type || old.window_size != config.window_size {

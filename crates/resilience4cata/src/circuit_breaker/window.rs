@@ -89,6 +89,7 @@ impl Window {
     /// keeps its most recent outcomes that fit; any other change starts an empty window of the new
     /// shape (a time window's seconds are not the count window's calls). Outcomes recorded into
     /// the old shape while it is copied may be lost; the state is untouched.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reshape(&self, config: &CircuitBreakerConfig) {
         let old = self.shape.load();
         let next = match (&*old, config.window_type) {
@@ -206,6 +207,7 @@ impl CountWindow {
 
     /// A ring of `size` slots holding this one's most recent outcomes that fit, in order (its
     /// pending fast successes placed first).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     fn resized(&self, size: u32, successes: &StripedCounter) -> CountWindow {
         self.place_successes(successes);
         let next = CountWindow::new(size, self.placed.load(Ordering::SeqCst));

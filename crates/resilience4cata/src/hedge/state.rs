@@ -42,6 +42,7 @@ impl HedgeState {
     }
 
     /// A live update (SPEC §16): a race already running keeps the values it started with.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: HedgeConfig) {
         self.enabled.store(config.enabled, Ordering::Relaxed);
         self.config.store(config);

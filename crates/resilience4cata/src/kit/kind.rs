@@ -56,9 +56,11 @@ pub(crate) trait PolicyKind: Sized + 'static {
     /// instance's next call or decision on, and the state is kept by the policy's own rules (see
     /// `docs/live-config.md`). Called by the registry only with a configuration that passed
     /// [`check`](Self::check) and differs from the current one.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     fn reconfigure(state: &Self::State, config: ConfigOf<Self>);
 
     /// The key that cannot change on a live instance, if `new` changes it from `old`.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     fn fixed_key(old: &ConfigOf<Self>, new: &ConfigOf<Self>) -> Option<Fixed> {
         let _ = (old, new);
         None
@@ -73,6 +75,7 @@ pub(crate) trait PolicyKind: Sized + 'static {
 
 /// A key a live update cannot change on an instance that exists (SPEC §16).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
 pub(crate) enum Fixed {
     /// Where the instance keeps its state (`shared`, `lease`, and what a fleet link took when it
     /// was built): `R4C-CFG-005`.

@@ -53,3 +53,26 @@ fn loom_a_burst_dated_late_passes_whole_and_never_more() {
         assert_eq!(racing + after, 2, "the burst is exactly `permits`");
     });
 }
+
+#[test]
+fn loom_an_update_racing_a_permit_is_never_half_applied() {
+    // A live update (SPEC §16) changes the constants while a call takes a permit. Sequentially:
+    // the permit under A (1 per second: interval 1 s, no slack) then the rescale of the spent
+    // burst (TAT stays 1 s), or the rescale of the full bucket (TAT 0 -> 1, a value other than
+    // before) then the permit under B (2 per second: interval 0.5 s) from 1 ns. A decision that
+    // mixed A's slack with B's interval (or the reverse) would leave another TAT; a call that met
+    // the update under way decides again on the exact path (as the pass path's refusal does).
+    loom::model(|| {
+        let a = RateLimiterConfig { permits: 1, period: Duration::from_secs(1), ..Default::default() };
+        let b = RateLimiterConfig { permits: 2, period: Duration::from_secs(1), ..Default::default() };
+        let gcra = Arc::new(AtomicGcra::new(&a));
+        let caller = {
+            let gcra = Arc::clone(&gcra);
+            thread::spawn(move || gcra.try_acquire_dated(0, 0) || gcra.acquire(0, 0) == Decision::Permit)
+        };
+        gcra.reconfigure(&b, 0);
+        assert!(caller.join().unwrap(), "the full bucket's permit, under either version");
+        let tat = gcra.tat();
+        assert!(tat == 1_000_000_000 || tat == 500_000_001, "one version per decision, TAT {tat}");
+    });
+}

@@ -225,6 +225,7 @@ policy_kind! {
 /// The key of `new` a live update cannot change from `old` (SPEC §16): `shared` and `lease`; and,
 /// on a shared instance, what its fleet link took when it was built (`enabled`, the fleet-wide
 /// `permits` and `period`).
+#[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
 fn fixed_key(old: &RateLimiterConfig, new: &RateLimiterConfig) -> Option<Fixed> {
     if old.shared != new.shared {
         return Some(Fixed::Placement("shared"));

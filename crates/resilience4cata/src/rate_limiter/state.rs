@@ -221,6 +221,7 @@ impl AtomicGcra {
     /// burst gets no fresh one and one that spent half keeps half), reservations beyond the burst
     /// keep their place, and the burst's origin is forgotten (a stricter judgement, never looser).
     /// Updates are serialised by the registry.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: &RateLimiterConfig, now: u64) {
         let next = Gcra::new(config);
         let tat = loop {
@@ -239,7 +240,10 @@ impl AtomicGcra {
         let scaled = (u128::from(in_burst) * u128::from(next.tolerance) / u128::from(old.tolerance.max(1))) as u64;
         let mut rescaled = now.saturating_add(scaled).saturating_add(used - in_burst).min(UPDATING - 2);
         if rescaled == tat {
-            rescaled += 1; // another value than before, so no decision's compare-and-set mistakes it
+            // Another value than before, so no decision that read the old TAT completes its
+            // compare-and-set on it: one nanosecond earlier (a permit at most 1 ns sooner; at the
+            // clock's origin, 1 ns later).
+            rescaled = if tat > 0 { tat - 1 } else { 1 };
         }
         self.interval.store(next.interval, Ordering::Relaxed);
         self.tolerance.store(next.tolerance, Ordering::Relaxed);
@@ -367,6 +371,12 @@ impl AtomicGcra {
         self.tolerance.load(Ordering::Relaxed)
     }
 
+    /// The TAT as it stands (the models).
+    #[cfg(all(test, loom))]
+    pub(crate) fn tat(&self) -> u64 {
+        self.words.tat.load(Ordering::Acquire)
+    }
+
     /// Gives back a permit taken (or reserved) earlier and never used: TAT moves back by one
     /// interval, but not below `now`, so a permit whose time has already passed gives back only
     /// what is left of it and the limiter never gains more than it lost.
@@ -451,6 +461,7 @@ impl RateLimiterState {
 
     /// A live update (SPEC §16): the burst's used share is kept ([`AtomicGcra::reconfigure`]);
     /// a call already waiting for its reserved permit keeps its turn.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: RateLimiterConfig) {
         self.gcra.reconfigure(&config, self.timer.now());
         let local = config.enabled

@@ -21,8 +21,10 @@ pub use live::ConfigChange;
 #[cfg(all(feature = "serde", feature = "tokio"))]
 pub use live::ConfigWatch;
 use live::Segments;
+#[cfg(feature = "serde")]
+pub(crate) use policies::PolicyConfigs;
 pub use policies::RegistrySnapshot;
-pub(crate) use policies::{PolicyConfigs, Registered, Stores};
+pub(crate) use policies::{Registered, Stores};
 
 /// The faces compose the policies through the registry: the kit and the list, as they see them.
 pub(crate) use crate::kit::{Inner, Layer};
@@ -63,6 +65,7 @@ struct Parts {
     durations: DurationStore,
     /// The configuration as the builder gave it, segment by segment: what a live update replaces
     /// the file's segment of; held by one update at a time.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     segments: std::sync::Mutex<Segments>,
 }
 

@@ -67,6 +67,7 @@ pub(crate) struct Store<P: PolicyKind> {
 }
 
 /// One instance a live update changes: its id, its state and its new configuration.
+#[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
 pub(crate) type Planned<P> = (Arc<str>, Arc<<P as PolicyKind>::State>, ConfigOf<P>);
 
 impl<P: PolicyKind> Store<P> {
@@ -79,6 +80,7 @@ impl<P: PolicyKind> Store<P> {
         self.configs.read().unwrap_or_else(PoisonError::into_inner)
     }
 
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     fn configs_mut(&self) -> RwLockWriteGuard<'_, Configs<P::Builder>> {
         self.configs.write().unwrap_or_else(PoisonError::into_inner)
     }
@@ -91,6 +93,7 @@ impl<P: PolicyKind> Store<P> {
     /// Every live instance of this kind resolved again over `next` (SPEC §16): each of its sites
     /// as at build, checked, all sites agreeing (`R4C-REG-008`), no fixed key changed
     /// (`R4C-CFG-005`). The instances whose values differ, or the first problem; nothing changes.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     fn plan(&self, inner: &Inner, next: &Configs<P::Builder>) -> Result<Vec<Planned<P>>, RegistryError> {
         let map = self.instances.lock();
         let mut changed = Vec::new();
@@ -121,12 +124,19 @@ impl<P: PolicyKind> Store<P> {
 
     /// Applies a plan: the table's configuration first (what a later user of the id must agree
     /// with), then the state.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     fn apply(&self, planned: Vec<Planned<P>>, changed: &mut Vec<(Arc<str>, Policy)>, policy: Policy) {
-        let mut map = self.instances.lock();
-        for (id, state, config) in planned {
-            if let Some(entry) = map.get_mut(&id) {
-                entry.config = config.clone();
+        {
+            let mut map = self.instances.lock();
+            for (id, _, config) in &planned {
+                if let Some(entry) = map.get_mut(id) {
+                    entry.config = config.clone();
+                }
             }
+        }
+        // The table's lock released: a listener of what `reconfigure` publishes (an adaptive
+        // limit's `LimitChanged`) may read snapshots and handles.
+        for (id, state, config) in planned {
             P::reconfigure(&state, config);
             changed.push((id, policy));
         }
@@ -140,6 +150,7 @@ impl<P: PolicyKind> Store<P> {
 
 /// `R4C-CFG-005`: a key that cannot change on a live instance.
 /// `R4C-CFG-005` / `R4C-CFG-006`: a key that cannot change on a live instance.
+#[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
 fn fixed_key_changed(policy: &str, id: &str, fixed: Fixed) -> RegistryError {
     let (code, key, why) = match fixed {
         Fixed::Placement(key) => {
@@ -208,7 +219,8 @@ macro_rules! registry_parts {
         impl Stores {
             /// Replaces every kind's layers with `next` and re-resolves every live instance, all or
             /// nothing (SPEC §16): the instances whose values changed, each with its policy.
-            pub(crate) fn reconfigure(&self, inner: &Inner, next: PolicyConfigs)
+                        #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
+pub(crate) fn reconfigure(&self, inner: &Inner, next: PolicyConfigs)
                 -> Result<Vec<(Arc<str>, Policy)>, RegistryError>
             {
                 // Every kind's layers, held in the list's order, so no instance is built half-way

@@ -123,6 +123,7 @@ impl RetryBudget {
     /// A live update (SPEC §16): a new percentage or reserve keeps the counters; a new
     /// `budget_window` restarts the window at `now` (the counts were dated in tenths of the old
     /// length), as a breaker's new `window_type` restarts its window.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: &RetryConfig, now: u64) {
         self.limits.store(limits_of(config));
         let tenth_nanos = tenth_of(config);

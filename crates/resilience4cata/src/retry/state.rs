@@ -81,6 +81,7 @@ impl RetryState {
 
     /// A live update (SPEC §16): the budget keeps its counters; a call in flight keeps the wait it
     /// is in and decides its next step on the new values.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: RetryConfig) {
         self.budget.reconfigure(&config, self.timer.now());
         let (start_mode, quick_below) = hot(&config, self.events.has_listeners());

@@ -45,6 +45,7 @@ impl TimeoutState {
     }
 
     /// A live update (SPEC §16): calls that already read their deadline keep it.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))] // reached through a live update (feature `serde`)
     pub(crate) fn reconfigure(&self, config: TimeoutConfig) {
         self.duration.store(armed(&config), Ordering::Relaxed);
         self.config.store(config);
