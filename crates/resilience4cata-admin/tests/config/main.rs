@@ -114,7 +114,9 @@ async fn put_config_applies_the_body_and_lists_what_changed() {
     let snapshot: Value = reqwest::get(url(&server, "/snapshot")).await.unwrap().json().await.unwrap();
     assert_eq!(snapshot["rate_limiters"][0]["config"]["permits"], 5, "the snapshot shows it at once");
     assert_eq!(snapshot["circuit_breakers"][0]["config"]["window_size"], 8);
-    // The new limit holds from the next call on: a full period later, 5 permits, then a refusal.
+    // The new limit holds: a full period later, 5 permits, then a refusal. (Right away, at the
+    // manual clock's origin, the runtime's update moves the limiter's schedule 1 ns later, so the
+    // fifth permit would wait for time to move: rate_limiter/state.rs, `reconfigure`.)
     clock.advance(Duration::from_secs(1));
     let passed = (0..6).filter(|_| calls.execute(|| Ok(1)).is_ok()).count();
     assert_eq!(passed, 5);
