@@ -6,17 +6,14 @@
 //! Without Chromium (`apt-get install chromium`) the test is skipped with a printed reason, unless
 //! `R4C_REQUIRE_EXTERNAL=1` (set by `.ci/test`), which makes it fail instead.
 
-// The examples' small DevTools client (launch, navigate, eval, console errors), shared as it is.
-#[allow(dead_code)]
-#[path = "../../examples/tests/cdp/mod.rs"]
-mod cdp;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::{Pipeline, Registry};
 use resilience4cata_admin::{AdminOptions, serve};
+
+use crate::cdp;
 
 const ID: &str = "host-a/shop::Api::price";
 const TOKEN: &str = "typed-by-the-operator";
@@ -160,26 +157,50 @@ async fn an_operator_changes_a_limit_from_the_page() {
     assert_eq!(other, Vec::<&String>::new());
 }
 
-/// Without a token the admin has no write routes: no edit form either.
+/// Without a token the admin has no write routes: no edit form either. The read-only page still
+/// shows changes made elsewhere: a watched file's new limit with its time on the card, and a
+/// refused file in the header with its code.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_token_no_edit_form() {
+async fn a_read_only_page_has_no_form_and_shows_a_watched_file() {
     if !chromium_available() {
         return;
     }
     let registry = Registry::builder().build().unwrap();
     let _calls: Pipeline<u32, std::io::Error> = Pipeline::builder(&registry, ID).rate_limiter().build().unwrap();
     let admin = serve("127.0.0.1:0", registry.clone(), AdminOptions::new()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.toml");
+    std::fs::write(&path, "").unwrap();
+    let _watch = registry.watch_file_every(&path, Duration::from_millis(20)).unwrap();
     let url = admin.url();
-    let forms = tokio::task::spawn_blocking(move || {
+    const REFUSED: &str =
+        "(() => { const r = document.getElementById('cfg-rejected'); return r.hidden ? '' : r.textContent; })()";
+    let (forms, refused) = tokio::task::spawn_blocking(move || {
         let mut browser = cdp::Browser::launch();
         browser.navigate(&url);
         poll(&mut browser, &permits_figure(), |p| p == "50");
         one_more_poll(&mut browser);
         let forms = browser.eval("String(document.querySelectorAll('details.edit').length)");
+        assert_eq!(browser.eval(REFUSED), "", "nothing refused yet");
+        replace(&path, &format!("[instances.\"{ID}\".rate_limiter]\npermits = 9\n"));
+        poll(&mut browser, &permits_figure(), |p| p == "9");
+        poll(&mut browser, &changed_line(), |t| t.starts_with("config changed "));
+        replace(&path, "[defaults.retry]\nmax_attempts = 0\n");
+        let refused = poll(&mut browser, REFUSED, |t| !t.is_empty());
+        assert_eq!(browser.eval(&permits_figure()), "9", "the refused file changed nothing");
         assert_eq!(browser.errors, Vec::<String>::new());
-        forms
+        (forms, refused)
     })
     .await
     .unwrap();
     assert_eq!(forms, "0");
+    assert!(refused.starts_with("config refused at ") && refused.contains("[R4C-CFG-004]"), "{refused}");
+    assert!(refused.contains("live.toml:2"), "{refused}");
+}
+
+/// Writes `text` beside `path` and renames it over `path`: a polling watcher never reads it half-written.
+fn replace(path: &Path, text: &str) {
+    let next = path.with_extension("next");
+    std::fs::write(&next, text).unwrap();
+    std::fs::rename(&next, path).unwrap();
 }

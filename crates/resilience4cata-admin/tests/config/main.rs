@@ -1,6 +1,15 @@
 //! `PUT /config` over real HTTP on loopback (SPEC §16): the token rules of the other control
 //! routes, `200` with the changed instances, `400` with the coded error and nothing changed, and
-//! the admin's record of when each instance last changed, whichever way the change came.
+//! the admin's record of when each instance last changed, whichever way the change came; and in
+//! `browser.rs`, the dashboard's edit form in headless Chromium (one test binary for both: one
+//! link less in CI).
+
+// The examples' small DevTools client (launch, navigate, eval, console errors), shared as it is.
+#[allow(dead_code)]
+#[path = "../../../examples/tests/cdp/mod.rs"]
+mod cdp;
+
+mod browser;
 
 use std::time::Duration;
 
@@ -105,7 +114,9 @@ async fn put_config_applies_the_body_and_lists_what_changed() {
     let snapshot: Value = reqwest::get(url(&server, "/snapshot")).await.unwrap().json().await.unwrap();
     assert_eq!(snapshot["rate_limiters"][0]["config"]["permits"], 5, "the snapshot shows it at once");
     assert_eq!(snapshot["circuit_breakers"][0]["config"]["window_size"], 8);
-    // The new limit holds from the next call on: a full period later, 5 permits, then a refusal.
+    // The new limit holds: a full period later, 5 permits, then a refusal. (Right away, at the
+    // manual clock's origin, the runtime's update moves the limiter's schedule 1 ns later, so the
+    // fifth permit would wait for time to move: rate_limiter/state.rs, `reconfigure`.)
     clock.advance(Duration::from_secs(1));
     let passed = (0..6).filter(|_| calls.execute(|| Ok(1)).is_ok()).count();
     assert_eq!(passed, 5);
@@ -197,6 +208,15 @@ async fn the_admin_records_when_each_instance_last_changed_whichever_way() {
     wait_until(|| async { changed_at(&server, OTHER, "bulkhead").await.is_some() }).await;
 }
 
+/// Writes `text` to a new file and renames it over `path`, as editors and deployments do: a
+/// watcher never reads it half-written (`fs::write` truncates first, and a poll that reads the
+/// empty file in between applies an empty configuration).
+fn replace(path: &std::path::Path, text: &str) {
+    let next = path.with_extension("next");
+    std::fs::write(&next, text).unwrap();
+    std::fs::rename(&next, path).unwrap();
+}
+
 async fn last_rejected(server: &AdminServer) -> Value {
     let counters: Value = reqwest::get(url(server, "/counters")).await.unwrap().json().await.unwrap();
     counters["config"]["last_rejected"].clone()
@@ -210,12 +230,12 @@ async fn a_watched_file_change_and_a_refused_file_are_recorded_too() {
     let path = dir.path().join("live.toml");
     std::fs::write(&path, "").unwrap();
     let _watch = registry.watch_file_every(&path, Duration::from_millis(20)).unwrap();
-    std::fs::write(&path, FIVE_PERMITS).unwrap();
+    replace(&path, FIVE_PERMITS);
     wait_until(|| async { changed_at(&server, ID, "rate_limiter").await.is_some() }).await;
     assert_eq!(permits(&registry), 5);
     assert!(last_rejected(&server).await.is_null());
     // A bad file: the running configuration stays, and the admin shows why it was refused.
-    std::fs::write(&path, "[defaults.retry]\nmax_attempts = 0\n").unwrap();
+    replace(&path, "[defaults.retry]\nmax_attempts = 0\n");
     wait_until(|| async { !last_rejected(&server).await.is_null() }).await;
     let last = last_rejected(&server).await;
     assert_eq!(last["code"], "R4C-CFG-004", "{last}");
