@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use shared_state::SharedStateEvent;
+pub use shared_state::{SharedPolicy, SharedStateEvent};
 pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
 
@@ -308,7 +308,11 @@ mod serialize_tests {
             ),
             (AnyEvent::Bulkhead(BulkheadEvent::Finished { instance: i.clone() }), "bulkhead", "Finished"),
             (AnyEvent::Fallback(FallbackEvent::Applied { instance: i.clone(), attempts: 3 }), "fallback", "Applied"),
-            (AnyEvent::SharedState(SharedStateEvent::Degraded { instance: i }), "shared_state", "Degraded"),
+            (
+                AnyEvent::SharedState(SharedStateEvent::Degraded { instance: i, policy: SharedPolicy::Bulkhead }),
+                "shared_state",
+                "Degraded",
+            ),
         ]
     }
 

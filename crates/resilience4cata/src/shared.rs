@@ -44,10 +44,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::bulkhead::shared::SlotPool;
-pub use crate::circuit_breaker::shared::BreakerLink;
+pub use crate::circuit_breaker::shared::{BreakerLink, BreakerWork};
 /// Declared with the other events (`events/shared_state.rs`), so the event machinery never reads
 /// the store; this path stays the public one.
-pub use crate::events::SharedStateEvent;
+pub use crate::events::{SharedPolicy, SharedStateEvent};
 use crate::fleet::Fleet;
 pub use crate::rate_limiter::shared::LeasePool;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use resilience4cata::circuit_breaker::State;
 use resilience4cata::events::AnyEvent;
-use resilience4cata::shared::{BreakerLink, LeasePool, SharedStateEvent, SharedStore, SlotPool};
+use resilience4cata::shared::{BreakerLink, LeasePool, SharedPolicy, SharedStateEvent, SharedStore, SlotPool};
 use resilience4cata::{Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError};
 
 /// A store of one process with a fixed stock of permits, granted lease by lease from a thread; it
@@ -141,10 +141,16 @@ fn a_store_that_cannot_answer_degrades_to_the_local_limiter_and_recovers() {
         Pipeline::builder(&registry, "prices").rate_limiter_with(|r| r).build::<(), std::io::Error>().unwrap();
     let admitted = (0..10).filter(|_| limiter.execute(|| Ok(())).is_ok()).count();
     assert_eq!(admitted, 5, "degraded: the local limiter's own 5 permits, never an error from the store");
-    assert_eq!(*seen.lock().unwrap(), [SharedStateEvent::Degraded { instance: Arc::from("prices") }]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [SharedStateEvent::Degraded { instance: Arc::from("prices"), policy: SharedPolicy::RateLimiter }]
+    );
     assert_eq!(
         events.try_recv(),
-        Some(AnyEvent::SharedState(SharedStateEvent::Degraded { instance: Arc::from("prices") }))
+        Some(AnyEvent::SharedState(SharedStateEvent::Degraded {
+            instance: Arc::from("prices"),
+            policy: SharedPolicy::RateLimiter
+        }))
     );
 
     stock.down.store(false, Ordering::SeqCst);
@@ -160,7 +166,10 @@ fn a_store_that_cannot_answer_degrades_to_the_local_limiter_and_recovers() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(recovered, "{:?}", seen.lock().unwrap());
-    assert_eq!(seen.lock().unwrap()[1], SharedStateEvent::Recovered { instance: Arc::from("prices") });
+    assert_eq!(
+        seen.lock().unwrap()[1],
+        SharedStateEvent::Recovered { instance: Arc::from("prices"), policy: SharedPolicy::RateLimiter }
+    );
     assert_eq!(handle.instance(), "prices");
 }
 
