@@ -78,13 +78,10 @@ pub(crate) async fn keep(pool: Arc<SlotPool>, conn: Arc<Conn>, key: String, time
     loop {
         let Some(p) = pool.upgrade() else {
             if !held.members.is_empty() {
-                let members = std::mem::take(&mut held.members);
-                let key = key.clone();
-                let _ = conn
-                    .call(timeout, |mut c| async move {
-                        redis::cmd("ZREM").arg(&key).arg(&members).query_async::<i64>(&mut c).await
-                    })
-                    .await;
+                let mut zrem = redis::cmd("ZREM");
+                zrem.arg(&key).arg(&held.members);
+                let zrem = &zrem;
+                let _ = conn.call(timeout, |mut c| async move { zrem.query_async::<i64>(&mut c).await }).await;
             }
             return;
         };
@@ -92,7 +89,7 @@ pub(crate) async fn keep(pool: Arc<SlotPool>, conn: Arc<Conn>, key: String, time
             let _ = tokio::time::timeout(renew_every.min(Duration::from_secs(1)), p.wanted()).await;
         }
         let renew = renewed.elapsed() >= renew_every;
-        let outcome = conn.call(timeout, |c| round(&p, c, &key, &mut held, renew)).await;
+        let outcome = conn.call_once(timeout, |c| round(&p, c, &key, &mut held, renew)).await;
         match outcome {
             Ok(()) => {
                 if renew {

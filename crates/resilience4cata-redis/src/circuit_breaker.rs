@@ -56,11 +56,13 @@ async fn send(conn: &Conn, keys: &Keys, work: BreakerWork, timeout: Duration) ->
             let ms = millis(left);
             let mut call = OPEN.key(&keys.open);
             call.key(&keys.probes).arg(ms).arg(&keys.open).arg(format!("open {ms} {}", keys.sender));
+            let call = &call;
             conn.call(timeout, |mut c| async move { call.invoke_async::<i64>(&mut c).await }).await.map(drop)
         }
         BreakerWork::Closed => {
             let mut call = CLOSE.key(&keys.open);
             call.key(&keys.probes).arg(&keys.open).arg(format!("closed {}", keys.sender));
+            let call = &call;
             conn.call(timeout, |mut c| async move { call.invoke_async::<i64>(&mut c).await }).await.map(drop)
         }
         _ => Ok(()),
@@ -97,6 +99,7 @@ pub(crate) async fn publish(link: Arc<BreakerLink>, conn: Arc<Conn>, keys: Keys,
         loop {
             let mut call = PROBES.key(&keys.probes);
             call.arg(l.probes_wanted()).arg(l.permitted_calls_in_half_open()).arg(wait);
+            let call = &call;
             match conn.call(timeout, |mut c| async move { call.invoke_async::<(u32, u64)>(&mut c).await }).await {
                 Ok((granted, left_ms)) => {
                     l.recover();
@@ -130,7 +133,9 @@ pub(crate) async fn listen(
     timeout: Duration,
 ) {
     let link: Weak<BreakerLink> = Arc::downgrade(&link);
-    let connect_budget = timeout.max(Duration::from_millis(250));
+    // A subscription that cannot be made in this time is tried again after the backoff: so the
+    // listener is subscribed again at most about a second (the longest pause) after Redis is back.
+    let connect_budget = timeout.max(Duration::from_millis(100));
     let mut failures = 0;
     loop {
         if link.strong_count() == 0 {
@@ -194,9 +199,9 @@ pub(crate) async fn listen(
 /// Reads the Open key's time to live: the store answers (the link recovers; on `apply`, an Open
 /// still in force is applied here) or not (the link degrades). Whether it answered.
 async fn check(l: &BreakerLink, conn: &Conn, keys: &Keys, timeout: Duration, apply: bool) -> bool {
-    let key = keys.open.clone();
+    let key = keys.open.as_str();
     let left =
-        conn.call(timeout, |mut c| async move { redis::cmd("PTTL").arg(&key).query_async::<i64>(&mut c).await }).await;
+        conn.call(timeout, |mut c| async move { redis::cmd("PTTL").arg(key).query_async::<i64>(&mut c).await }).await;
     match left {
         Ok(ms) => {
             if !l.has_pending() {

@@ -73,8 +73,34 @@ impl Conn {
     }
 
     /// Runs `request` on the connection within `timeout` (the request alone; a reconnection first
-    /// has its own budget). A failure or a timeout drops the connection.
-    pub(crate) async fn call<T, F, Fut>(&self, timeout: Duration, request: F) -> Result<T, String>
+    /// has its own budget). A failure or a timeout drops the connection. A request that fails at
+    /// once because the connection it was given had died while idle (Redis restarted, a reset) is
+    /// made once more on a fresh connection: the first request after an outage finds the store
+    /// back instead of failing on the old socket and waiting for the next attempt.
+    pub(crate) async fn call<T, F, Fut>(&self, timeout: Duration, mut request: F) -> Result<T, String>
+    where
+        F: FnMut(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        for attempt in 0..2 {
+            let connection = self.get().await?;
+            let outcome = match tokio::time::timeout(timeout, request(connection)).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) if attempt == 0 && (e.is_io_error() || e.is_connection_dropped()) => {
+                    self.reset().await;
+                    continue;
+                }
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no answer within {timeout:?}"),
+            };
+            self.reset().await;
+            return Err(outcome);
+        }
+        Err("the connection died twice".into())
+    }
+
+    /// [`call`](Self::call) for a request that cannot be made twice (it holds `&mut` state).
+    pub(crate) async fn call_once<T, F, Fut>(&self, timeout: Duration, request: F) -> Result<T, String>
     where
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,

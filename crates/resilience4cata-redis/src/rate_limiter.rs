@@ -30,6 +30,7 @@ pub(crate) async fn lease(
 ) -> Result<(u32, Duration), String> {
     let mut invocation = SCRIPT.key(key);
     invocation.arg(interval).arg(tolerance).arg(wanted);
+    let invocation = &invocation;
     let (granted, retry_us) =
         conn.call(timeout, |mut c| async move { invocation.invoke_async::<(u32, u64)>(&mut c).await }).await?;
     Ok((granted, Duration::from_micros(retry_us)))

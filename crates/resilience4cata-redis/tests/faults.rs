@@ -195,3 +195,104 @@ fn one_process_partitioned_while_the_others_stay_connected() {
 fn redis_unreachable_for_every_process() {
     fleet_under(Fault::Partition, &[0, 1, 2], "faults::all");
 }
+
+/// What a breaker member printed: `(line kind, unix µs)` in order.
+fn breaker_lines(text: &str) -> Vec<(String, u128)> {
+    text.lines()
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split(' ').collect();
+            match words.as_slice() {
+                [kind, t] => Some((kind.to_string(), t.parse().ok()?)),
+                [kind, policy, t] => Some((format!("{kind} {policy}"), t.parse().ok()?)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The shared breaker through an outage of every process (SPEC §13): process A's calls start
+/// failing while Redis is unreachable, so its Open is decided locally; when Redis returns it is
+/// published (it is still current) and B and C refuse too. Every listener publishes `Degraded`
+/// then `Recovered` for the breaker. When A's probes succeed, its Close is published and B and C,
+/// which got no probe of the fleet's round, close at once instead of refusing until the round
+/// expires.
+#[test]
+fn breaker_transitions_decided_in_an_outage_reach_the_fleet_when_it_returns() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(redis) = common::RedisServer::start_with(&[], true) else { return };
+    let upstream: SocketAddr = redis.tcp_url().trim_start_matches("redis://").parse().unwrap();
+    let proxies: Vec<FaultProxy> = (0..PROCESSES).map(|_| FaultProxy::start(upstream).unwrap()).collect();
+    let start_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() + 1_500;
+    const WAIT_MS: u128 = 4_000;
+    let (down_ms, up_ms, run_ms) = (400u128, 1_800u128, 8_000u128);
+    let members: Vec<_> = proxies
+        .iter()
+        .zip(["fail", "succeed", "succeed"])
+        .map(|(p, role)| {
+            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
+                .args(["breaker", &p.url(), "faults::breaker", role, &start_ms.to_string(), &run_ms.to_string()])
+                .args(["700", &WAIT_MS.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn member")
+        })
+        .collect();
+    let at = |ms: u128| (start_ms + ms) * 1_000;
+    let sleep_until = |us: u128| {
+        let now = unix_us();
+        if us > now {
+            std::thread::sleep(Duration::from_micros((us - now) as u64));
+        }
+    };
+    sleep_until(at(down_ms));
+    proxies.iter().for_each(|p| p.set(Fault::Partition));
+    sleep_until(at(up_ms));
+    proxies.iter().for_each(|p| p.set(Fault::Healthy));
+    let outputs: Vec<String> = members
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().expect("member runs");
+            assert!(out.status.success(), "member failed: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        })
+        .collect();
+    let lines: Vec<Vec<(String, u128)>> = outputs.iter().map(|o| breaker_lines(o)).collect();
+    eprintln!("{lines:?}");
+    let elapsed = |t: u128| t.saturating_sub(start_ms * 1_000) / 1_000;
+    for (i, l) in lines.iter().enumerate() {
+        let seen: Vec<String> = l.iter().map(|(k, t)| format!("{k} @{} ms", elapsed(*t))).collect();
+        eprintln!("process {}: {}", ["A", "B", "C"][i], seen.join(", "));
+    }
+    let first =
+        |i: usize, kind: &str, after: u128| lines[i].iter().find(|(k, t)| k == kind && *t >= after).map(|l| l.1);
+    let opened = first(0, "to_Open", 0).expect("A opened on its failures");
+    assert!(opened > at(down_ms) && opened < at(up_ms), "A opened while Redis was unreachable: {opened}");
+    let a_closed = first(0, "to_Closed", opened).expect("A closed after its probes");
+    for (i, text) in outputs.iter().enumerate() {
+        let kinds: Vec<&str> =
+            lines[i].iter().filter(|(k, _)| k.ends_with(" circuit_breaker")).map(|(k, _)| k.as_str()).collect();
+        assert!(
+            kinds.len() >= 2 && kinds.iter().enumerate().all(|(n, k)| k.starts_with(["degraded", "recovered"][n % 2])),
+            "process {i}: Degraded then Recovered for the breaker, in order: {kinds:?}"
+        );
+        assert!(kinds.last().unwrap().starts_with("recovered"), "process {i} never recovered: {kinds:?}");
+        assert!(text.contains("errors 0"), "process {i}: a caller saw an error from the store:\n{text}");
+        let slowest: u64 = text.lines().find_map(|l| l.strip_prefix("max_call_us ")).unwrap().parse().unwrap();
+        assert!(slowest <= (STORE_TIMEOUT_MS + MARGIN_MS) * 1_000, "process {i}: a call waited {slowest} µs");
+        if i == 0 {
+            continue;
+        }
+        let refused = first(i, "first_refusal", 0);
+        assert!(
+            refused.is_some_and(|t| t >= at(up_ms) && t < opened + WAIT_MS * 1_000),
+            "process {i}: A's Open, decided in the outage, reached it when Redis came back (first refusal {refused:?})"
+        );
+        let closed = first(i, "to_Closed", at(up_ms)).expect("B and C close");
+        assert!(
+            closed <= a_closed + 1_000_000,
+            "process {i} closed {} ms after A: A's Close was not published (the probe round lasts {WAIT_MS} ms)",
+            (closed.saturating_sub(a_closed)) / 1_000
+        );
+    }
+}
