@@ -153,6 +153,17 @@ fn fleet_under(fault: Fault, hit: &[usize], instance: &str) {
         );
         if hit.contains(&i) {
             assert!(!kinds.is_empty(), "process {i} was cut off but never degraded");
+            // No saved-up burst: in any sliding second that ends while the process is degraded (so
+            // it covers the moment it degraded), it admits at most its local quota plus the lease
+            // it held: `permits + lease + 1` (a local limiter that starts idle admits `2 × permits
+            // − 1`).
+            let recovered = m.events.iter().rev().find(|e| e.0 == "recovered").map_or(u128::MAX, |e| e.2);
+            let own = worst_second(&m.admitted, 0, recovered);
+            assert!(
+                own as u64 <= PERMITS + LEASE + 1,
+                "process {i} admitted {own} in a sliding second around its outage (bound {})",
+                PERMITS + LEASE + 1
+            );
             for (n, kind) in kinds.iter().enumerate() {
                 let want = if n % 2 == 0 { "degraded" } else { "recovered" };
                 assert_eq!(*kind, want, "process {i}: events out of order: {kinds:?}");
