@@ -165,12 +165,98 @@ impl ManualClock {
 
     /// A wait of `wait` on this clock that `shutdown` interrupts (see [`ManualClock::sleep`] for the
     /// order of several waits).
+    /// A sync wait on this clock until `deadline` (SPEC §10): the thread registers its deadline
+    /// among the pending waits, asks `ready` first and after every wake-up (an unpark from
+    /// whoever frees what it waits for, a move of the clock, or a recheck every millisecond of
+    /// real time), and once its deadline has been the earliest pending one on two consecutive
+    /// checks it moves the clock there. So a thread that waits for something only it could free
+    /// (a nested call waiting for its own caller's bulkhead slot) is refused at its deadline
+    /// instead of hanging, while a holder with an earlier deadline (a sync backoff or latency of
+    /// another thread) moves the clock first and frees the slot before the waiter gives up.
+    /// `Ok(value)` from `ready`, `Err(Reached)` at the deadline, `Err(Stopped)` on shutdown.
+    pub(crate) fn park_until<T>(
+        &self,
+        deadline: u64,
+        shutdown: &AtomicBool,
+        mut ready: impl FnMut() -> Option<T>,
+    ) -> Result<T, SyncWaitEnd> {
+        const RECHECK: Duration = Duration::from_millis(1);
+        if let Some(value) = ready() {
+            return Ok(value);
+        }
+        if deadline <= self.nanos() {
+            return Err(SyncWaitEnd::Reached);
+        }
+        let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        let key = {
+            let mut pending = self.pending();
+            let key = (deadline, pending.next_id);
+            pending.next_id += 1;
+            pending.wakers.insert(key, waker);
+            key
+        };
+        let leave = |clock: &ManualClock| {
+            let mut pending = clock.pending();
+            pending.wakers.remove(&key);
+            ManualClock::wake_all(&pending);
+        };
+        let mut count = 0u8;
+        loop {
+            if let Some(value) = ready() {
+                leave(self);
+                return Ok(value);
+            }
+            if shutdown.load(Ordering::Acquire) {
+                leave(self);
+                return Err(SyncWaitEnd::Stopped);
+            }
+            if deadline <= self.nanos() {
+                leave(self);
+                return Err(SyncWaitEnd::Reached);
+            }
+            let earliest = self.pending().wakers.keys().next().is_none_or(|first| first.0 >= deadline);
+            count = if earliest { count + 1 } else { 0 };
+            if count >= 2 {
+                leave(self);
+                self.advance_to(deadline);
+                return match ready() {
+                    Some(value) => Ok(value),
+                    None => Err(SyncWaitEnd::Reached),
+                };
+            }
+            std::thread::park_timeout(RECHECK);
+        }
+    }
+
     pub(crate) fn wait<'a>(&'a self, wait: Duration, shutdown: &'a AtomicBool) -> ManualSleep<'a> {
         ManualSleep { clock: self, shutdown, wait, key: None, count: 0 }
     }
 }
 
 /// The future of one wait on a [`ManualClock`].
+/// How a sync wait on the manual clock ended without `ready` having something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SyncWaitEnd {
+    /// The deadline came.
+    Reached,
+    /// The registry shut down.
+    Stopped,
+}
+
+/// Wakes a parked thread: the waker a sync wait registers among the pending waits, so a move of
+/// the clock or the end of another wait rechecks it at once.
+struct ThreadWaker(std::thread::Thread);
+
+impl std::task::Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
 pub(crate) struct ManualSleep<'a> {
     clock: &'a ManualClock,
     shutdown: &'a AtomicBool,
