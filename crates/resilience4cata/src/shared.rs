@@ -29,7 +29,8 @@
 //!
 //! When the store cannot be reached (down, slow, restarted), it marks the pool
 //! [degraded](LeasePool::degrade): the limiter then decides every call on its local state alone
-//! (the instance's own GCRA, `permits` per `period` *per process*), publishes
+//! (the instance's own GCRA, `permits` per `period` *per process*, continuing from what the
+//! process was granted, with no burst saved up while the fleet decided), publishes
 //! [`SharedStateEvent::Degraded`], and the store keeps trying in the background; on its first
 //! success it [recovers](LeasePool::recover) the pool, which publishes
 //! [`SharedStateEvent::Recovered`]. A caller never sees the store's errors.
