@@ -47,6 +47,21 @@ struct Pending {
     next_id: u64,
     /// (deadline, id) -> the waker of the task that waits.
     wakers: BTreeMap<(u64, u64), Waker>,
+    /// The sync waits (parked threads), kept apart in a vector whose capacity is reused, so a
+    /// sync wait allocates nothing once the clock has seen as many at once (SPEC §12: retry
+    /// backoffs allocate nothing).
+    threads: Vec<((u64, u64), Waker)>,
+}
+
+impl Pending {
+    /// The earliest pending deadline, async or sync.
+    fn earliest(&self) -> Option<u64> {
+        let sync = self.threads.iter().map(|(key, _)| key.0).min();
+        match (self.wakers.keys().next().map(|k| k.0), sync) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 impl fmt::Debug for ManualClock {
@@ -116,7 +131,7 @@ impl ManualClock {
     /// Wakes every task with a pending wait: the clock moved, or a wait finished or was dropped, so
     /// each must look again at whether it is now the earliest.
     fn wake_all(pending: &Pending) {
-        for waker in pending.wakers.values() {
+        for waker in pending.wakers.values().chain(pending.threads.iter().map(|(_, w)| w)) {
             waker.wake_by_ref();
         }
     }
@@ -167,7 +182,7 @@ impl ManualClock {
     /// order of several waits).
     /// A sync wait on this clock until `deadline` (SPEC §10): the thread registers its deadline
     /// among the pending waits, asks `ready` first and after every wake-up (an unpark from
-    /// whoever frees what it waits for, a move of the clock, or a recheck every millisecond of
+    /// whoever frees what it waits for, a move of the clock, or a recheck every quarter of a millisecond of
     /// real time), and once its deadline has been the earliest pending one on two consecutive
     /// checks it moves the clock there. So a thread that waits for something only it could free
     /// (a nested call waiting for its own caller's bulkhead slot) is refused at its deadline
@@ -180,24 +195,30 @@ impl ManualClock {
         shutdown: &AtomicBool,
         mut ready: impl FnMut() -> Option<T>,
     ) -> Result<T, SyncWaitEnd> {
-        const RECHECK: Duration = Duration::from_millis(1);
+        const RECHECK: Duration = Duration::from_micros(250);
+        thread_local! {
+            /// This thread's waker, made once (a wait allocates nothing).
+            static WAKER: Waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        }
         if let Some(value) = ready() {
             return Ok(value);
         }
         if deadline <= self.nanos() {
             return Err(SyncWaitEnd::Reached);
         }
-        let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        let waker = WAKER.with(Waker::clone);
         let key = {
             let mut pending = self.pending();
             let key = (deadline, pending.next_id);
             pending.next_id += 1;
-            pending.wakers.insert(key, waker);
+            pending.threads.push((key, waker));
             key
         };
         let leave = |clock: &ManualClock| {
             let mut pending = clock.pending();
-            pending.wakers.remove(&key);
+            if let Some(at) = pending.threads.iter().position(|(k, _)| *k == key) {
+                pending.threads.swap_remove(at);
+            }
             ManualClock::wake_all(&pending);
         };
         let mut count = 0u8;
@@ -214,7 +235,7 @@ impl ManualClock {
                 leave(self);
                 return Err(SyncWaitEnd::Reached);
             }
-            let earliest = self.pending().wakers.keys().next().is_none_or(|first| first.0 >= deadline);
+            let earliest = self.pending().earliest().is_none_or(|first| first >= deadline);
             count = if earliest { count + 1 } else { 0 };
             if count >= 2 {
                 leave(self);
@@ -286,7 +307,7 @@ impl Future for ManualSleep<'_> {
             self.deregister();
             return Poll::Ready(Ok(()));
         }
-        let earliest = pending.wakers.keys().next().is_none_or(|first| first.0 >= key.0);
+        let earliest = pending.earliest().is_none_or(|first| first >= key.0);
         self.count = if earliest { self.count + 1 } else { 0 };
         if self.count >= 2 {
             pending.wakers.remove(&key);

@@ -446,7 +446,6 @@ impl RateLimiterState {
     fn decide_exactly(&self) -> Decision {
         self.degraded_floor();
         let decision = self.gcra.acquire(self.timer.now(), self.max_wait);
-        if !matches!(decision, Decision::Refuse(_)) {}
         if decision == Decision::Permit {
             self.permitted(Duration::ZERO);
         }
