@@ -88,7 +88,9 @@ pub(crate) async fn keep(pool: Arc<SlotPool>, conn: Arc<Conn>, key: String, time
         if !p.is_degraded() {
             let _ = tokio::time::timeout(renew_every.min(Duration::from_secs(1)), p.wanted()).await;
         }
-        let renew = renewed.elapsed() >= renew_every;
+        // While degraded every round asks Redis something (renewing the held slots, or taking
+        // some), so a round that had nothing to do never counts as the store being back.
+        let renew = renewed.elapsed() >= renew_every || p.is_degraded();
         let outcome = conn.call_once(timeout, |c| round(&p, c, &key, &mut held, renew)).await;
         match outcome {
             Ok(()) => {

@@ -47,9 +47,6 @@ pub struct LeasePool {
     /// moves it to `max(it, now) + permits × interval`. Where the local limiter starts when the pool
     /// degrades: it continues from what the process was granted, with no saved-up burst.
     timeline: AtomicU64,
-    /// While degraded: the TAT the local limiter holds at least (its next permit at the timeline,
-    /// then one per interval); set when the pool degrades.
-    floor: AtomicU64,
 }
 
 impl fmt::Debug for LeasePool {
@@ -77,7 +74,6 @@ impl LeasePool {
             exhausted_until: AtomicU64::new(0),
             interval: nanos(config.period).div_ceil(u64::from(config.permits.max(1))).max(1),
             timeline: AtomicU64::new(0),
-            floor: AtomicU64::new(0),
         }
     }
 
@@ -158,33 +154,30 @@ impl LeasePool {
     /// Publishes [`SharedStateEvent::Degraded`](crate::shared::SharedStateEvent::Degraded) once per
     /// outage. The local limiter continues from what this process was granted: its next permit
     /// comes when the process's leases, spread one permit per `period / permits`, are used up,
-    /// never from a burst saved up while the fleet decided.
+    /// then one per `period / permits`, never from a burst (neither one saved up while the fleet
+    /// decided nor one saved up while degraded and idle: see [`local_floor`](Self::local_floor)).
     ///
     /// The permits in hand are dropped: the local limiter decides from now on, and permits the
     /// fleet granted before the outage are not spent after it on top of the local ones.
     pub fn degrade(&self) {
         if !self.is_degraded() {
-            self.floor.store(self.floor_now(), Ordering::Release);
             self.word.store(0, Ordering::Release);
         }
         self.fleet.degrade();
     }
 
-    /// The TAT a local limiter deciding now must hold at least: a permit when the process's
-    /// granted leases are used up at one per interval (or now, if that is past), then one per
-    /// interval (GCRA: a permit at `resume` when TAT ≤ resume + τ − T).
-    fn floor_now(&self) -> u64 {
-        let resume = self.timeline.load(Ordering::Acquire).max(self.fleet.timer.now());
+    /// The TAT the local limiter must hold at least before it decides at `now`, while degraded or
+    /// for a call the store did not answer in time: a permit when the process's granted leases
+    /// are used up at one per interval (or at `now`, if that is past), then one per interval
+    /// (GCRA: a permit at `resume` when TAT ≤ resume + τ − T). Held at every local decision, so
+    /// the local limiter never bursts while it stands in for the fleet: each process admits at
+    /// most `permits + 1` in any sliding period, and the fleet `processes × (permits + 1)` plus
+    /// what was granted around the switch.
+    #[inline]
+    pub(crate) fn local_floor(&self, now: u64) -> u64 {
+        let resume = self.timeline.load(Ordering::Acquire).max(now);
         let tolerance = self.interval.saturating_mul(u64::from(self.permits.max(1)));
         resume.saturating_add(tolerance - self.interval)
-    }
-
-    /// The TAT the local limiter must hold at least before it decides: fixed when the pool
-    /// degraded (see [`degrade`](Self::degrade)); for a call decided locally because the store
-    /// did not answer in time (not degraded yet), the same rule at this moment.
-    #[inline]
-    pub(crate) fn local_floor(&self) -> u64 {
-        if self.is_degraded() { self.floor.load(Ordering::Acquire) } else { self.floor_now() }
     }
 
     /// The store answers again: the pool is shared again. Publishes

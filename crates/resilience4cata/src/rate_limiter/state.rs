@@ -395,7 +395,7 @@ impl RateLimiterState {
         {
             return pool.try_take(now) == Take::Taken && self.permitted_now();
         }
-        self.degraded_floor();
+        self.degraded_floor(now);
         if self.gcra.try_acquire(now, self.lag) {
             self.permitted(Duration::ZERO);
             return true;
@@ -403,11 +403,12 @@ impl RateLimiterState {
         false
     }
 
-    /// A degraded shared limiter continues from what its process used (`LeasePool::degrade`).
+    /// A shared limiter deciding locally continues from what its process used, without a burst
+    /// (`LeasePool::local_floor`).
     #[inline]
-    fn degraded_floor(&self) {
+    fn degraded_floor(&self, now: u64) {
         if let Some(pool) = &self.shared {
-            self.gcra.hold_at_least(pool.local_floor());
+            self.gcra.hold_at_least(pool.local_floor(now));
         }
     }
 
@@ -444,8 +445,9 @@ impl RateLimiterState {
     /// The coarse reading may lag, which only ever refuses: decide again on the exact clock, this
     /// time reserving a permit within `max_wait`.
     fn decide_exactly(&self) -> Decision {
-        self.degraded_floor();
-        let decision = self.gcra.acquire(self.timer.now(), self.max_wait);
+        let now = self.timer.now();
+        self.degraded_floor(now);
+        let decision = self.gcra.acquire(now, self.max_wait);
         if decision == Decision::Permit {
             self.permitted(Duration::ZERO);
         }
