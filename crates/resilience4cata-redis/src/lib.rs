@@ -32,6 +32,7 @@
 
 mod bulkhead;
 mod circuit_breaker;
+mod conn;
 mod error;
 mod rate_limiter;
 
@@ -39,7 +40,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use resilience4cata::shared::{BreakerLink, LeasePool, SharedStore, SlotPool};
 
 pub use error::ConnectError;
@@ -61,7 +61,9 @@ struct Inner {
     url: String,
     prefix: String,
     store_timeout: Duration,
-    connection: ConnectionManager,
+    connection: Arc<conn::Conn>,
+    /// This process's id in breaker messages (its own come back on the channel).
+    sender: Arc<str>,
     /// For the pub/sub connections of shared breakers.
     client: redis::Client,
     runtime: tokio::runtime::Handle,
@@ -140,11 +142,7 @@ impl RedisStoreBuilder {
                 });
             })
             .map_err(ConnectError::Runtime)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(self.connect_timeout)
-            .set_response_timeout(self.connect_timeout)
-            .set_number_of_retries(1)
-            .set_max_delay(100);
+        let budget = conn::Conn::connect_budget(self.connect_timeout, self.store_timeout);
         let timeout = self.connect_timeout;
         let server_url = url.clone();
         let connected = handle.spawn(async move {
@@ -156,14 +154,14 @@ impl RedisStoreBuilder {
                 for script in [
                     &*rate_limiter::SCRIPT,
                     &*circuit_breaker::OPEN,
+                    &*circuit_breaker::CLOSE,
                     &*circuit_breaker::PROBES,
                     &*bulkhead::ACQUIRE,
                     &*bulkhead::RENEW,
                 ] {
                     script.prepare_invoke().load_async(&mut probe).await?;
                 }
-                drop(probe);
-                ConnectionManager::new_with_config(client, config).await
+                Ok::<_, redis::RedisError>(conn::Conn::new(client, probe, budget))
             };
             match tokio::time::timeout(timeout, attempt).await {
                 Ok(Ok(connection)) => Ok(connection),
@@ -179,7 +177,8 @@ impl RedisStoreBuilder {
             url,
             prefix: self.prefix,
             store_timeout: self.store_timeout,
-            connection,
+            connection: Arc::new(connection),
+            sender: Arc::from(format!("{:x}-{:x}", std::process::id(), unique())),
             client: pubsub_client,
             runtime: handle,
             _stop: stop,
@@ -226,26 +225,35 @@ impl SharedStore for RedisStore {
 
     fn share_rate_limiter(&self, pool: Arc<LeasePool>) {
         let key = self.key("rate_limiter", pool.instance());
-        let refill = rate_limiter::refill(pool, self.inner.connection.clone(), key, self.inner.store_timeout);
+        let refill = rate_limiter::refill(pool, Arc::clone(&self.inner.connection), key, self.inner.store_timeout);
         self.inner.runtime.spawn(refill);
     }
 
     fn share_bulkhead(&self, pool: Arc<SlotPool>) {
         let key = self.key("bulkhead", pool.instance());
-        let keep = bulkhead::keep(pool, self.inner.connection.clone(), key, self.inner.store_timeout);
+        let keep = bulkhead::keep(pool, Arc::clone(&self.inner.connection), key, self.inner.store_timeout);
         self.inner.runtime.spawn(keep);
     }
 
     fn share_circuit_breaker(&self, link: Arc<BreakerLink>) {
         let open = self.key("circuit_breaker", link.instance());
-        let keys = circuit_breaker::Keys { probes: format!("{open}:probes"), open };
+        let keys =
+            circuit_breaker::Keys { probes: format!("{open}:probes"), open, sender: Arc::clone(&self.inner.sender) };
         let timeout = self.inner.store_timeout;
-        let publish = circuit_breaker::publish(Arc::clone(&link), self.inner.connection.clone(), keys.clone(), timeout);
+        let conn = &self.inner.connection;
+        let publish = circuit_breaker::publish(Arc::clone(&link), Arc::clone(conn), keys.clone(), timeout);
         self.inner.runtime.spawn(publish);
-        let listen =
-            circuit_breaker::listen(link, self.inner.client.clone(), self.inner.connection.clone(), keys, timeout);
+        let listen = circuit_breaker::listen(link, self.inner.client.clone(), Arc::clone(conn), keys, timeout);
         self.inner.runtime.spawn(listen);
     }
+}
+
+/// A number no other store of this process (nor, with the process id, of another) has: the
+/// nanoseconds since the epoch at connect, made unique within the process by a counter.
+fn unique() -> u128 {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    nanos + u128::from(COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
 }
 
 /// `url` without its password, for messages.

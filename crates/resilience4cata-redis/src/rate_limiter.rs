@@ -4,15 +4,13 @@ use std::sync::{Arc, LazyLock, Weak};
 use std::time::Duration;
 
 use redis::Script;
-use redis::aio::ConnectionManager;
 use resilience4cata::shared::LeasePool;
+
+use crate::conn::{Conn, backoff};
 
 /// `scripts/rate_limiter.lua`, hashed once (run with `EVALSHA`, loaded again only if Redis lost
 /// it, e.g. after a restart).
 pub(crate) static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../scripts/rate_limiter.lua")));
-
-/// The longest pause between two attempts to reach Redis while degraded.
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// The script's constants for one limiter: the emission interval and the burst tolerance (one
 /// lease), in microseconds.
@@ -24,7 +22,7 @@ pub(crate) fn constants(pool: &LeasePool) -> (u64, u64) {
 
 /// One lease request: `(granted, retry_after)`, or why Redis did not answer in time.
 pub(crate) async fn lease(
-    connection: &mut ConnectionManager,
+    conn: &Conn,
     key: &str,
     (interval, tolerance): (u64, u64),
     wanted: u32,
@@ -32,20 +30,19 @@ pub(crate) async fn lease(
 ) -> Result<(u32, Duration), String> {
     let mut invocation = SCRIPT.key(key);
     invocation.arg(interval).arg(tolerance).arg(wanted);
-    match tokio::time::timeout(timeout, invocation.invoke_async::<(u32, u64)>(connection)).await {
-        Ok(Ok((granted, retry_us))) => Ok((granted, Duration::from_micros(retry_us))),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {timeout:?}")),
-    }
+    let invocation = &invocation;
+    let (granted, retry_us) =
+        conn.call(timeout, |mut c| async move { invocation.invoke_async::<(u32, u64)>(&mut c).await }).await?;
+    Ok((granted, Duration::from_micros(retry_us)))
 }
 
 /// Refills `pool` whenever it asks, until the instance is dropped. While Redis cannot be reached
-/// the pool is degraded and this retries with a growing pause (up to a second), so recovery
-/// happens in the background.
-pub(crate) async fn refill(pool: Arc<LeasePool>, mut connection: ConnectionManager, key: String, timeout: Duration) {
+/// the pool is degraded and this retries after 10 ms, doubling up to a second, so recovery
+/// happens in the background within a second of Redis answering again.
+pub(crate) async fn refill(pool: Arc<LeasePool>, conn: Arc<Conn>, key: String, timeout: Duration) {
     let constants = constants(&pool);
     let pool: Weak<LeasePool> = Arc::downgrade(&pool);
-    let mut backoff = Duration::from_millis(10);
+    let mut failures = 0;
     loop {
         let Some(pool) = pool.upgrade() else { return };
         if !pool.is_degraded() {
@@ -54,9 +51,9 @@ pub(crate) async fn refill(pool: Arc<LeasePool>, mut connection: ConnectionManag
                 continue;
             }
         }
-        match lease(&mut connection, &key, constants, pool.wanted_permits(), timeout).await {
+        match lease(&conn, &key, constants, pool.wanted_permits(), timeout).await {
             Ok((granted, retry_after)) => {
-                backoff = Duration::from_millis(10);
+                failures = 0;
                 pool.recover();
                 pool.grant(granted, retry_after);
                 if granted == 0 {
@@ -68,8 +65,8 @@ pub(crate) async fn refill(pool: Arc<LeasePool>, mut connection: ConnectionManag
             Err(_) => {
                 pool.degrade();
                 drop(pool);
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+                failures += 1;
+                tokio::time::sleep(backoff(failures)).await;
             }
         }
     }

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use resilience4cata::shared::SharedStateEvent;
+use resilience4cata::shared::{SharedPolicy, SharedStateEvent};
 use resilience4cata::{Pipeline, Registry};
 use resilience4cata_redis::{ConnectError, RedisStore};
 
@@ -85,5 +85,8 @@ fn garbage_in_the_keys_is_overwritten_or_degrades_never_panics() {
     assert!(hash.execute(|| Ok(())).is_ok(), "a key of another type: served locally");
     let tat = redis.command(&["GET", "r4c:rate_limiter:text"]);
     assert!(tat.lines().nth(1).is_some_and(|v| v.parse::<u64>().is_ok()), "overwritten with a TAT: {tat}");
-    assert_eq!(*seen.lock().unwrap(), [SharedStateEvent::Degraded { instance: Arc::from("hash") }]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [SharedStateEvent::Degraded { instance: Arc::from("hash"), policy: SharedPolicy::RateLimiter }]
+    );
 }

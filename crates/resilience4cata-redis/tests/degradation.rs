@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use resilience4cata::events::AnyEvent;
-use resilience4cata::shared::SharedStateEvent;
+use resilience4cata::shared::{SharedPolicy, SharedStateEvent};
 use resilience4cata::{Pipeline, Registry};
 use resilience4cata_redis::RedisStore;
 
@@ -62,7 +62,10 @@ fn redis_killed_mid_run_degrades_to_local_state_and_recovers_after_restart() {
 
     redis.kill();
     let (local, slowest_down) = run(Duration::from_millis(700));
-    assert_eq!(*seen.lock().unwrap(), [SharedStateEvent::Degraded { instance: Arc::from("prices") }]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [SharedStateEvent::Degraded { instance: Arc::from("prices"), policy: SharedPolicy::RateLimiter }]
+    );
     assert!(local > 50, "Redis down: calls still served on the local limiter ({local})");
     eprintln!("Redis down: {local} calls admitted locally, slowest decision {slowest_down:?}");
     assert!(slowest_down < Duration::from_millis(500), "a call waited {slowest_down:?} with Redis down");
@@ -74,7 +77,10 @@ fn redis_killed_mid_run_degrades_to_local_state_and_recovers_after_restart() {
         assert!(Instant::now() < deadline, "no Recovered within 5 s: {:?}", seen.lock().unwrap());
         slowest_back = slowest_back.max(run(Duration::from_millis(50)).1);
     }
-    assert_eq!(seen.lock().unwrap()[1], SharedStateEvent::Recovered { instance: Arc::from("prices") });
+    assert_eq!(
+        seen.lock().unwrap()[1],
+        SharedStateEvent::Recovered { instance: Arc::from("prices"), policy: SharedPolicy::RateLimiter }
+    );
     assert!(slowest_back < Duration::from_millis(500), "a call waited {slowest_back:?} while Redis came back");
     let key = redis.command(&["EXISTS", "r4c:rate_limiter:prices"]);
     let (_, _) = run(Duration::from_millis(100));
@@ -107,7 +113,10 @@ fn a_slow_redis_costs_a_call_at_most_the_store_timeout() {
     eprintln!("Redis paused: {passed} calls admitted, slowest decision {slowest:?} (store_timeout 25 ms)");
     assert!(passed > 0);
     assert!(slowest < Duration::from_millis(250), "a call waited {slowest:?} on a paused Redis");
-    assert_eq!(seen.lock().unwrap().first(), Some(&SharedStateEvent::Degraded { instance: Arc::from("slow") }));
+    assert_eq!(
+        seen.lock().unwrap().first(),
+        Some(&SharedStateEvent::Degraded { instance: Arc::from("slow"), policy: SharedPolicy::RateLimiter })
+    );
     let deadline = Instant::now() + Duration::from_secs(5);
     while seen.lock().unwrap().len() < 2 {
         assert!(Instant::now() < deadline, "no Recovered after the pause: {:?}", seen.lock().unwrap());

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::ConfigEvent;
-pub use shared_state::SharedStateEvent;
+pub use shared_state::{SharedPolicy, SharedStateEvent};
 pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
 
@@ -322,7 +322,14 @@ mod serialize_tests {
             ),
             (AnyEvent::Bulkhead(BulkheadEvent::Finished { instance: i.clone() }), "bulkhead", "Finished"),
             (AnyEvent::Fallback(FallbackEvent::Applied { instance: i.clone(), attempts: 3 }), "fallback", "Applied"),
-            (AnyEvent::SharedState(SharedStateEvent::Degraded { instance: i.clone() }), "shared_state", "Degraded"),
+            (
+                AnyEvent::SharedState(SharedStateEvent::Degraded {
+                    instance: i.clone(),
+                    policy: SharedPolicy::Bulkhead,
+                }),
+                "shared_state",
+                "Degraded",
+            ),
             #[cfg(feature = "chaos")]
             (
                 AnyEvent::Chaos(crate::chaos::ChaosEvent::LatencyInjected {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use atomic_waker::AtomicWaker;
 
 use crate::clock::Timer;
-use crate::events::{Hub, Listener, Listeners, SharedStateEvent};
+use crate::events::{Hub, Listener, Listeners, SharedPolicy, SharedStateEvent};
 
 /// Where [`SharedStateEvent`]s go: the registry's listeners and subscribers.
 pub(crate) struct SharedPublisher {
@@ -95,13 +95,14 @@ pub(crate) fn link<L: Any + Send + Sync>(
 /// (degraded: the policy decides on local state alone), and where `Degraded` / `Recovered` go.
 pub(crate) struct FleetLink {
     instance: Arc<str>,
+    policy: SharedPolicy,
     degraded: AtomicBool,
     events: SharedPublisher,
 }
 
 impl FleetLink {
-    pub(crate) fn new(instance: Arc<str>, events: SharedPublisher) -> Self {
-        FleetLink { instance, degraded: AtomicBool::new(false), events }
+    pub(crate) fn new(instance: Arc<str>, policy: SharedPolicy, events: SharedPublisher) -> Self {
+        FleetLink { instance, policy, degraded: AtomicBool::new(false), events }
     }
 
     /// The instance id.
@@ -129,11 +130,11 @@ impl FleetLink {
     /// Moves `degraded` to `to`, publishing `Degraded` / `Recovered` only on a change.
     fn set_degraded(&self, to: bool) {
         if self.degraded.swap(to, Ordering::AcqRel) != to {
-            let instance = Arc::clone(&self.instance);
+            let (instance, policy) = (Arc::clone(&self.instance), self.policy);
             self.events.emit(if to {
-                SharedStateEvent::Degraded { instance }
+                SharedStateEvent::Degraded { instance, policy }
             } else {
-                SharedStateEvent::Recovered { instance }
+                SharedStateEvent::Recovered { instance, policy }
             });
         }
     }
@@ -151,9 +152,9 @@ pub(crate) struct FleetPool {
 
 impl FleetPool {
     /// A pool that wants its first refill at once, before the first call.
-    pub(crate) fn new(parts: LinkParts) -> Self {
+    pub(crate) fn new(parts: LinkParts, policy: SharedPolicy) -> Self {
         FleetPool {
-            link: FleetLink::new(parts.instance, parts.events),
+            link: FleetLink::new(parts.instance, policy, parts.events),
             signal: Signal::new(true),
             store_timeout: parts.store_timeout,
             timer: parts.timer,
@@ -362,7 +363,7 @@ mod tests {
         let store = Counting(AtomicU32::new(0));
         let build = |store: Option<&dyn Fleet>, flags| {
             link(store, flags, &instance, &timer, &listeners, |parts| {
-                Counted(FleetLink::new(parts.instance, parts.events), parts.store_timeout)
+                Counted(FleetLink::new(parts.instance, SharedPolicy::Bulkhead, parts.events), parts.store_timeout)
             })
         };
         assert!(build(None, (true, true)).is_none(), "no store");

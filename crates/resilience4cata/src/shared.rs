@@ -29,7 +29,8 @@
 //!
 //! When the store cannot be reached (down, slow, restarted), it marks the pool
 //! [degraded](LeasePool::degrade): the limiter then decides every call on its local state alone
-//! (the instance's own GCRA, `permits` per `period` *per process*), publishes
+//! (the instance's own GCRA, `permits` per `period` *per process*, continuing from what the
+//! process was granted, with no burst saved up while the fleet decided), publishes
 //! [`SharedStateEvent::Degraded`], and the store keeps trying in the background; on its first
 //! success it [recovers](LeasePool::recover) the pool, which publishes
 //! [`SharedStateEvent::Recovered`]. A caller never sees the store's errors.
@@ -44,10 +45,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::bulkhead::shared::SlotPool;
-pub use crate::circuit_breaker::shared::BreakerLink;
+pub use crate::circuit_breaker::shared::{BreakerLink, BreakerWork};
 /// Declared with the other events (`events/shared_state.rs`), so the event machinery never reads
 /// the store; this path stays the public one.
-pub use crate::events::SharedStateEvent;
+pub use crate::events::{SharedPolicy, SharedStateEvent};
 use crate::fleet::Fleet;
 pub use crate::rate_limiter::shared::LeasePool;
 

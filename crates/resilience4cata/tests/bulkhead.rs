@@ -209,3 +209,67 @@ fn shared_by_name_and_listed_with_events() {
     let e = ResilientJobs::new(Backend { order: Mutex::new(Vec::new()) }, &conflicting.build().unwrap()).err().unwrap();
     assert_eq!((e.code(), e.instance()), ("R4C-REG-003", Some("shared")));
 }
+
+/// SPEC §10, sync waits under the manual clock: a call nested on one thread that waits for its
+/// own caller's bulkhead slot is refused at `max_wait` (the clock moves to its deadline once that
+/// deadline has been the earliest pending one twice), where it used to hang: nothing else would
+/// ever move the clock or free the slot.
+#[test]
+fn a_nested_call_waiting_for_its_own_callers_slot_is_refused_at_max_wait() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let bulkhead = resilience4cata::Pipeline::builder(&registry, "nested")
+        .bulkhead_with(|b| b.max_concurrent_calls(1).max_wait(250 * MS))
+        .build::<u32, std::io::Error>()
+        .unwrap();
+    let inner = Mutex::new(None);
+    let outer = bulkhead.execute(|| {
+        let nested = bulkhead.execute(|| Ok(1));
+        *inner.lock().unwrap() = Some(nested.map_err(|e| e.rejection().cloned()));
+        Ok(2)
+    });
+    assert_eq!(outer.unwrap(), 2);
+    let nested = inner.lock().unwrap().take().expect("the nested call returned");
+    assert!(matches!(nested, Err(Some(Rejection::BulkheadFull { .. }))), "{nested:?}");
+    assert_eq!(clock.elapsed(), 250 * MS, "refused at max_wait on the manual clock");
+}
+
+/// The other half of the rule: a waiter still gets a slot that a holder with an earlier deadline
+/// frees. The holder's sync retry backoff (100 ms) is pending before the waiter's `max_wait`
+/// (250 ms), so the clock moves to the backoff first, the holder finishes, and the slot reaches
+/// the waiter then, not a refusal at 250 ms.
+#[test]
+fn a_waiter_gets_the_slot_a_holder_with_an_earlier_deadline_frees() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let bulkhead = resilience4cata::Pipeline::builder(&registry, "shared-slot")
+        .bulkhead_with(|b| b.max_concurrent_calls(1).max_wait(250 * MS))
+        .build::<u32, std::io::Error>()
+        .unwrap();
+    let retry = resilience4cata::Pipeline::builder(&registry, "backoff")
+        .retry_with(|r| r.max_attempts(2).delay(100 * MS))
+        .build::<u32, std::io::Error>()
+        .unwrap();
+    let (holding, attempts) = (std::sync::Barrier::new(2), AtomicU32::new(0));
+    std::thread::scope(|s| {
+        let holder = s.spawn(|| {
+            bulkhead.execute(|| {
+                retry
+                    .execute(|| {
+                        if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
+                            holding.wait(); // the slot is held; the backoff starts next
+                            return Err(std::io::Error::other("once"));
+                        }
+                        Ok(7)
+                    })
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+            })
+        });
+        holding.wait();
+        let waited = bulkhead.execute(|| Ok(clock.elapsed().as_millis() as u32));
+        assert_eq!(holder.join().unwrap().unwrap(), 7);
+        // The backoff is 100 ms with the testing registry's fixed jitter: before the 250 ms.
+        let at = waited.expect("the slot reached the waiter before its max_wait");
+        assert!((50..250).contains(&at), "the slot came when the holder's backoff ended: {at} ms");
+    });
+}

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use resilience4cata::circuit_breaker::State;
 use resilience4cata::events::AnyEvent;
-use resilience4cata::shared::{BreakerLink, LeasePool, SharedStateEvent, SharedStore, SlotPool};
+use resilience4cata::shared::{
+    BreakerLink, BreakerWork, LeasePool, SharedPolicy, SharedStateEvent, SharedStore, SlotPool,
+};
 use resilience4cata::{Pipeline, Registry, RegistryBuilder, Rejection, ResilienceError};
 
 /// A store of one process with a fixed stock of permits, granted lease by lease from a thread; it
@@ -127,8 +129,8 @@ fn a_store_that_cannot_answer_degrades_to_the_local_limiter_and_recovers() {
     stock.down.store(true, Ordering::SeqCst);
     let seen: Arc<Mutex<Vec<SharedStateEvent>>> = Arc::default();
     let sink = Arc::clone(&seen);
-    // The manual clock stands still, so "5" does not depend on how fast this machine runs the
-    // calls (on the system clock a permit dated at the coarse reading's lag could cost the fifth).
+    // The manual clock stands still, so the counts do not depend on how fast this machine runs
+    // the calls.
     let clock = resilience4cata::testing::ManualClock::new();
     let registry = resilience4cata::testing::registry(&clock)
         .shared_state(stock.clone())
@@ -136,15 +138,34 @@ fn a_store_that_cannot_answer_degrades_to_the_local_limiter_and_recovers() {
         .rate_limiter_instance("prices", |r| r.shared(true).permits(5).lease(1))
         .build()
         .unwrap();
-    let mut events = registry.subscribe(16);
+    let mut events = registry.subscribe(64);
     let limiter =
         Pipeline::builder(&registry, "prices").rate_limiter_with(|r| r).build::<(), std::io::Error>().unwrap();
     let admitted = (0..10).filter(|_| limiter.execute(|| Ok(())).is_ok()).count();
-    assert_eq!(admitted, 5, "degraded: the local limiter's own 5 permits, never an error from the store");
-    assert_eq!(*seen.lock().unwrap(), [SharedStateEvent::Degraded { instance: Arc::from("prices") }]);
     assert_eq!(
-        events.try_recv(),
-        Some(AnyEvent::SharedState(SharedStateEvent::Degraded { instance: Arc::from("prices") }))
+        admitted, 1,
+        "degraded: the local limiter continues from what the process was granted (nothing), one permit \
+         now and no saved-up burst of 5; never an error from the store"
+    );
+    let mut admitted = 0;
+    for _ in 0..10 {
+        clock.advance(Duration::from_millis(100));
+        admitted += (0..3).filter(|_| limiter.execute(|| Ok(())).is_ok()).count();
+    }
+    assert_eq!(admitted, 5, "the next second: the local quota of 5, one per 200 ms");
+    clock.advance(Duration::from_secs(10));
+    let admitted = (0..10).filter(|_| limiter.execute(|| Ok(())).is_ok()).count();
+    assert_eq!(admitted, 1, "idle while degraded: still no burst saved up");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [SharedStateEvent::Degraded { instance: Arc::from("prices"), policy: SharedPolicy::RateLimiter }]
+    );
+    assert_eq!(
+        std::iter::from_fn(|| events.try_recv()).find(|e| matches!(e, AnyEvent::SharedState(_))),
+        Some(AnyEvent::SharedState(SharedStateEvent::Degraded {
+            instance: Arc::from("prices"),
+            policy: SharedPolicy::RateLimiter
+        }))
     );
 
     stock.down.store(false, Ordering::SeqCst);
@@ -160,7 +181,10 @@ fn a_store_that_cannot_answer_degrades_to_the_local_limiter_and_recovers() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(recovered, "{:?}", seen.lock().unwrap());
-    assert_eq!(seen.lock().unwrap()[1], SharedStateEvent::Recovered { instance: Arc::from("prices") });
+    assert_eq!(
+        seen.lock().unwrap()[1],
+        SharedStateEvent::Recovered { instance: Arc::from("prices"), policy: SharedPolicy::RateLimiter }
+    );
     assert_eq!(handle.instance(), "prices");
 }
 
@@ -205,13 +229,56 @@ fn a_shared_breaker_publishes_its_opens_applies_the_fleets_and_caps_probes() {
     // Half-open: no probe until the fleet grants some, then exactly the grant.
     assert!(breaker.execute(|| Ok(())).is_err(), "half-open, no fleet-wide probe in hand");
     assert_eq!(handle.snapshot().state, State::HalfOpen);
-    assert_eq!(Box::pin(link.work()).as_mut().poll(&mut cx), Poll::Ready(false), "probes wanted");
+    assert_eq!(Box::pin(link.work()).as_mut().poll(&mut cx), Poll::Ready(BreakerWork::Probes), "probes wanted");
     link.grant_probes(1);
     // The one probe fails: the breaker reopens on its own judgement, and that Open is published.
     assert!(breaker.execute(|| Err(std::io::Error::other("down"))).is_err());
     assert!(breaker.execute(|| Ok(())).is_err(), "no second probe: the fleet granted one");
     assert_eq!(handle.snapshot().state, State::Open, "the only probe failed: reopened");
-    assert_eq!(Box::pin(link.work()).as_mut().poll(&mut cx), Poll::Ready(true), "a local Open to publish");
+    let Poll::Ready(BreakerWork::Open(left)) = Box::pin(link.work()).as_mut().poll(&mut cx) else {
+        panic!("a local Open to publish")
+    };
+    assert_eq!(left, Duration::from_secs(10), "for the whole wait: it was just decided");
+
+    // An Open the store could not publish stays with the link, and is published later only while
+    // it is still current: half its wait later, for the other half.
+    link.unpublished(BreakerWork::Open(left));
+    assert!(link.is_degraded() && link.has_pending());
+    clock.advance(Duration::from_secs(5));
+    assert_eq!(
+        Box::pin(link.work()).as_mut().poll(&mut cx),
+        Poll::Ready(BreakerWork::Open(Duration::from_secs(5))),
+        "still current: published for the rest of its wait"
+    );
+    link.published();
+    assert!(!link.is_degraded());
+
+    // Half-open again; the probe succeeds: the Close is published.
+    clock.advance(Duration::from_secs(5));
+    assert!(breaker.execute(|| Ok(())).is_err(), "half-open, no probe granted yet");
+    assert_eq!(Box::pin(link.work()).as_mut().poll(&mut cx), Poll::Ready(BreakerWork::Probes));
+    link.grant_probes(1);
+    assert!(breaker.execute(|| Ok(())).is_ok(), "the probe");
+    assert_eq!(handle.snapshot().state, State::Closed);
+    assert_eq!(Box::pin(link.work()).as_mut().poll(&mut cx), Poll::Ready(BreakerWork::Closed), "a Close to publish");
+
+    // Another process's Close closes a breaker the fleet opened.
+    link.open_remotely(Duration::from_secs(4));
+    assert_eq!(handle.snapshot().state, State::Open);
+    link.close_remotely();
+    assert_eq!(handle.snapshot().state, State::Closed, "closed by the fleet's Close");
+    assert!(breaker.execute(|| Ok(())).is_ok());
+
+    // An Open no longer current when the store returns is dropped, never published late.
+    for _ in 0..2 {
+        let _ = breaker.execute(|| Err(std::io::Error::other("down")));
+    }
+    assert_eq!(handle.snapshot().state, State::Open);
+    let Poll::Ready(work) = Box::pin(link.work()).as_mut().poll(&mut cx) else { panic!("the Open") };
+    link.unpublished(work);
+    clock.advance(Duration::from_secs(10));
+    let mut work = Box::pin(link.work());
+    assert_eq!(work.as_mut().poll(&mut cx), Poll::Pending, "its wait is over: nothing to publish");
 }
 
 /// A shared bulkhead holds the fleet's slots: a call needs one of them as well as a local slot,
@@ -241,4 +308,37 @@ fn a_shared_bulkhead_admits_only_what_the_fleet_has_left() {
     });
     assert!(matches!(refused.rejection(), Some(Rejection::BulkheadFull { .. })), "{refused:?}");
     assert!(bulkhead.execute(|| Ok(())).is_ok(), "the slots came back when the calls ended");
+}
+
+/// A tower service under backpressure on a shared bulkhead reserves a fleet slot in `poll_ready`
+/// as `execute` does: with the fleet's only slot reserved by one service, another is refused
+/// (local slots are free, the fleet's are not), and the slot goes back to the fleet when the
+/// reservation is dropped unused.
+#[cfg(feature = "tower")]
+#[test]
+fn backpressure_on_a_shared_bulkhead_reserves_a_fleet_slot() {
+    use std::task::{Context, Poll, Waker};
+    use tower::{Layer, Service, service_fn};
+
+    let (stock, registry) =
+        Stock::fleet(1, |b| b.bulkhead_instance("db", |b| b.shared(true).max_concurrent_calls(10).lease(1)));
+    let layer = Pipeline::builder(&registry, "db").bulkhead_with(|b| b).build::<u32, std::io::Error>().unwrap().layer();
+    let echo = || service_fn(|n: u32| async move { Ok::<_, std::io::Error>(n) });
+    let (mut first, mut second) = (layer.clone().backpressure().layer(echo()), layer.backpressure().layer(echo()));
+    let mut cx = Context::from_waker(Waker::noop());
+    // The store grants the fleet's one slot ahead of the first call.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while stock.left.load(Ordering::SeqCst) != 0 {
+        assert!(std::time::Instant::now() < deadline, "the store never granted the slot");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(matches!(first.poll_ready(&mut cx), Poll::Ready(Ok(()))), "the fleet's slot, reserved");
+    match second.poll_ready(&mut cx) {
+        Poll::Ready(Err(e)) => {
+            assert!(matches!(e.rejection(), Some(Rejection::BulkheadFull { .. })), "{e:?}")
+        }
+        other => panic!("the fleet has no slot left, yet the second reservation got {other:?}"),
+    }
+    drop(first); // the reservation, unused: its fleet slot is spare again
+    assert!(matches!(second.poll_ready(&mut cx), Poll::Ready(Ok(()))), "the slot came back to the process");
 }

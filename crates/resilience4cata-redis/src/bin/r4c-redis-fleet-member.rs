@@ -5,8 +5,9 @@
 //! `r4c-redis-fleet-member <url> <instance> <permits> <lease> <start_at_unix_ms> <run_ms>`
 //!
 //! Prints one line per admitted call (`ok <unix µs>`), one per shared-state event
-//! (`degraded <unix µs>`, `recovered <unix µs>`), and at the end `max_call_us <µs>` (the slowest
-//! decision) and `refused <count>`.
+//! (`degraded <policy> <unix µs>`, `recovered <policy> <unix µs>`), and at the end `max_call_us
+//! <µs>` (the slowest decision), `refused <count>` and `errors <count>` (calls that failed other
+//! than by a refusal: Redis trouble must never be one).
 //!
 //! `r4c-redis-fleet-member hold <url> <instance> <max> <slots> <lease_ttl_ms>`
 //!
@@ -53,10 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let events = Arc::clone(&lines);
     let registry = Registry::builder()
         .shared_state(store)
-        .listen(move |e: &SharedStateEvent| {
-            let kind = if matches!(e, SharedStateEvent::Degraded { .. }) { "degraded" } else { "recovered" };
-            events.lock().unwrap().push(format!("{kind} {}", unix_us()));
-        })
+        .listen(move |e: &SharedStateEvent| events.lock().unwrap().push(event_line(e)))
         .rate_limiter_instance(instance.as_str(), |r| r.shared(true).permits(permits).lease(lease))
         .build()?;
     let limiter =
@@ -65,13 +63,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::sleep(Duration::from_millis(1));
     }
     let end = Instant::now() + Duration::from_millis(run);
-    let (mut slowest, mut refused) = (Duration::ZERO, 0u64);
+    let (mut slowest, mut refused, mut errors) = (Duration::ZERO, 0u64, 0u64);
     while Instant::now() < end {
         let started = Instant::now();
         let outcome = limiter.execute(|| Ok(()));
         slowest = slowest.max(started.elapsed());
         match outcome {
             Ok(()) => lines.lock().unwrap().push(format!("ok {}", unix_us())),
+            Err(e) if e.rejection().is_none() => errors += 1,
             Err(e) => {
                 refused += 1;
                 let pause = match e.rejection() {
@@ -88,46 +87,79 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     writeln!(out, "max_call_us {}", slowest.as_micros())?;
     writeln!(out, "refused {refused}")?;
+    writeln!(out, "errors {errors}")?;
     Ok(())
+}
+
+/// `degraded <policy> <unix µs>` or `recovered <policy> <unix µs>`.
+fn event_line(e: &SharedStateEvent) -> String {
+    let kind = if e.is_degraded() { "degraded" } else { "recovered" };
+    format!("{kind} {} {}", e.policy(), unix_us())
 }
 
 fn breaker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     use resilience4cata::circuit_breaker::State;
-    let [url, instance, role, start_at, run_ms] = args else {
-        return Err(
-            "usage: r4c-redis-fleet-member breaker <url> <instance> <fail|succeed> <start_at_unix_ms> <run_ms>".into(),
-        );
+    let (url, instance, role, start_at, run_ms, fail_after, wait_ms) = match args {
+        [url, instance, role, start_at, run_ms] => (url, instance, role, start_at, run_ms, "0", "1500"),
+        [url, instance, role, start_at, run_ms, fail_after, wait] => {
+            (url, instance, role, start_at, run_ms, fail_after.as_str(), wait.as_str())
+        }
+        _ => {
+            return Err("usage: r4c-redis-fleet-member breaker <url> <instance> <fail|succeed> <start_at_unix_ms> \
+             <run_ms> [<fail_after_ms> <wait_in_open_ms>]"
+                .into());
+        }
     };
     let (start_at, run): (u128, u64) = (start_at.parse()?, run_ms.parse()?);
+    let (fail_after, wait_in_open): (u64, u64) = (fail_after.parse()?, wait_ms.parse()?);
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (events, transitions) = (Arc::clone(&lines), Arc::clone(&lines));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let store = runtime.block_on(RedisStore::connect(url))?;
     let registry = Registry::builder()
         .shared_state(store)
+        .listen(move |e: &SharedStateEvent| events.lock().unwrap().push(event_line(e)))
+        .listen(move |e: &resilience4cata::circuit_breaker::CircuitBreakerEvent| {
+            if let resilience4cata::circuit_breaker::CircuitBreakerEvent::StateTransition { to, .. } = e {
+                transitions.lock().unwrap().push(format!("to_{to:?} {}", unix_us()));
+            }
+        })
         .circuit_breaker_instance(instance.as_str(), |c| {
             c.shared(true)
                 .window_size(5)
                 .minimum_calls(5)
-                .wait_in_open(Duration::from_millis(1_500))
+                .wait_in_open(Duration::from_millis(wait_in_open))
                 .permitted_calls_in_half_open(2)
         })
         .build()?;
     let breaker =
         Pipeline::builder(&registry, instance.as_str()).circuit_breaker_with(|c| c).build::<(), std::io::Error>()?;
     let handle = registry.circuit_breaker(instance).ok_or("no breaker")?;
-    let mut lines = Vec::new();
     let mut failing = role == "fail";
     let mut refused_once = false;
     while unix_us() < start_at * 1000 {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let end = Instant::now() + Duration::from_millis(run);
+    let started = Instant::now();
+    let end = started + Duration::from_millis(run);
+    let (mut slowest, mut errors) = (Duration::ZERO, 0u64);
     while Instant::now() < end {
+        let fails_now = failing && started.elapsed() >= Duration::from_millis(fail_after);
+        let called = Instant::now();
         let outcome = breaker.execute(|| {
             if handle.snapshot().state == State::HalfOpen {
-                lines.push(format!("probe {}", unix_us()));
+                lines.lock().unwrap().push(format!("probe {}", unix_us()));
             }
-            if failing { Err(std::io::Error::other("down")) } else { Ok(()) }
+            if fails_now { Err(std::io::Error::other("down")) } else { Ok(()) }
         });
+        slowest = slowest.max(called.elapsed());
+        let mut lines = lines.lock().unwrap();
+        if let Err(e) = &outcome
+            && e.rejection().is_none()
+            && !fails_now
+        {
+            errors += 1;
+        }
         if let Err(e) = outcome
             && e.rejection().is_some()
         {
@@ -142,10 +174,12 @@ fn breaker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         std::thread::sleep(Duration::from_millis(1));
     }
     let mut out = std::io::stdout().lock();
-    for line in &lines {
+    for line in lines.lock().unwrap().iter() {
         writeln!(out, "{line}")?;
     }
     writeln!(out, "state {:?}", handle.snapshot().state)?;
+    writeln!(out, "max_call_us {}", slowest.as_micros())?;
+    writeln!(out, "errors {errors}")?;
     Ok(())
 }
 

@@ -78,13 +78,15 @@ fn finish_other(state: &BulkheadState, held: Held) {
 pub(crate) struct OwnedBulkheadPermit {
     /// `None` for a disabled bulkhead, which counts nothing.
     state: Option<Arc<BulkheadState>>,
+    /// A shared bulkhead's fleet slot is held too (given back with the local one).
+    fleet: bool,
 }
 
 impl Drop for OwnedBulkheadPermit {
     #[inline]
     fn drop(&mut self) {
         if let Some(state) = self.state.take() {
-            state.finished(false);
+            state.finished(self.fleet);
         }
     }
 }
@@ -97,6 +99,9 @@ pub(crate) struct SlotWait {
     state: Arc<BulkheadState>,
     /// `None` once the ticket was collected or withdrawn.
     ticket: Option<u64>,
+    /// A shared bulkhead's fleet slot, taken before the wait for a local one: it goes to the
+    /// permit, or back to the pool when the wait is dropped.
+    fleet: bool,
 }
 
 impl Drop for SlotWait {
@@ -105,6 +110,11 @@ impl Drop for SlotWait {
             && self.state.slots.withdraw(ticket) == Withdrawn::WithSlot
         {
             self.state.slots.release();
+        }
+        if std::mem::take(&mut self.fleet)
+            && let Some(pool) = &self.state.shared
+        {
+            pool.give_back();
         }
     }
 }
@@ -296,10 +306,10 @@ impl BulkheadPolicy {
     ) -> Poll<Result<OwnedBulkheadPermit, Rejection>> {
         let state = &*self.state;
         if !state.config.load().enabled {
-            return Poll::Ready(Ok(OwnedBulkheadPermit { state: None }));
+            return Poll::Ready(Ok(OwnedBulkheadPermit { state: None, fleet: false }));
         }
-        let owned = || {
-            let slot = OwnedBulkheadPermit { state: Some(Arc::clone(&self.state)) };
+        let owned = |fleet: bool| {
+            let slot = OwnedBulkheadPermit { state: Some(Arc::clone(&self.state)), fleet };
             state.permitted(); // after the guard exists, as in `BulkheadPermit::new`
             slot
         };
@@ -307,29 +317,48 @@ impl BulkheadPolicy {
             let ticket = wait.ticket.expect("a waiting place holds its ticket");
             if state.slots.collect(ticket, Some(cx.waker())) {
                 wait.ticket = None;
+                let fleet = std::mem::take(&mut wait.fleet);
                 *waiting = None;
-                return Poll::Ready(Ok(owned()));
+                return Poll::Ready(Ok(owned(fleet)));
             }
             if !state.timer.is_shut_down() {
                 return Poll::Pending;
             }
             wait.ticket = None;
+            let fleet = std::mem::take(&mut wait.fleet);
             *waiting = None;
             return Poll::Ready(match state.slots.withdraw(ticket) {
-                Withdrawn::WithSlot => Ok(owned()),
-                Withdrawn::Empty => Err(state.refuse()),
+                Withdrawn::WithSlot => Ok(owned(fleet)),
+                Withdrawn::Empty => {
+                    if fleet && let Some(pool) = &state.shared {
+                        pool.give_back();
+                    }
+                    Err(state.refuse())
+                }
             });
         }
+        // A shared bulkhead's fleet slot first, as `acquire` takes it (up to `store_timeout`
+        // for the store's answer when no spare one is held; the fleet full refuses).
+        let fleet = match state.shared.is_some() {
+            true => match state.fleet_slot(SlotPool::wait_sync) {
+                Ok(fleet) => fleet,
+                Err(refused) => return Poll::Ready(Err(refused)),
+            },
+            false => false,
+        };
         if state.slots.try_acquire() {
-            return Poll::Ready(Ok(owned()));
+            return Poll::Ready(Ok(owned(fleet)));
         }
+        let mut wait = SlotWait { state: Arc::clone(&self.state), ticket: None, fleet };
         if state.timer.is_shut_down() {
+            drop(wait); // gives the fleet slot back
             return Poll::Ready(Err(state.refuse()));
         }
         match state.slots.enqueue(Wake::Task(Some(cx.waker().clone()))) {
-            Queued::Acquired => Poll::Ready(Ok(owned())),
+            Queued::Acquired => Poll::Ready(Ok(owned(std::mem::take(&mut wait.fleet)))),
             Queued::Waiting(ticket) => {
-                *waiting = Some(SlotWait { state: Arc::clone(&self.state), ticket: Some(ticket) });
+                wait.ticket = Some(ticket);
+                *waiting = Some(wait);
                 Poll::Pending
             }
         }

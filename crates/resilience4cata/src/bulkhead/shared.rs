@@ -49,7 +49,7 @@ impl SlotPool {
     /// A pool that wants its first lease at once, before the first call.
     pub(crate) fn new(parts: LinkParts, config: &BulkheadConfig) -> Self {
         SlotPool {
-            fleet: FleetPool::new(parts),
+            fleet: FleetPool::new(parts, crate::events::SharedPolicy::Bulkhead),
             max: config.max_concurrent_calls,
             lease: config.lease(),
             lease_ttl: config.lease_ttl,

@@ -19,6 +19,28 @@ pub(crate) trait RemoteOpen: Send + Sync {
 
     /// Whether the breaker is half-open now.
     fn is_half_open(&self) -> bool;
+
+    /// How long the breaker stays open on its own decision (`None`: not open, or open because
+    /// the fleet said so).
+    fn open_left(&self) -> Option<Duration>;
+
+    /// Another process closed the breaker after successful probes: close here too (from Open or
+    /// HalfOpen, with an empty window); not published back.
+    fn close_remotely(&self);
+}
+
+/// What a shared breaker has to tell the fleet, taken by the store with [`BreakerLink::work`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BreakerWork {
+    /// The breaker opened on its own window (or reopened after failed probes) and is still open
+    /// for this long: publish it ([`BreakerLink::published`] when done; [`BreakerLink::unpublished`]
+    /// when the store could not, so it is published when the store returns, if still current).
+    Open(Duration),
+    /// The breaker closed after successful probes: publish it (the same two answers).
+    Closed,
+    /// The breaker went half-open: claim probes ([`BreakerLink::grant_probes`]).
+    Probes,
 }
 
 /// The link between one shared circuit breaker and the store: the breaker's local Opens go out
@@ -36,6 +58,8 @@ pub struct BreakerLink {
     permitted: u32,
     /// Registry-clock time of a local Open not yet published (0: none).
     opened_at: AtomicU64,
+    /// A local Close (after successful probes) not yet published.
+    closed: AtomicBool,
     probes_wanted: AtomicBool,
     probes: AtomicU64,
     /// Probes the fleet granted this process in the current half-open state.
@@ -53,10 +77,11 @@ impl fmt::Debug for BreakerLink {
 impl BreakerLink {
     pub(crate) fn new(parts: LinkParts, wait_in_open: Duration, permitted: u32) -> Self {
         BreakerLink {
-            link: FleetLink::new(parts.instance, parts.events),
+            link: FleetLink::new(parts.instance, crate::events::SharedPolicy::CircuitBreaker, parts.events),
             wait_in_open,
             permitted,
             opened_at: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
             probes_wanted: AtomicBool::new(false),
             probes: AtomicU64::new(0),
             granted: AtomicU64::new(0),
@@ -90,16 +115,14 @@ impl BreakerLink {
         self.link.is_degraded()
     }
 
-    /// Waits until there is something to send: a local Open to publish (`true`) or half-open
-    /// probes to claim (`false`), and takes it (for the store's task).
-    pub fn work(&self) -> impl Future<Output = bool> + Send + '_ {
+    /// Waits until there is something to send, and takes it (for the store's task): an Open
+    /// still current, a Close, or probes to claim. An Open that is no longer current (the breaker
+    /// moved on, or its wait is over) is dropped here, never published late.
+    pub fn work(&self) -> impl Future<Output = BreakerWork> + Send + '_ {
         std::future::poll_fn(move |cx: &mut Context<'_>| {
             for attempt in 0..2 {
-                if self.opened_at.swap(0, Ordering::AcqRel) != 0 {
-                    return Poll::Ready(true);
-                }
-                if self.probes_wanted.swap(false, Ordering::AcqRel) {
-                    return Poll::Ready(false);
+                if let Some(work) = self.next_work() {
+                    return Poll::Ready(work);
                 }
                 if attempt == 0 {
                     self.store_waker.register(cx.waker());
@@ -107,6 +130,47 @@ impl BreakerLink {
             }
             Poll::Pending
         })
+    }
+
+    /// The next thing to send, if any (see [`work`](Self::work)).
+    fn next_work(&self) -> Option<BreakerWork> {
+        if self.opened_at.swap(0, Ordering::AcqRel) != 0
+            && let Some(left) = self.breaker().and_then(|b| b.open_left())
+        {
+            return Some(BreakerWork::Open(left));
+        }
+        if self.closed.swap(false, Ordering::AcqRel) {
+            return Some(BreakerWork::Closed);
+        }
+        self.probes_wanted.swap(false, Ordering::AcqRel).then_some(BreakerWork::Probes)
+    }
+
+    /// The store published what [`work`](Self::work) gave it: the link is shared (publishes
+    /// `Recovered` after an outage).
+    pub fn published(&self) {
+        self.recover();
+    }
+
+    /// The store could not publish `work`: the link degrades and keeps it, so the store publishes
+    /// it when it answers again (an Open only if still current then).
+    pub fn unpublished(&self, work: BreakerWork) {
+        match work {
+            BreakerWork::Open(_) => {
+                let _ = self.opened_at.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire);
+            }
+            BreakerWork::Closed => self.closed.store(true, Ordering::Release),
+            BreakerWork::Probes => self.probes_wanted.store(true, Ordering::Release),
+        }
+        self.degrade();
+    }
+
+    /// Whether something waits to be published (an Open or a Close the store could not send yet).
+    pub fn has_pending(&self) -> bool {
+        self.opened_at.load(Ordering::Acquire) != 0 || self.closed.load(Ordering::Acquire)
+    }
+
+    fn breaker(&self) -> Option<std::sync::Arc<dyn RemoteOpen>> {
+        self.breaker.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Half-open probes to claim from the fleet (this breaker's own cap).
@@ -135,6 +199,16 @@ impl BreakerLink {
         if self.is_degraded() { local } else { self.granted.load(Ordering::Acquire).clamp(1, local) }
     }
 
+    /// Another process closed the breaker after successful probes: close here too, unless this
+    /// process has an Open of its own not yet published (that one is newer news for the fleet).
+    pub fn close_remotely(&self) {
+        if self.opened_at.load(Ordering::Acquire) == 0
+            && let Some(breaker) = self.breaker()
+        {
+            breaker.close_remotely();
+        }
+    }
+
     /// Another process opened the breaker: open here too, for `remaining` (the rest of its wait).
     pub fn open_remotely(&self, remaining: Duration) {
         if let Some(breaker) = self.breaker.get().and_then(std::sync::Weak::upgrade) {
@@ -155,7 +229,16 @@ impl BreakerLink {
 
     /// The breaker opened on its own window (or reopened after probes): publish it.
     pub(crate) fn opened(&self, at: u64) {
+        self.closed.store(false, Ordering::Release);
         self.opened_at.store(at.max(1), Ordering::Release);
+        self.store_waker.wake();
+    }
+
+    /// The breaker closed after successful probes: publish it, so the processes still open or
+    /// half-open without a probe close too.
+    pub(crate) fn closed(&self) {
+        self.opened_at.store(0, Ordering::Release);
+        self.closed.store(true, Ordering::Release);
         self.store_waker.wake();
     }
 

@@ -439,8 +439,10 @@ impl CircuitBreakerState {
                 self.recorded(bits);
                 if self.exceeds(&tally) {
                     self.open(word);
-                } else {
-                    self.close(word, false);
+                } else if self.close(word, false)
+                    && let Some(link) = &self.shared
+                {
+                    link.closed();
                 }
             }
         }
@@ -635,6 +637,28 @@ impl CircuitBreakerState {
 impl RemoteOpen for CircuitBreakerState {
     fn is_half_open(&self) -> bool {
         code(self.load()) == HALF_OPEN
+    }
+
+    fn open_left(&self) -> Option<Duration> {
+        if code(self.settled()) != OPEN || self.remote_until.load(Ordering::Acquire) != 0 {
+            return None; // not open, or open by the fleet's decision
+        }
+        let until = self.word.opened_at.load(Ordering::Acquire).saturating_add(self.wait_nanos.load(Ordering::Relaxed));
+        let left = until.saturating_sub(self.timer.now());
+        (left > 0).then(|| Duration::from_nanos(left))
+    }
+
+    fn close_remotely(&self) {
+        loop {
+            let word = self.settled();
+            if !matches!(code(word), OPEN | HALF_OPEN) {
+                return; // closed already, forced open or disabled
+            }
+            if self.close(word, false) {
+                self.remote_until.store(0, Ordering::Release);
+                return;
+            }
+        }
     }
 
     fn open_remotely(&self, remaining: Duration) {

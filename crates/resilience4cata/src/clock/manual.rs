@@ -47,6 +47,21 @@ struct Pending {
     next_id: u64,
     /// (deadline, id) -> the waker of the task that waits.
     wakers: BTreeMap<(u64, u64), Waker>,
+    /// The sync waits (parked threads), kept apart in a vector whose capacity is reused, so a
+    /// sync wait allocates nothing once the clock has seen as many at once (SPEC §12: retry
+    /// backoffs allocate nothing).
+    threads: Vec<((u64, u64), Waker)>,
+}
+
+impl Pending {
+    /// The earliest pending deadline, async or sync.
+    fn earliest(&self) -> Option<u64> {
+        let sync = self.threads.iter().map(|(key, _)| key.0).min();
+        match (self.wakers.keys().next().map(|k| k.0), sync) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 impl fmt::Debug for ManualClock {
@@ -116,7 +131,7 @@ impl ManualClock {
     /// Wakes every task with a pending wait: the clock moved, or a wait finished or was dropped, so
     /// each must look again at whether it is now the earliest.
     fn wake_all(pending: &Pending) {
-        for waker in pending.wakers.values() {
+        for waker in pending.wakers.values().chain(pending.threads.iter().map(|(_, w)| w)) {
             waker.wake_by_ref();
         }
     }
@@ -165,12 +180,104 @@ impl ManualClock {
 
     /// A wait of `wait` on this clock that `shutdown` interrupts (see [`ManualClock::sleep`] for the
     /// order of several waits).
+    /// A sync wait on this clock until `deadline` (SPEC §10): the thread registers its deadline
+    /// among the pending waits, asks `ready` first and after every wake-up (an unpark from
+    /// whoever frees what it waits for, a move of the clock, or a recheck every quarter of a millisecond of
+    /// real time), and once its deadline has been the earliest pending one on two consecutive
+    /// checks it moves the clock there. So a thread that waits for something only it could free
+    /// (a nested call waiting for its own caller's bulkhead slot) is refused at its deadline
+    /// instead of hanging, while a holder with an earlier deadline (a sync backoff or latency of
+    /// another thread) moves the clock first and frees the slot before the waiter gives up.
+    /// `Ok(value)` from `ready`, `Err(Reached)` at the deadline, `Err(Stopped)` on shutdown.
+    pub(crate) fn park_until<T>(
+        &self,
+        deadline: u64,
+        shutdown: &AtomicBool,
+        mut ready: impl FnMut() -> Option<T>,
+    ) -> Result<T, SyncWaitEnd> {
+        const RECHECK: Duration = Duration::from_micros(250);
+        thread_local! {
+            /// This thread's waker, made once (a wait allocates nothing).
+            static WAKER: Waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        }
+        if let Some(value) = ready() {
+            return Ok(value);
+        }
+        if deadline <= self.nanos() {
+            return Err(SyncWaitEnd::Reached);
+        }
+        let waker = WAKER.with(Waker::clone);
+        let key = {
+            let mut pending = self.pending();
+            let key = (deadline, pending.next_id);
+            pending.next_id += 1;
+            pending.threads.push((key, waker));
+            key
+        };
+        let leave = |clock: &ManualClock| {
+            let mut pending = clock.pending();
+            if let Some(at) = pending.threads.iter().position(|(k, _)| *k == key) {
+                pending.threads.swap_remove(at);
+            }
+            ManualClock::wake_all(&pending);
+        };
+        let mut count = 0u8;
+        loop {
+            if let Some(value) = ready() {
+                leave(self);
+                return Ok(value);
+            }
+            if shutdown.load(Ordering::Acquire) {
+                leave(self);
+                return Err(SyncWaitEnd::Stopped);
+            }
+            if deadline <= self.nanos() {
+                leave(self);
+                return Err(SyncWaitEnd::Reached);
+            }
+            let earliest = self.pending().earliest().is_none_or(|first| first >= deadline);
+            count = if earliest { count + 1 } else { 0 };
+            if count >= 2 {
+                leave(self);
+                self.advance_to(deadline);
+                return match ready() {
+                    Some(value) => Ok(value),
+                    None => Err(SyncWaitEnd::Reached),
+                };
+            }
+            std::thread::park_timeout(RECHECK);
+        }
+    }
+
     pub(crate) fn wait<'a>(&'a self, wait: Duration, shutdown: &'a AtomicBool) -> ManualSleep<'a> {
         ManualSleep { clock: self, shutdown, wait, key: None, count: 0 }
     }
 }
 
 /// The future of one wait on a [`ManualClock`].
+/// How a sync wait on the manual clock ended without `ready` having something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SyncWaitEnd {
+    /// The deadline came.
+    Reached,
+    /// The registry shut down.
+    Stopped,
+}
+
+/// Wakes a parked thread: the waker a sync wait registers among the pending waits, so a move of
+/// the clock or the end of another wait rechecks it at once.
+struct ThreadWaker(std::thread::Thread);
+
+impl std::task::Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
 pub(crate) struct ManualSleep<'a> {
     clock: &'a ManualClock,
     shutdown: &'a AtomicBool,
@@ -200,7 +307,7 @@ impl Future for ManualSleep<'_> {
             self.deregister();
             return Poll::Ready(Ok(()));
         }
-        let earliest = pending.wakers.keys().next().is_none_or(|first| first.0 >= key.0);
+        let earliest = pending.earliest().is_none_or(|first| first >= key.0);
         self.count = if earliest { self.count + 1 } else { 0 };
         if self.count >= 2 {
             pending.wakers.remove(&key);

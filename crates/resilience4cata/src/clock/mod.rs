@@ -257,8 +257,12 @@ impl Timer {
             TimerKind::System(_) => self.waits.park(wait, &self.shutdown),
             #[cfg(any(test, feature = "testing"))]
             TimerKind::Manual(m) => {
-                m.advance_to(m.nanos().saturating_add(nanos(wait)));
-                Ok(())
+                // In deadline order with every other pending wait (SPEC §10).
+                let deadline = m.nanos().saturating_add(nanos(wait));
+                match m.park_until(deadline, &self.shutdown, || None::<()>) {
+                    Ok(()) | Err(manual::SyncWaitEnd::Reached) => Ok(()),
+                    Err(manual::SyncWaitEnd::Stopped) => Err(Interrupted),
+                }
             }
         }
     }
@@ -270,6 +274,11 @@ impl Timer {
     pub(crate) fn park_until<T>(&self, deadline: u64, mut ready: impl FnMut() -> Option<T>) -> Result<T, Interrupted> {
         /// How often a parked thread looks at the clock and the shutdown flag on its own.
         const RECHECK: Duration = Duration::from_millis(5);
+        #[cfg(any(test, feature = "testing"))]
+        if let TimerKind::Manual(m) = &self.kind {
+            // In deadline order with every other pending wait (SPEC §10).
+            return m.park_until(deadline, &self.shutdown, ready).map_err(|_| Interrupted);
+        }
         loop {
             if let Some(value) = ready() {
                 return Ok(value);

@@ -41,6 +41,12 @@ pub struct LeasePool {
     word: AtomicU64,
     /// Registry-clock time until which the fleet said it has no permit (0: no such answer).
     exhausted_until: AtomicU64,
+    /// The local limiter's emission interval (`period / permits`, rounded up), in nanoseconds.
+    interval: u64,
+    /// This process's use of the fleet's quota as a timeline without burst: every lease granted
+    /// moves it to `max(it, now) + permits × interval`. Where the local limiter starts when the pool
+    /// degrades: it continues from what the process was granted, with no saved-up burst.
+    timeline: AtomicU64,
 }
 
 impl fmt::Debug for LeasePool {
@@ -60,12 +66,14 @@ impl LeasePool {
     /// A pool that wants its first lease at once, before the first call.
     pub(crate) fn new(parts: LinkParts, config: &RateLimiterConfig) -> Self {
         LeasePool {
-            fleet: FleetPool::new(parts),
+            fleet: FleetPool::new(parts, crate::events::SharedPolicy::RateLimiter),
             permits: config.permits,
             period: config.period,
             lease: config.lease(),
             word: AtomicU64::new(0),
             exhausted_until: AtomicU64::new(0),
+            interval: nanos(config.period).div_ceil(u64::from(config.permits.max(1))).max(1),
+            timeline: AtomicU64::new(0),
         }
     }
 
@@ -123,6 +131,10 @@ impl LeasePool {
             self.exhausted_until.store(now.saturating_add(nanos(retry_after)).max(1), Ordering::Relaxed);
         } else {
             self.exhausted_until.store(0, Ordering::Relaxed);
+            let charge = self.interval.saturating_mul(u64::from(permits));
+            let _ = self
+                .timeline
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| Some(t.max(now).saturating_add(charge)));
             let lapse = now.saturating_add(nanos(self.period)) >> SHIFT;
             let mut word = self.word.load(Ordering::Relaxed);
             loop {
@@ -139,9 +151,33 @@ impl LeasePool {
     }
 
     /// The store could not answer: the pool decides locally until [`recover`](Self::recover).
-    /// Publishes [`SharedStateEvent::Degraded`](crate::shared::SharedStateEvent::Degraded) once per outage.
+    /// Publishes [`SharedStateEvent::Degraded`](crate::shared::SharedStateEvent::Degraded) once per
+    /// outage. The local limiter continues from what this process was granted: its next permit
+    /// comes when the process's leases, spread one permit per `period / permits`, are used up,
+    /// then one per `period / permits`, never from a burst (neither one saved up while the fleet
+    /// decided nor one saved up while degraded and idle: see [`local_floor`](Self::local_floor)).
+    ///
+    /// The permits in hand are dropped: the local limiter decides from now on, and permits the
+    /// fleet granted before the outage are not spent after it on top of the local ones.
     pub fn degrade(&self) {
+        if !self.is_degraded() {
+            self.word.store(0, Ordering::Release);
+        }
         self.fleet.degrade();
+    }
+
+    /// The TAT the local limiter must hold at least before it decides at `now`, while degraded or
+    /// for a call the store did not answer in time: a permit when the process's granted leases
+    /// are used up at one per interval (or at `now`, if that is past), then one per interval
+    /// (GCRA: a permit at `resume` when TAT ≤ resume + τ − T). Held at every local decision, so
+    /// the local limiter never bursts while it stands in for the fleet: each process admits at
+    /// most `permits + 1` in any sliding period, and the fleet `processes × (permits + 1)` plus
+    /// what was granted around the switch.
+    #[inline]
+    pub(crate) fn local_floor(&self, now: u64) -> u64 {
+        let resume = self.timeline.load(Ordering::Acquire).max(now);
+        let tolerance = self.interval.saturating_mul(u64::from(self.permits.max(1)));
+        resume.saturating_add(tolerance - self.interval)
     }
 
     /// The store answers again: the pool is shared again. Publishes
@@ -204,7 +240,7 @@ mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
     use crate::events::Listeners;
-    use crate::events::SharedStateEvent;
+    use crate::events::{SharedPolicy, SharedStateEvent};
     use crate::fleet::SharedPublisher;
 
     fn parts(clock: &ManualClock, listeners: &Listeners) -> LinkParts {
@@ -301,7 +337,10 @@ mod tests {
         let instance: Arc<str> = Arc::from("p");
         assert_eq!(
             *seen.lock().unwrap(),
-            [SharedStateEvent::Degraded { instance: Arc::clone(&instance) }, SharedStateEvent::Recovered { instance }]
+            [
+                SharedStateEvent::Degraded { instance: Arc::clone(&instance), policy: SharedPolicy::RateLimiter },
+                SharedStateEvent::Recovered { instance, policy: SharedPolicy::RateLimiter }
+            ]
         );
     }
 }

@@ -358,6 +358,12 @@ impl AtomicGcra {
         }
     }
 
+    /// Raises the TAT to at least `tat` (a shared limiter that degrades continues from what its
+    /// process used: `LeasePool::degrade`).
+    pub(crate) fn hold_at_least(&self, tat: u64) {
+        self.words.tat.fetch_max(tat, Ordering::Relaxed);
+    }
+
     /// Calls that could pass at `now`, an exact reading, without waiting (judged as
     /// [`acquire`](Self::acquire) judges them).
     pub(crate) fn available(&self, now: u64) -> u64 {
@@ -517,11 +523,21 @@ impl RateLimiterState {
         {
             return pool.try_take(now) == Take::Taken && self.permitted_now();
         }
+        self.degraded_floor(now);
         if self.gcra.try_acquire(now, self.lag) {
             self.permitted(Duration::ZERO);
             return true;
         }
         false
+    }
+
+    /// A shared limiter deciding locally continues from what its process used, without a burst
+    /// (`LeasePool::local_floor`).
+    #[inline]
+    fn degraded_floor(&self, now: u64) {
+        if let Some(pool) = &self.shared {
+            self.gcra.hold_at_least(pool.local_floor(now));
+        }
     }
 
     /// Past the pass path, sync: decide on the exact clock, wait on the caller's thread.
@@ -557,7 +573,9 @@ impl RateLimiterState {
     /// The coarse reading may lag, which only ever refuses: decide again on the exact clock, this
     /// time reserving a permit within `max_wait`.
     fn decide_exactly(&self) -> Decision {
-        let decision = self.gcra.acquire(self.timer.now(), self.max_wait.load(Ordering::Relaxed));
+        let now = self.timer.now();
+        self.degraded_floor(now);
+        let decision = self.gcra.acquire(now, self.max_wait.load(Ordering::Relaxed));
         if decision == Decision::Permit {
             self.permitted(Duration::ZERO);
         }
