@@ -338,6 +338,10 @@ mod tests {
                     Phase::Recovered,
                     report(answered(70, 10), vec![State::HalfOpen, State::Closed], State::Closed, (2, 6)),
                 ),
+                phase(
+                    Phase::Chaos,
+                    TenantReport { chaos_faults: 25, ..report(answered(96, 4), vec![], State::Closed, (6, 8)) },
+                ),
             ],
         }
     }
