@@ -37,7 +37,8 @@ impl ChaosPolicy {
         Ok(self)
     }
 
-    /// Whether injection is switched on: one relaxed load.
+    /// Whether injection is switched on: one relaxed load (the tower adapter's question).
+    #[cfg(feature = "tower")]
     #[inline(always)]
     pub(crate) fn is_on(&self) -> bool {
         self.state.is_enabled()

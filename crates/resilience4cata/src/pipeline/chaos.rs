@@ -41,7 +41,8 @@ impl<E> ChaosSite<E> {
         Ok(ChaosSite { point: point.for_error_type(std::any::type_name::<E>(), has)?, make })
     }
 
-    /// Whether injection is switched on: one relaxed load.
+    /// Whether injection is switched on: one relaxed load (the tower adapter's question).
+    #[cfg(feature = "tower")]
     #[inline(always)]
     pub(crate) fn is_on(&self) -> bool {
         self.point.is_on()

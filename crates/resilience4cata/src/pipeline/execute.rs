@@ -653,14 +653,14 @@ impl<T, E, M> Pipeline<T, E, M> {
 
     /// Whether the injection point injects now (feature `chaos`): the tower adapter then runs the
     /// attempt through [`chaos_attempt`](Self::chaos_attempt). One relaxed load.
-    #[cfg(feature = "chaos")]
+    #[cfg(all(feature = "chaos", feature = "tower"))]
     #[inline(always)]
     pub(super) fn chaos_on(&self) -> bool {
         self.chaos.as_ref().is_some_and(|chaos| chaos.is_on())
     }
 
     /// One async call of `f` through the injection point (feature `chaos`; the tower adapter's).
-    #[cfg(feature = "chaos")]
+    #[cfg(all(feature = "chaos", feature = "tower"))]
     pub(super) fn chaos_attempt<Fut: Future<Output = Result<T, E>>>(
         &self,
         f: impl FnOnce() -> Fut,
