@@ -155,7 +155,7 @@ impl LeasePool {
     /// outage. The local limiter continues from what this process was granted: its next permit
     /// comes when the process's leases, spread one permit per `period / permits`, are used up,
     /// then one per `period / permits`, never from a burst (neither one saved up while the fleet
-    /// decided nor one saved up while degraded and idle: see [`local_floor`](Self::local_floor)).
+    /// decided nor one saved up while degraded and idle: see `local_floor`).
     ///
     /// The permits in hand are dropped: the local limiter decides from now on, and permits the
     /// fleet granted before the outage are not spent after it on top of the local ones.
