@@ -280,6 +280,48 @@ mod watch {
         Some(Fingerprint { modified: meta.modified().ok(), len: meta.len(), inode })
     }
 
+    /// The rule that keeps a half-written file from being applied: a text read from the file is
+    /// applied only when the next poll reads the same text again. A writer that truncates the
+    /// file and then writes it (an in-place save) can be read between the two (an empty or cut
+    /// text, which may even parse: an empty file is a valid configuration of defaults); read
+    /// twice alike, one poll interval apart, it is taken as settled. A writer that stalls longer
+    /// than an interval mid-write can still be read alike twice: write the new file beside it and
+    /// rename it over (editors and ConfigMaps do), which no poll can see half done.
+    #[derive(Debug, Default)]
+    struct Settle {
+        /// The last text applied (or refused): read again, nothing to do.
+        last: String,
+        /// A text read once that differs from `last`, waiting for a second read alike.
+        pending: Option<String>,
+    }
+
+    impl Settle {
+        fn new(applied: String) -> Self {
+            Settle { last: applied, pending: None }
+        }
+
+        /// Whether a poll must read the file even though its metadata did not change: a pending
+        /// text waits for its second reading.
+        fn waiting(&self) -> bool {
+            self.pending.is_some()
+        }
+
+        /// One poll's reading: the text to apply now, if it has settled.
+        fn read(&mut self, text: String) -> Option<String> {
+            if text == self.last {
+                self.pending = None;
+                return None;
+            }
+            if self.pending.as_deref() == Some(text.as_str()) {
+                self.pending = None;
+                self.last = text.clone();
+                return Some(text);
+            }
+            self.pending = Some(text);
+            None
+        }
+    }
+
     /// Whether a file last modified at `modified` may still change without its modification
     /// time moving (a file system with coarse timestamps): read it again until it is older.
     fn recent(modified: Option<SystemTime>) -> bool {
@@ -303,7 +345,9 @@ mod watch {
         /// Each poll reads the file's metadata (modification time, length, inode) and reads the
         /// file only when that changed, or while its modification time is under two seconds old
         /// (coarse file-system clocks); a text unlike the last one applied is applied like
-        /// [`update_toml`](Self::update_toml). A change publishes [`ConfigEvent::Changed`] per
+        /// [`update_toml`](Self::update_toml) once it has settled: when the next poll reads the
+        /// same text again, so a file caught half-written (truncated, then written in place) is
+        /// not applied. A change therefore applies one or two intervals after it is written. A change publishes [`ConfigEvent::Changed`] per
         /// instance; a bad file leaves the running configuration as it was and publishes
         /// [`ConfigEvent::Rejected`] (once per distinct text). A missing file is waited for. Why
         /// polling rather than inotify and its kin: no dependency, and it sees every way a file
@@ -352,27 +396,58 @@ mod watch {
             let interval = interval.max(Duration::from_millis(10));
             let watched = path.clone();
             let task = runtime.spawn(async move {
-                let mut last = text;
+                let mut settle = Settle::new(text);
                 loop {
                     tokio::time::sleep(interval).await;
                     let Some(parts) = parts.upgrade() else { return };
                     let registry = Registry { parts };
                     let now = fingerprint(&watched);
-                    if now.is_none() || (now == seen && !recent(now.and_then(|f| f.modified))) {
+                    let unchanged = now == seen && !recent(now.and_then(|f| f.modified));
+                    if now.is_none() || (unchanged && !settle.waiting()) {
                         continue;
                     }
                     seen = now;
                     let Ok(text) = std::fs::read_to_string(&watched) else { continue };
-                    if text == last {
-                        continue;
-                    }
+                    let Some(text) = settle.read(text) else { continue };
                     if let Err(error) = registry.update_from_text(&text, &watched.display().to_string()) {
                         registry.rejected(error);
                     }
-                    last = text;
                 }
             });
             Ok(ConfigWatch { task, path })
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::Settle;
+
+        fn text(s: &str) -> String {
+            s.to_owned()
+        }
+
+        #[test]
+        fn a_new_text_is_applied_only_when_read_alike_twice() {
+            let mut settle = Settle::new(text("a = 1"));
+            assert!(!settle.waiting());
+            assert_eq!(settle.read(text("a = 2")), None, "first reading: not yet");
+            assert!(settle.waiting(), "the next poll reads the file even if its metadata is unchanged");
+            assert_eq!(settle.read(text("a = 2")), Some(text("a = 2")), "second reading alike: applied");
+            assert!(!settle.waiting());
+            assert_eq!(settle.read(text("a = 2")), None, "applied once only");
+        }
+
+        #[test]
+        fn a_file_caught_half_written_is_never_applied() {
+            let mut settle = Settle::new(text("a = 1"));
+            // Truncated, then written in place: a poll reads it empty, the next reads it whole.
+            assert_eq!(settle.read(text("")), None);
+            assert_eq!(settle.read(text("a = 3")), None, "a different text restarts the wait");
+            assert_eq!(settle.read(text("a = 3")), Some(text("a = 3")));
+            // Half a text, then back to what runs: nothing applied, nothing pending.
+            assert_eq!(settle.read(text("a =")), None);
+            assert_eq!(settle.read(text("a = 3")), None);
+            assert!(!settle.waiting());
         }
     }
 }
