@@ -38,21 +38,9 @@ fn breaker_state(instance: &str) -> String {
 }
 const BREAKER_STATE: &str = "document.querySelector('article[data-policy=\"circuit_breaker\"]')?.dataset.state ?? ''";
 
-fn chromium_available() -> bool {
-    if Path::new(cdp::CHROMIUM).exists() {
-        return true;
-    }
-    let reason = format!("{} not found (Debian package `chromium`)", cdp::CHROMIUM);
-    if std::env::var("R4C_REQUIRE_EXTERNAL").is_ok_and(|v| v == "1") {
-        panic!("R4C_REQUIRE_EXTERNAL=1 and {reason}");
-    }
-    println!("skipped: {reason}; `bash .ci/test` installs it");
-    false
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_breaker_card_follows_the_demo_script() {
-    if !chromium_available() {
+    if !cdp::available() {
         return;
     }
     let _one_browser = BROWSER.lock().await;
@@ -100,16 +88,16 @@ async fn the_breaker_card_follows_the_demo_script() {
     let dark = tokio::task::spawn_blocking(move || {
         let troubled = price_id(TENANTS[0]);
         // The retry card shows what the admin counted from events: the failing phase retried.
-        poll(&mut browser, &figure("retry", &troubled, None), |n| n.parse::<u64>().is_ok_and(|n| n > 0));
+        browser.poll(&figure("retry", &troubled, None), |n| n.parse::<u64>().is_ok_and(|n| n > 0));
         // The fallback's card, made from its events: the cached answers of the failing phase.
-        poll(&mut browser, &figure("fallback", &troubled, Some("applied")), |n| n.parse::<u64>().is_ok_and(|n| n > 0));
+        browser.poll(&figure("fallback", &troubled, Some("applied")), |n| n.parse::<u64>().is_ok_and(|n| n > 0));
         // Each tenant has its adaptive limit's card.
         for tenant in TENANTS {
             let limit = format!(
                 "document.querySelector('article[data-policy=\"adaptive_limit\"][data-instance=\"{}\"] .badge')?.textContent ?? ''",
                 price_id(tenant)
             );
-            poll(&mut browser, &limit, |t| t.starts_with("limit "));
+            browser.poll(&limit, |t| t.starts_with("limit "));
         }
         let dark = dark_mode(&mut browser);
         (dark, browser)
@@ -198,7 +186,7 @@ const CONNECTION: &str = "document.getElementById('conn').textContent";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_reconnects_when_the_server_restarts() {
-    if !chromium_available() {
+    if !cdp::available() {
         return;
     }
     let _one_browser = BROWSER.lock().await;
@@ -211,7 +199,7 @@ async fn the_page_reconnects_when_the_server_restarts() {
     let (addr, url) = (admin.local_addr(), admin.url());
     let mut browser = open_dashboard(url).await;
     browser = tokio::task::spawn_blocking(move || {
-        poll(&mut browser, CONNECTION, |c| c == "live");
+        browser.poll(CONNECTION, |c| c == "live");
         browser
     })
     .await
@@ -219,7 +207,7 @@ async fn the_page_reconnects_when_the_server_restarts() {
 
     admin.shutdown();
     browser = tokio::task::spawn_blocking(move || {
-        poll(&mut browser, CONNECTION, |c| c != "live");
+        browser.poll(CONNECTION, |c| c != "live");
         browser
     })
     .await
@@ -227,7 +215,7 @@ async fn the_page_reconnects_when_the_server_restarts() {
 
     let _admin = resilience4cata_admin::serve(addr, registry, Default::default()).await.unwrap();
     let browser = tokio::task::spawn_blocking(move || {
-        poll(&mut browser, CONNECTION, |c| c == "live");
+        browser.poll(CONNECTION, |c| c == "live");
         wait_for(&mut browser, |state| state == "Closed");
         browser
     })
@@ -238,22 +226,9 @@ async fn the_page_reconnects_when_the_server_restarts() {
     assert_eq!(other, Vec::<&String>::new());
 }
 
-/// Polls `expression` until its text satisfies `done` (up to 30 s).
-fn poll(browser: &mut cdp::Browser, expression: &str, done: impl Fn(&str) -> bool) {
-    let mut last = String::new();
-    for _ in 0..300 {
-        last = browser.eval(expression).as_str().unwrap_or_default().to_owned();
-        if done(&last) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{expression} stayed {last:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_drives_the_breaker_from_the_page() {
-    if !chromium_available() {
+    if !cdp::available() {
         return;
     }
     let _one_browser = BROWSER.lock().await;
@@ -280,7 +255,7 @@ async fn an_operator_drives_the_breaker_from_the_page() {
         let mut browser = browser;
         // Without the token typed in, nothing is sent.
         browser.eval(&force_open);
-        poll(&mut browser, NOTE, |note| note.contains("token first"));
+        browser.poll(NOTE, |note| note.contains("token first"));
         browser.eval(&format!("document.getElementById('token').value = '{TOKEN}'"));
         browser.eval(&force_open);
         wait_for(&mut browser, |state| state == "ForcedOpen");
@@ -326,7 +301,7 @@ fn down() -> Result<u32, std::io::Error> {
 /// page. Without a token, no breaker button and no token field either.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_paint_shows_the_instances_and_their_state_before_any_poll() {
-    if !chromium_available() {
+    if !cdp::available() {
         return;
     }
     let _one_browser = BROWSER.lock().await;
@@ -342,7 +317,7 @@ async fn the_first_paint_shows_the_instances_and_their_state_before_any_poll() {
             let mut browser = cdp::Browser::launch();
             browser.block_urls(&["*/snapshot", "*/counters", "*/events"]);
             browser.navigate(&url);
-            poll(&mut browser, "document.readyState", |s| s == "complete");
+            browser.poll("document.readyState", |s| s == "complete");
             let shown = browser.eval(
                 "JSON.stringify({ instances: document.getElementById('s-instances').textContent, \
                  updated: document.getElementById('s-updated').textContent, \
@@ -385,7 +360,7 @@ const BUTTONS: &str =
 /// after the page has polled; with one, each breaker card has its three.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn breaker_buttons_render_only_when_the_admin_has_a_token() {
-    if !chromium_available() {
+    if !cdp::available() {
         return;
     }
     let _one_browser = BROWSER.lock().await;
@@ -399,9 +374,9 @@ async fn breaker_buttons_render_only_when_the_admin_has_a_token() {
         browser.navigate(&without);
         wait_for(&mut browser, |state| state == "Closed");
         // Live, and polled at least once since: the buttons would have been added by now.
-        poll(&mut browser, CONNECTION, |c| c == "live");
+        browser.poll(CONNECTION, |c| c == "live");
         let first = browser.eval("document.getElementById('s-updated').textContent");
-        poll(&mut browser, "document.getElementById('s-updated').textContent", |t| Some(t) != first.as_str());
+        browser.poll("document.getElementById('s-updated').textContent", |t| Some(t) != first.as_str());
         let none = (browser.eval(BUTTONS), browser.eval("String(!!document.getElementById('ctl'))"));
         browser.navigate(&with);
         wait_for(&mut browser, |state| state == "Closed");
@@ -420,7 +395,7 @@ async fn breaker_buttons_render_only_when_the_admin_has_a_token() {
 /// failures in theirs; the retry's chart paints its refused give-ups in that colour too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_has_one_colour_on_every_card() {
-    if !chromium_available() {
+    if !cdp::available() {
         return;
     }
     let _one_browser = BROWSER.lock().await;
@@ -451,16 +426,16 @@ async fn a_refusal_has_one_colour_on_every_card() {
     }
     // Five more refusals while the page listens: they reach its chart through the event stream.
     let (seen, browser) = tokio::task::spawn_blocking(move || {
-        poll(&mut browser, &text("retry", "refused"), |n| n == "5");
-        poll(&mut browser, CONNECTION, |c| c == "live");
+        browser.poll(&text("retry", "refused"), |n| n == "5");
+        browser.poll(CONNECTION, |c| c == "live");
         for _ in 0..5 {
             let _ = calls.execute(down);
         }
-        poll(&mut browser, &text("retry", "refused"), |n| n == "10");
+        browser.poll(&text("retry", "refused"), |n| n == "10");
         let buckets = |key: &str| {
             format!("(() => {{ const t = {{ ok: 0, retry: 0, reject: 0, fail: 0 }}; for (const b of (series.get('{key}|{ID}')?.buckets.values() ?? [])) for (const k in t) t[k] += b[k]; return JSON.stringify(t); }})()")
         };
-        poll(&mut browser, &buckets("retries"), |t| t.contains("\"reject\":5"));
+        browser.poll(&buckets("retries"), |t| t.contains("\"reject\":5"));
         let mut seen = std::collections::BTreeMap::new();
         for (name, expression) in [
             ("retry refused", text("retry", "refused")),

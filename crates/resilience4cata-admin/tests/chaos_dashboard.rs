@@ -11,7 +11,6 @@
 #[path = "../../examples/tests/cdp/mod.rs"]
 mod cdp;
 
-use std::path::Path;
 use std::time::Duration;
 
 use resilience4cata::testing::{self, ManualClock};
@@ -20,18 +19,6 @@ use resilience4cata_admin::{AdminOptions, serve};
 
 const ID: &str = "shop::Api::stock";
 const TOKEN: &str = "typed-by-the-operator";
-
-fn chromium_available() -> bool {
-    if Path::new(cdp::CHROMIUM).exists() {
-        return true;
-    }
-    let reason = format!("{} not found (Debian package `chromium`)", cdp::CHROMIUM);
-    if std::env::var("R4C_REQUIRE_EXTERNAL").is_ok_and(|v| v == "1") {
-        panic!("R4C_REQUIRE_EXTERNAL=1 and {reason}");
-    }
-    println!("skipped: {reason}; `bash .ci/test` installs it");
-    false
-}
 
 /// `expression` evaluated inside the chaos card (`card` is the element), as text.
 fn in_card(expression: &str) -> String {
@@ -45,26 +32,13 @@ fn figure(name: &str) -> String {
     in_card(&format!("card.querySelector('[data-fig=\"{name}\"] .v')?.firstChild?.textContent ?? ''"))
 }
 
-/// Polls `expression` until its text satisfies `done` (up to 30 s).
-fn poll(browser: &mut cdp::Browser, expression: &str, done: impl Fn(&str) -> bool) -> String {
-    let mut last = String::new();
-    for _ in 0..300 {
-        last = browser.eval(expression).as_str().unwrap_or_default().to_owned();
-        if done(&last) {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{expression} stayed {last:?}; errors: {:?}", browser.errors);
-}
-
 fn enabled(registry: &Registry) -> bool {
     registry.snapshot().chaos().iter().find(|c| &*c.instance == ID).unwrap().config.enabled
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chaos_card_counts_and_switches_injection_on_and_off() {
-    if !chromium_available() {
+    if !cdp::available() {
         return;
     }
     let clock = ManualClock::new();
@@ -78,27 +52,27 @@ async fn chaos_card_counts_and_switches_injection_on_and_off() {
     tokio::task::spawn_blocking(move || {
         let mut browser = cdp::Browser::launch();
         browser.navigate(&url);
-        poll(&mut browser, &in_card("card.querySelector('.badge').textContent"), |b| b == "off");
+        browser.poll(&in_card("card.querySelector('.badge').textContent"), |b| b == "off");
         assert_eq!(browser.eval(&figure("delays")), "0");
         let switch = in_card("card.querySelector('button[data-chaos=\"switch\"]').textContent");
-        poll(&mut browser, &switch, |t| t == "switch on");
+        browser.poll(&switch, |t| t == "switch on");
 
         // The switch needs the token typed in the page.
         browser.eval(&in_card("(card.querySelector('button[data-chaos=\"switch\"]').click(), 'sent')"));
-        poll(&mut browser, &in_card("card.querySelector('.note').textContent"), |n| n.contains("token first"));
+        browser.poll(&in_card("card.querySelector('.note').textContent"), |n| n.contains("token first"));
         assert!(!enabled(&registry));
 
         browser.eval(&format!("document.getElementById('token').value = '{TOKEN}'"));
         browser.eval(&in_card("(card.querySelector('button[data-chaos=\"switch\"]').click(), 'sent')"));
-        poll(&mut browser, &in_card("card.querySelector('.badge').textContent"), |b| b == "injecting");
+        browser.poll(&in_card("card.querySelector('.badge').textContent"), |b| b == "injecting");
         assert!(enabled(&registry), "the page switched chaos on");
         assert_eq!(calls.execute(|| Ok(1)).unwrap(), 1);
         assert_eq!(clock.elapsed(), Duration::from_millis(40), "the call was delayed on the registry's clock");
-        poll(&mut browser, &figure("delays"), |d| d == "1");
-        poll(&mut browser, &switch, |t| t == "switch off");
+        browser.poll(&figure("delays"), |d| d == "1");
+        browser.poll(&switch, |t| t == "switch off");
 
         browser.eval(&in_card("(card.querySelector('button[data-chaos=\"switch\"]').click(), 'sent')"));
-        poll(&mut browser, &in_card("card.querySelector('.badge').textContent"), |b| b == "off");
+        browser.poll(&in_card("card.querySelector('.badge').textContent"), |b| b == "off");
         assert!(!enabled(&registry), "the page switched chaos off");
         assert_eq!(calls.execute(|| Ok(2)).unwrap(), 2);
         assert_eq!(clock.elapsed(), Duration::from_millis(40), "no delay once off");

@@ -19,6 +19,20 @@ use tungstenite::{Message, WebSocket};
 /// Where Debian's `chromium` package puts the browser.
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 
+/// Whether Chromium is installed. Without it a browser test is skipped with a printed reason,
+/// unless `R4C_REQUIRE_EXTERNAL=1` (set by `.ci/test`), which makes the test fail instead.
+pub fn available() -> bool {
+    if Path::new(CHROMIUM).exists() {
+        return true;
+    }
+    let reason = format!("{CHROMIUM} not found (Debian package `chromium`)");
+    if std::env::var("R4C_REQUIRE_EXTERNAL").is_ok_and(|v| v == "1") {
+        panic!("R4C_REQUIRE_EXTERNAL=1 and {reason}");
+    }
+    println!("skipped: {reason}; `bash .ci/test` installs it");
+    false
+}
+
 /// A headless Chromium with one page attached.
 pub struct Browser {
     child: Child,
@@ -80,6 +94,20 @@ impl Browser {
     pub fn navigate(&mut self, url: &str) {
         let result = self.call("Page.navigate", json!({ "url": url }));
         assert!(result.get("errorText").is_none(), "navigation failed: {result}");
+    }
+
+    /// Evaluates `expression` every 100 ms until its text satisfies `done` (up to 30 s), and
+    /// returns that text; fails with the last text and the page's errors otherwise.
+    pub fn poll(&mut self, expression: &str, done: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        for _ in 0..300 {
+            last = self.eval(expression).as_str().unwrap_or_default().to_owned();
+            if done(&last) {
+                return last;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("{expression} stayed {last:?}; errors: {:?}", self.errors);
     }
 
     /// Evaluates `expression` in the page and returns its value (JSON).

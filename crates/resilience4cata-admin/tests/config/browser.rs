@@ -18,18 +18,6 @@ use crate::cdp;
 const ID: &str = "host-a/shop::Api::price";
 const TOKEN: &str = "typed-by-the-operator";
 
-fn chromium_available() -> bool {
-    if Path::new(cdp::CHROMIUM).exists() {
-        return true;
-    }
-    let reason = format!("{} not found (Debian package `chromium`)", cdp::CHROMIUM);
-    if std::env::var("R4C_REQUIRE_EXTERNAL").is_ok_and(|v| v == "1") {
-        panic!("R4C_REQUIRE_EXTERNAL=1 and {reason}");
-    }
-    println!("skipped: {reason}; `bash .ci/test` installs it");
-    false
-}
-
 /// `expression` evaluated inside the rate limiter's card (`card` is the element), as text.
 fn in_card(expression: &str) -> String {
     format!(
@@ -64,25 +52,12 @@ fn submit(key: &str, value: &str) -> String {
     ))
 }
 
-/// Polls `expression` until its text satisfies `done` (up to 30 s).
-fn poll(browser: &mut cdp::Browser, expression: &str, done: impl Fn(&str) -> bool) -> String {
-    let mut last = String::new();
-    for _ in 0..300 {
-        last = browser.eval(expression).as_str().unwrap_or_default().to_owned();
-        if done(&last) {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{expression} stayed {last:?}; errors: {:?}", browser.errors);
-}
-
 /// Waits until the page has polled once more after now (its "updated" time moves; it shows
 /// seconds and the page polls every 2 s).
 fn one_more_poll(browser: &mut cdp::Browser) {
     const UPDATED: &str = "document.getElementById('s-updated').textContent";
     let before = browser.eval(UPDATED).as_str().unwrap_or_default().to_owned();
-    poll(browser, UPDATED, |t| t != before);
+    browser.poll(UPDATED, |t| t != before);
 }
 
 fn permits(registry: &Registry) -> u32 {
@@ -91,7 +66,7 @@ fn permits(registry: &Registry) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_changes_a_limit_from_the_page() {
-    if !chromium_available() {
+    if !cdp::available() {
         return;
     }
     let clock = ManualClock::new();
@@ -110,28 +85,28 @@ async fn an_operator_changes_a_limit_from_the_page() {
         move || {
             let mut browser = cdp::Browser::launch();
             browser.navigate(&url);
-            poll(&mut browser, &permits_figure(), |p| p == "1000");
+            browser.poll(&permits_figure(), |p| p == "1000");
             assert_eq!(browser.eval(&changed_line()), "", "no change yet: no changed line");
-            poll(&mut browser, "document.getElementById('conn').textContent", |c| c == "live");
+            browser.poll("document.getElementById('conn').textContent", |c| c == "live");
 
             // Without the token typed in, nothing is sent.
             browser.eval(&submit("permits", "5"));
-            poll(&mut browser, &edit_message(), |m| m.contains("token first"));
+            browser.poll(&edit_message(), |m| m.contains("token first"));
             assert_eq!(permits(&registry), 1000);
 
             // With it: the limit changes, the card shows it and when it changed.
             browser.eval(&format!("document.getElementById('token').value = '{TOKEN}'"));
             browser.eval(&submit("permits", "5"));
-            poll(&mut browser, &edit_message(), |m| m.starts_with("applied"));
+            browser.poll(&edit_message(), |m| m.starts_with("applied"));
             assert_eq!(permits(&registry), 5, "the page changed the registry");
-            poll(&mut browser, &permits_figure(), |p| p == "5");
-            let changed = poll(&mut browser, &changed_line(), |t| t.starts_with("config changed "));
+            browser.poll(&permits_figure(), |p| p == "5");
+            let changed = browser.poll(&changed_line(), |t| t.starts_with("config changed "));
             let first_change = browser.eval(&in_card("card.dataset.changed"));
             browser.screenshot(&shot);
 
             // A bad value: the coded error, and nothing changes.
             browser.eval(&submit("permits", "lots"));
-            let message = poll(&mut browser, &edit_message(), |m| m.contains("R4C-"));
+            let message = browser.poll(&edit_message(), |m| m.contains("R4C-"));
             assert!(message.starts_with("[R4C-CFG-003]") && message.contains("permits"), "{message}");
             assert_eq!(browser.eval(&edit_error()), "R4C-CFG-003");
             one_more_poll(&mut browser);
@@ -141,8 +116,8 @@ async fn an_operator_changes_a_limit_from_the_page() {
 
             // A change the application makes itself shows too, with a later time.
             registry.update_toml(&format!("[instances.\"{ID}\".rate_limiter]\npermits = 7\n")).unwrap();
-            poll(&mut browser, &permits_figure(), |p| p == "7");
-            poll(&mut browser, &in_card("card.dataset.changed"), |t| {
+            browser.poll(&permits_figure(), |p| p == "7");
+            browser.poll(&in_card("card.dataset.changed"), |t| {
                 t.parse::<u64>().unwrap_or(0) > first_change.as_str().unwrap().parse::<u64>().unwrap()
             });
             println!("{changed}; bad value: {message}; screenshot: {}", shot.display());
@@ -162,7 +137,7 @@ async fn an_operator_changes_a_limit_from_the_page() {
 /// refused file in the header with its code.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_page_has_no_form_and_shows_a_watched_file() {
-    if !chromium_available() {
+    if !cdp::available() {
         return;
     }
     let registry = Registry::builder().build().unwrap();
@@ -178,15 +153,15 @@ async fn a_read_only_page_has_no_form_and_shows_a_watched_file() {
     let (forms, refused) = tokio::task::spawn_blocking(move || {
         let mut browser = cdp::Browser::launch();
         browser.navigate(&url);
-        poll(&mut browser, &permits_figure(), |p| p == "50");
+        browser.poll(&permits_figure(), |p| p == "50");
         one_more_poll(&mut browser);
         let forms = browser.eval("String(document.querySelectorAll('details.edit').length)");
         assert_eq!(browser.eval(REFUSED), "", "nothing refused yet");
         replace(&path, &format!("[instances.\"{ID}\".rate_limiter]\npermits = 9\n"));
-        poll(&mut browser, &permits_figure(), |p| p == "9");
-        poll(&mut browser, &changed_line(), |t| t.starts_with("config changed "));
+        browser.poll(&permits_figure(), |p| p == "9");
+        browser.poll(&changed_line(), |t| t.starts_with("config changed "));
         replace(&path, "[defaults.retry]\nmax_attempts = 0\n");
-        let refused = poll(&mut browser, REFUSED, |t| !t.is_empty());
+        let refused = browser.poll(REFUSED, |t| !t.is_empty());
         assert_eq!(browser.eval(&permits_figure()), "9", "the refused file changed nothing");
         assert_eq!(browser.errors, Vec::<String>::new());
         (forms, refused)
