@@ -17,8 +17,8 @@
 pub(crate) mod manual;
 mod system;
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
