@@ -48,8 +48,9 @@ pub(crate) struct RetryState {
     /// count: enabled, zero delay (so zero wait, whatever the backoff and jitter), no
     /// `max_duration`, no budget, no listener on the builder, and the registry not shut down
     /// (cleared by [`Timer::shut_down`] through [`OnShutdown`], so the quick path reads no flag
-    /// of the timer's). Else 0, which no attempt count is below. Whether a subscriber or a tracing subscriber wants events is checked on each retry
-    /// (`Publisher::is_watched`); metric handles are updated on the quick path itself.
+    /// of the timer's). Else 0, which no attempt count is below. Whether a subscriber or a
+    /// tracing subscriber wants events is checked on each retry (`Publisher::is_watched`); metric
+    /// handles are updated on the quick path itself.
     pub(super) quick_below: AtomicU32,
     /// Whether [`hear_shutdown`](Self::hear_shutdown) registered this state with the timer.
     hooked: AtomicBool,
