@@ -424,6 +424,11 @@ impl Drop for InLine<'_> {
     }
 }
 
+/// The pass path's cap (see `BulkheadState::pass_max`).
+fn pass_max(max: u32, local: bool) -> u64 {
+    if local { u64::from(max) } else { 0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,9 +487,4 @@ mod tests {
         assert_eq!(s.enqueue(me()), Queued::Acquired);
         assert_eq!(s.load(), (1, 0));
     }
-}
-
-/// The pass path's cap (see `BulkheadState::pass_max`).
-fn pass_max(max: u32, local: bool) -> u64 {
-    if local { u64::from(max) } else { 0 }
 }
