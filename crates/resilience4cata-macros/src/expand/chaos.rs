@@ -111,8 +111,11 @@ pub(crate) fn instance(method: &Method, id: TokenStream) -> TokenStream {
 pub(crate) fn inject(fields: &TokenStream, method: &Method, attempt: TokenStream) -> TokenStream {
     let (field, err) = (field(method), err_type(method));
     let p = quote!(::resilience4cata::__private);
-    let maker = quote_spanned!(ret_span(method)=> (&#p::Faults::<#err>::new()).maker());
     let span = ret_span(method);
+    // Every token of the maker on the return type's span, its path too: a path that starts on the
+    // macro's span would report a return type that is not a `Result` a second time, at
+    // `#[resilient]`.
+    let maker = quote_spanned!(span=> (&::resilience4cata::__private::Faults::<#err>::new()).maker());
     let injected = match method.is_async() {
         true => quote_spanned!(span=> #fields.#field.inject_async(#maker).await),
         false => quote_spanned!(span=> #fields.#field.inject(#maker)),

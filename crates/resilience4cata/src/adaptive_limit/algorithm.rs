@@ -90,11 +90,14 @@ impl Aimd {
     /// the compare-and-set that frees the call's slot.
     #[inline]
     pub(crate) fn next(&self, limit: u32, rtt_nanos: u64, in_flight: u32, dropped: bool) -> u32 {
-        self.next_within(limit, rtt_nanos, in_flight, dropped, (self.min, self.max))
+        self.next_within(limit, rtt_nanos, in_flight, dropped, || (self.min, self.max))
     }
 
-    /// [`next`](Self::next) clamped into `(min, max)` instead of its own bounds: the policy's
-    /// bounds, which a live update may change (SPEC §16).
+    /// [`next`](Self::next) clamped into `bounds()` instead of its own bounds: the policy's
+    /// bounds, which a live update may change (SPEC §16). A limit the sample leaves as it is
+    /// comes back unclamped and `bounds` is not called: every writer of the limit clamps it (the
+    /// releases here, a live update in `Slots::clamp` after storing its bounds), so it is already
+    /// within them, and the common release (a call under half the limit) reads no bounds.
     #[inline]
     pub(crate) fn next_within(
         &self,
@@ -102,15 +105,16 @@ impl Aimd {
         rtt_nanos: u64,
         in_flight: u32,
         dropped: bool,
-        (min, max): (u32, u32),
+        bounds: impl FnOnce() -> (u32, u32),
     ) -> u32 {
         let next = if dropped || rtt_nanos > self.latency_timeout {
             (f64::from(limit) * self.backoff_ratio) as u32
         } else if u64::from(in_flight) * 2 >= u64::from(limit) {
             limit.saturating_add(1)
         } else {
-            limit
+            return limit;
         };
+        let (min, max) = bounds();
         next.clamp(min, max)
     }
 }

@@ -379,8 +379,7 @@ impl AdaptiveLimitState {
         let dropped = outcome == Outcome::Dropped;
         let (from, to) = match &self.engine {
             Engine::Aimd(aimd) => {
-                let bounds = self.bounds();
-                self.slots.release_with(|limit| aimd.next_within(limit, rtt, in_flight, dropped, bounds))
+                self.slots.release_with(|limit| aimd.next_within(limit, rtt, in_flight, dropped, || self.bounds()))
             }
             Engine::Windowed(windowed) => {
                 if !windowed.record(end, Sample { rtt, in_flight, dropped }) {

@@ -147,11 +147,11 @@ impl BulkheadPolicy {
     }
 
     /// The pass path of both forms: a free local slot of an enabled bulkhead that is not shared
-    /// (one flag test and one compare-and-set); `None` for everything else (the slow paths).
+    /// (one compare-and-set under `pass_max`, 0 for the others); `None` for everything else (the slow paths).
     #[inline]
     fn pass(&self) -> Option<BulkheadPermit<'_>> {
         let state = &*self.state;
-        if state.local.load(Ordering::Relaxed) && state.slots.try_acquire() {
+        if state.slots.try_acquire_below(state.pass_max.load(Ordering::Relaxed)) {
             return Some(BulkheadPermit::new(state));
         }
         None
@@ -496,6 +496,28 @@ mod tests {
         let _third = b.acquire().unwrap();
         drop(second);
         assert_eq!(counts(&b), (1, 1, 0));
+    }
+
+    /// The pass path's cap follows `enabled` and `max_concurrent_calls` live: a disabled bulkhead
+    /// (cap 0 on the pass path) passes every call without a slot through the slow path, and once
+    /// enabled again with a raised cap the pass path counts and refuses under the new cap.
+    #[test]
+    fn live_enable_and_cap_reach_the_pass_path() {
+        let clock = ManualClock::new();
+        let b = bulkhead(&clock, 1, Duration::ZERO);
+        let held = b.acquire().unwrap();
+        assert!(is_full(b.acquire()));
+        let config = |enabled, max| BulkheadConfig { enabled, max_concurrent_calls: max, ..Default::default() };
+        b.state.reconfigure(config(false, 1));
+        let free = [b.acquire().unwrap(), block_on(b.acquire_async()).unwrap()];
+        assert_eq!(counts(&b), (1, 0, 0), "a disabled bulkhead takes no slot");
+        drop(free);
+        b.state.reconfigure(config(true, 2));
+        let second = b.acquire().unwrap();
+        assert_eq!(counts(&b), (2, 0, 0));
+        assert!(is_full(b.acquire()));
+        drop((held, second));
+        assert_eq!(counts(&b), (0, 2, 0));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::pin::pin;
 use std::sync::{Arc, PoisonError};
 use std::task::Poll;
 
-use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Live, Mutex, MutexGuard};
 use std::task::Waker;
 use std::thread::Thread;
@@ -123,12 +123,18 @@ impl Slots {
         }
     }
 
-    /// The pass path: a slot if one is free and nobody waits (one compare-and-set). The whole
-    /// word is below `max` exactly when `waiting == 0` and `in_flight < max`.
+    /// A slot if one is free and nobody waits (one compare-and-set). The whole word is below
+    /// `max` exactly when `waiting == 0` and `in_flight < max`.
     #[inline]
     pub(crate) fn try_acquire(&self) -> bool {
+        self.try_acquire_below(self.max.load(Ordering::Relaxed))
+    }
+
+    /// [`try_acquire`](Self::try_acquire) under `max`, at most the cap (the pass path's
+    /// `BulkheadState::pass_max`: 0 refuses without a compare-and-set).
+    #[inline]
+    pub(crate) fn try_acquire_below(&self, max: u64) -> bool {
         let mut word = self.word.load(Ordering::Relaxed);
-        let max = self.max.load(Ordering::Relaxed);
         while word < max {
             match self.word.compare_exchange_weak(word, word + 1, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return true,
@@ -247,9 +253,11 @@ pub(crate) struct BulkheadState {
     /// `shared = true`: the fleet's slots this process holds (local slots alone while degraded).
     /// Set through [`share`](Self::share).
     pub(super) shared: Option<Arc<SlotPool>>,
-    /// Enabled and not shared: the one test of the pass path, which needs only the local slots
-    /// (a live update may turn `enabled`; `shared` is fixed once built).
-    pub(super) local: AtomicBool,
+    /// The pass path's cap: `max_concurrent_calls` while enabled and not shared (the pass path
+    /// needs only the local slots), else 0, which no slot word is below, so a disabled or shared
+    /// bulkhead takes the slow path with no test of its own on the pass path (a live update may
+    /// turn `enabled`; `shared` is fixed once built).
+    pub(super) pass_max: AtomicU64,
 }
 
 impl BulkheadState {
@@ -259,7 +267,7 @@ impl BulkheadState {
         timer: Arc<Timer>,
         events: Publisher<BulkheadEvent>,
     ) -> Self {
-        let local = config.enabled;
+        let (local, config_max) = (config.enabled, config.max_concurrent_calls);
         BulkheadState {
             slots: Slots::new(config.max_concurrent_calls),
             instance,
@@ -267,14 +275,14 @@ impl BulkheadState {
             timer,
             events,
             shared: None,
-            local: AtomicBool::new(local),
+            pass_max: AtomicU64::new(pass_max(config_max, local)),
         }
     }
 
     /// Shares the instance's slots with the fleet through `pool` (`shared = true`).
     pub(super) fn share(&mut self, pool: Arc<SlotPool>) {
         self.shared = Some(pool);
-        self.local = AtomicBool::new(false);
+        self.pass_max = AtomicU64::new(0);
     }
 
     /// A live update (SPEC §16): the new cap applies from the next acquisition on (see
@@ -283,8 +291,9 @@ impl BulkheadState {
     pub(crate) fn reconfigure(&self, config: BulkheadConfig) {
         let (max, local) = (config.max_concurrent_calls, config.enabled && self.shared.is_none());
         self.config.store(config);
-        self.local.store(local, Ordering::Relaxed);
         self.slots.set_max(max);
+        // After the cap: a raised one serves the waiters before the pass path sees it.
+        self.pass_max.store(pass_max(max, local), Ordering::Relaxed);
     }
 
     /// A fleet slot before the local one (shared bulkheads): `Ok(true)` held, `Ok(false)` decided
@@ -413,6 +422,11 @@ impl Drop for InLine<'_> {
             self.state.slots.release();
         }
     }
+}
+
+/// The pass path's cap (see `BulkheadState::pass_max`).
+fn pass_max(max: u32, local: bool) -> u64 {
+    if local { u64::from(max) } else { 0 }
 }
 
 #[cfg(test)]

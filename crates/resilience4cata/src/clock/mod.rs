@@ -17,8 +17,8 @@
 pub(crate) mod manual;
 mod system;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
@@ -92,6 +92,13 @@ impl From<&ManualClock> for Clock {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Interrupted;
 
+/// What a policy state keeps that `Registry::shutdown` must change (a retry's quick path: no
+/// zero-wait retry after shutdown), so its pass path need not read the timer's flag.
+pub(crate) trait OnShutdown: Send + Sync {
+    /// The registry shut down.
+    fn shut_down(&self);
+}
+
 /// The registry's clock plus its shutdown signal; shared by every policy of one registry.
 #[derive(Debug)]
 pub(crate) struct Timer {
@@ -100,6 +107,9 @@ pub(crate) struct Timer {
     coarse: Arc<CachePadded<AtomicU64>>,
     shutdown: AtomicBool,
     waits: system::Waits,
+    /// What `shut_down` also tells (see [`OnShutdown`]); the lock orders it with
+    /// [`unless_shut_down`](Self::unless_shut_down).
+    hooks: Mutex<Vec<Weak<dyn OnShutdown>>>,
     /// A test's manual clock whose coarse reading trails it (see [`Timer::lagging`]): the most it
     /// trails by, in nanoseconds; 0 for every other clock.
     #[cfg(test)]
@@ -130,6 +140,7 @@ impl Timer {
             coarse,
             shutdown: AtomicBool::new(false),
             waits: system::Waits::default(),
+            hooks: Mutex::default(),
             #[cfg(test)]
             manual_lag: 0,
         }
@@ -238,10 +249,43 @@ impl Timer {
         self.shutdown.load(Ordering::Acquire)
     }
 
-    /// Interrupts every pending wait and every later one.
+    /// Interrupts every pending wait and every later one, and tells every live [`OnShutdown`].
     pub(crate) fn shut_down(&self) {
-        self.shutdown.store(true, Ordering::Release);
+        {
+            let mut hooks = self.hooks.lock().unwrap_or_else(PoisonError::into_inner);
+            self.shutdown.store(true, Ordering::Release);
+            for hook in hooks.drain(..).filter_map(|h| h.upgrade()) {
+                hook.shut_down();
+            }
+        }
         self.waits.wake_all();
+    }
+
+    /// Registers `hook` to hear [`shut_down`](Self::shut_down) (at once if it already happened).
+    /// Hooks whose owner is gone are dropped on the way.
+    pub(crate) fn on_shutdown(&self, hook: Weak<dyn OnShutdown>) {
+        let mut hooks = self.hooks.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.shutdown.load(Ordering::Acquire) {
+            drop(hooks);
+            if let Some(hook) = hook.upgrade() {
+                hook.shut_down();
+            }
+            return;
+        }
+        hooks.retain(|h| h.strong_count() > 0);
+        hooks.push(hook);
+    }
+
+    /// Runs `store` unless the registry is shut down, ordered with [`shut_down`](Self::shut_down):
+    /// a value a hook clears is either stored before the hooks run (and cleared by them) or not
+    /// stored at all. `false` when shut down.
+    pub(crate) fn unless_shut_down(&self, store: impl FnOnce()) -> bool {
+        let _hooks = self.hooks.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.shutdown.load(Ordering::Acquire) {
+            return false;
+        }
+        store();
+        true
     }
 
     /// Blocks the calling thread for `wait` (a manual clock advances instead). A zero wait returns at

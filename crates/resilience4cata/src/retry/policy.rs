@@ -73,6 +73,7 @@ policy_kind! {
 impl RetryPolicy {
     /// The facade over a (possibly shared) state.
     pub(crate) fn new(state: Arc<RetryState>) -> Self {
+        state.hear_shutdown();
         RetryPolicy { state }
     }
 
@@ -226,12 +227,12 @@ impl RetryPolicy {
 
     /// The zero-wait retry without a decision to make (see `quick_below`): what `decide` and a
     /// zero `sleep` would conclude — count the attempt, go again — in a few inlined instructions.
-    /// Giving up, a shut-down registry and everything else take the full path.
+    /// Giving up, a shut-down registry (whose shutdown cleared `quick_below`) and everything else
+    /// take the full path.
     #[inline]
     fn quick(&self, call: &mut RetryCall, failure: Failure) -> bool {
         let go = failure == Failure::Retryable
             && call.attempts + 1 < self.state.quick_below.load(Ordering::Relaxed)
-            && !self.state.timer.is_shut_down()
             && !self.state.events.is_watched();
         call.attempts += u32::from(go);
         #[cfg(feature = "metrics")]
@@ -511,5 +512,29 @@ mod tests {
 
         quiet.shutdown();
         assert_eq!(run(&policy, |_| Some(Failure::Retryable)), (1, false));
+    }
+
+    /// The quick path reads no flag of the timer's: shutdown clears `quick_below` of every retry
+    /// of the registry, one built after it included, and a live update after it leaves it cleared.
+    #[test]
+    fn shutdown_closes_the_quick_path_for_good() {
+        let clock = ManualClock::new();
+        let registry = Registry::builder().clock(&clock).build().unwrap();
+        let attrs = || RetryConfigBuilder::new().max_attempts(4).delay(Duration::ZERO);
+        let before = RetryPolicy::build(&registry, "m::A::before", None, None, false, attrs()).unwrap();
+        let shared = RetryPolicy::build(&registry, "m::A::before", None, None, false, attrs()).unwrap();
+        assert_eq!(before.state.quick_below.load(Ordering::Relaxed), 4);
+        registry.shutdown();
+        assert_eq!(before.state.quick_below.load(Ordering::Relaxed), 0);
+        assert_eq!(run(&shared, |_| Some(Failure::Retryable)), (1, false));
+        let after = RetryPolicy::build(&registry, "m::A::after", None, None, false, attrs()).unwrap();
+        assert_eq!(after.state.quick_below.load(Ordering::Relaxed), 0);
+        assert_eq!(run(&after, |_| Some(Failure::Retryable)), (1, false));
+        let mut config = RetryConfig::clone(&before.state.config.load());
+        config.max_attempts = 5;
+        before.state.reconfigure(config);
+        assert_eq!(before.state.quick_below.load(Ordering::Relaxed), 0);
+        assert_eq!(run(&before, |_| Some(Failure::Retryable)), (1, false));
+        assert_eq!(clock.elapsed(), Duration::ZERO);
     }
 }

@@ -3,12 +3,12 @@
 //! [`RetryCall`], a local variable of the generated loop.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::budget::RetryBudget;
 use super::{Backoff, GiveUpReason, Jitter, RetryConfig, RetryEvent, RetrySnapshot};
-use crate::clock::{Timer, nanos};
+use crate::clock::{OnShutdown, Timer, nanos};
 use crate::events::{Publisher, publish};
 use crate::sync::Live;
 
@@ -46,10 +46,20 @@ pub(crate) struct RetryState {
     pub(super) start_mode: AtomicU8,
     /// `max_attempts` when a retry can be granted without consulting anything but the attempt
     /// count: enabled, zero delay (so zero wait, whatever the backoff and jitter), no
-    /// `max_duration`, no budget, no listener on the builder. Else 0, which no attempt count is
-    /// below. Whether a subscriber or a tracing subscriber wants events is checked on each retry
-    /// (`Publisher::is_watched`); metric handles are updated on the quick path itself.
+    /// `max_duration`, no budget, no listener on the builder, and the registry not shut down
+    /// (cleared by [`Timer::shut_down`] through [`OnShutdown`], so the quick path reads no flag
+    /// of the timer's). Else 0, which no attempt count is below. Whether a subscriber or a
+    /// tracing subscriber wants events is checked on each retry (`Publisher::is_watched`); metric
+    /// handles are updated on the quick path itself.
     pub(super) quick_below: AtomicU32,
+    /// Whether [`hear_shutdown`](Self::hear_shutdown) registered this state with the timer.
+    hooked: AtomicBool,
+}
+
+impl OnShutdown for RetryState {
+    fn shut_down(&self) {
+        self.quick_below.store(0, Ordering::Relaxed);
+    }
 }
 
 /// `start` counts the call in the budget.
@@ -76,6 +86,7 @@ impl RetryState {
             timer,
             start_mode: AtomicU8::new(start_mode),
             quick_below: AtomicU32::new(quick_below),
+            hooked: AtomicBool::new(false),
         }
     }
 
@@ -87,7 +98,16 @@ impl RetryState {
         let (start_mode, quick_below) = hot(&config, self.events.has_listeners());
         self.config.store(config);
         self.start_mode.store(start_mode, Ordering::Relaxed);
-        self.quick_below.store(quick_below, Ordering::Relaxed);
+        // Not after shutdown: the quick path relies on 0 then.
+        self.timer.unless_shut_down(|| self.quick_below.store(quick_below, Ordering::Relaxed));
+    }
+
+    /// Has the timer clear `quick_below` when the registry shuts down (once per state).
+    pub(super) fn hear_shutdown(self: &Arc<Self>) {
+        if !self.hooked.swap(true, Ordering::Relaxed) {
+            let hook: Arc<dyn OnShutdown> = Arc::clone(self) as Arc<dyn OnShutdown>;
+            self.timer.on_shutdown(Arc::downgrade(&hook));
+        }
     }
 
     pub(crate) fn snapshot(&self) -> RetrySnapshot {
