@@ -1,0 +1,310 @@
+//! The store on a Redis Cluster of three masters on loopback (SPEC §13, issue 24): shared
+//! instances spread over the shards by their hash slot, each with the single-server bound; a
+//! breaker's Open (two keys in one slot, by the hash tag) reaches another store; a bulkhead's
+//! fleet cap holds; a master killed degrades the instances whose slots it holds, and only those.
+//!
+//! The fleets here are three (or two) stores in one process: each store has its own thread,
+//! connections and sender id, so Redis sees three clients exactly as it sees three processes
+//! (`tests/fleet.rs` runs three OS processes against one server).
+//!
+//! The tests run one at a time (each starts its own cluster) and give the stores a 100 ms
+//! `store_timeout`: on a loaded two-core machine a round trip now and then takes longer than the
+//! default 25 ms, and these tests tell a degraded instance from a shared one.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use common::RedisCluster;
+use resilience4cata::shared::{SharedPolicy, SharedStateEvent};
+use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
+use resilience4cata_redis::RedisStore;
+
+/// The shared-state events one registry published.
+type Seen = Arc<Mutex<Vec<SharedStateEvent>>>;
+
+/// One test at a time: three clusters' worth of servers and stores at once make a two-core
+/// machine miss timeouts.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn store(cluster: &RedisCluster) -> RedisStore {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let connect = RedisStore::cluster_builder(cluster.urls()).store_timeout(Duration::from_millis(100)).connect();
+    let store = runtime.block_on(connect).expect("the store connects");
+    assert!(store.is_cluster());
+    store
+}
+
+fn ids(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("cluster::quota-{i}")).collect()
+}
+
+/// A registry on a store of `cluster` sharing the limiters `ids`, their pipelines and the
+/// shared-state events the registry publishes.
+fn limiters(
+    cluster: &RedisCluster,
+    ids: &[String],
+    permits: u32,
+    lease: u32,
+) -> (Registry, Vec<Pipeline<(), std::io::Error>>, Seen) {
+    let seen: Seen = Arc::default();
+    let sink = Arc::clone(&seen);
+    let mut builder = Registry::builder()
+        .shared_state(store(cluster))
+        .listen(move |e: &SharedStateEvent| sink.lock().unwrap().push(e.clone()));
+    for id in ids {
+        builder = builder.rate_limiter_instance(id.as_str(), |r| r.shared(true).permits(permits).lease(lease));
+    }
+    let registry = builder.build().unwrap();
+    let pipelines = ids
+        .iter()
+        .map(|id| Pipeline::builder(&registry, id.as_str()).rate_limiter_with(|r| r).build().unwrap())
+        .collect();
+    (registry, pipelines, seen)
+}
+
+/// The most calls admitted in any sliding second (timestamps in µs, sorted).
+fn worst_second(admitted: &[u128]) -> usize {
+    (0..admitted.len())
+        .map(|i| admitted[i..].iter().take_while(|&&u| u < admitted[i] + 1_000_000).count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn sixty_limiters_spread_over_three_masters_each_within_the_fleet_bound() {
+    const STORES: usize = 3;
+    const PERMITS: u32 = 20;
+    const LEASE: u32 = 4;
+    const RUN: Duration = Duration::from_millis(2_000);
+    let _turn = one_at_a_time();
+    let Some(cluster) = RedisCluster::start() else { return };
+    let ids = ids(60);
+    let fleet: Vec<_> = (0..STORES).map(|_| limiters(&cluster, &ids, PERMITS, LEASE)).collect();
+    let epoch = Instant::now();
+    // Every store calls every limiter as fast as it lets through, one pass a millisecond.
+    let admitted: Vec<Vec<Vec<u128>>> = std::thread::scope(|s| {
+        let runs: Vec<_> = fleet
+            .iter()
+            .map(|(_, pipelines, _)| {
+                s.spawn(move || {
+                    let mut mine = vec![Vec::new(); pipelines.len()];
+                    while epoch.elapsed() < RUN {
+                        for (i, limiter) in pipelines.iter().enumerate() {
+                            match limiter.execute(|| Ok(())) {
+                                Ok(()) => mine[i].push(epoch.elapsed().as_micros()),
+                                Err(e) => assert!(e.rejection().is_some(), "a call failed: {e:?}"),
+                            }
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+
+    let per_node: Vec<usize> =
+        (0..3).map(|node| cluster.keys(node, "r4c:{rate_limiter:cluster::quota-*}").len()).collect();
+    eprintln!("limiter keys per master: {per_node:?}");
+    assert!(per_node.iter().all(|&n| n > 0), "every master holds some instances: {per_node:?}");
+    assert_eq!(per_node.iter().sum::<usize>(), ids.len(), "one key per instance");
+
+    let bound = (PERMITS + (STORES as u32 * LEASE).min(PERMITS)) as usize;
+    let quota = PERMITS as usize * RUN.as_millis() as usize / 1_000;
+    let (mut worst, mut least) = (0, usize::MAX);
+    for (i, id) in ids.iter().enumerate() {
+        let mut all: Vec<u128> = admitted.iter().flat_map(|store| store[i].iter().copied()).collect();
+        all.sort_unstable();
+        let w = worst_second(&all);
+        assert!(w <= bound, "{id}: {w} calls in one sliding second, bound {bound}");
+        assert!(all.len() * 2 >= quota, "{id}: only {} of {quota} permits used", all.len());
+        (worst, least) = (worst.max(w), least.min(all.len()));
+    }
+    eprintln!(
+        "worst sliding second over {} instances: {worst} (bound {bound}); least admitted {least} of {quota}",
+        ids.len()
+    );
+    for (_, _, seen) in &fleet {
+        assert!(seen.lock().unwrap().is_empty(), "the cluster was up the whole time: {:?}", seen.lock().unwrap());
+    }
+}
+
+/// Breaker ids whose keys fall on masters 0, 1 and 2, in that order.
+fn one_breaker_per_master(cluster: &RedisCluster) -> Vec<String> {
+    let mut found: Vec<Option<String>> = vec![None; 3];
+    for i in 0.. {
+        let id = format!("cluster::down-{i}");
+        let node = cluster.node_of_key(&format!("r4c:{{circuit_breaker:{id}}}"));
+        found[node].get_or_insert(id);
+        if found.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    found.into_iter().map(Option::unwrap).collect()
+}
+
+#[test]
+fn an_open_on_one_store_refuses_on_another_on_every_master() {
+    use resilience4cata::circuit_breaker::State;
+    let _turn = one_at_a_time();
+    let Some(cluster) = RedisCluster::start() else { return };
+    let ids = one_breaker_per_master(&cluster);
+    let registry = |cluster: &RedisCluster| {
+        let mut builder = Registry::builder().shared_state(store(cluster));
+        for id in &ids {
+            builder = builder.circuit_breaker_instance(id.as_str(), |c| {
+                c.shared(true).window_size(5).minimum_calls(5).wait_in_open(Duration::from_secs(5))
+            });
+        }
+        builder.build().unwrap()
+    };
+    let (a, b) = (registry(&cluster), registry(&cluster));
+    let breaker = |r: &Registry, id: &str| {
+        Pipeline::builder(r, id).circuit_breaker_with(|c| c).build::<(), std::io::Error>().unwrap()
+    };
+    // B is subscribed (each listener at the master of its breaker's slot) before A opens.
+    let b_breakers: Vec<_> = ids.iter().map(|id| breaker(&b, id)).collect();
+    for limiter in &b_breakers {
+        limiter.execute(|| Ok(())).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for (node, id) in ids.iter().enumerate() {
+        let opened = breaker(&a, id);
+        for _ in 0..5 {
+            let _ = opened.execute(|| Err(std::io::Error::other("down")));
+        }
+        assert_eq!(a.circuit_breaker(id).unwrap().snapshot().state, State::Open, "{id}: A opened on its failures");
+        let since = Instant::now();
+        loop {
+            match b_breakers[node].execute(|| Ok(())) {
+                Err(e) if matches!(e.rejection(), Some(Rejection::CallNotPermitted { .. })) => break,
+                _ => assert!(since.elapsed() < Duration::from_secs(2), "{id}: B never refused"),
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        eprintln!("{id} (master {node}): B refused {:?} after A opened", since.elapsed());
+        // The Open key is on the master of the breaker's slot, and only there.
+        let open_key = format!("r4c:{{circuit_breaker:{id}}}");
+        let holders: Vec<usize> = (0..3).filter(|&n| cluster.keys(n, &open_key).contains(&open_key)).collect();
+        assert_eq!(holders, [node], "{open_key}");
+    }
+}
+
+#[test]
+fn a_bulkhead_keeps_its_fleet_cap_on_a_cluster() {
+    let _turn = one_at_a_time();
+    let Some(cluster) = RedisCluster::start() else { return };
+    let bulkhead = |cluster: &RedisCluster| {
+        let registry = Registry::builder()
+            .shared_state(store(cluster))
+            .bulkhead_instance("cluster::db", |b| {
+                b.shared(true).max_concurrent_calls(3).lease(1).lease_ttl(Duration::from_secs(2))
+            })
+            .build()
+            .unwrap();
+        let pipeline =
+            Pipeline::builder(&registry, "cluster::db").bulkhead_with(|b| b).build::<(), std::io::Error>().unwrap();
+        (registry, pipeline)
+    };
+    let (_a, holder) = bulkhead(&cluster);
+    let entered = Barrier::new(4);
+    let release = Barrier::new(4);
+    let (_b, other) = std::thread::scope(|s| {
+        for _ in 0..3 {
+            // A shared bulkhead's first calls wait for the fleet's leases: try until one gets in.
+            s.spawn(|| {
+                while let Err(e) = holder.execute(|| {
+                    entered.wait();
+                    release.wait();
+                    Ok(())
+                }) {
+                    assert!(matches!(e.rejection(), Some(Rejection::BulkheadFull { .. })), "{e:?}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            });
+        }
+        entered.wait();
+        // The fleet's three slots are held by the first store: full for a second one.
+        let (_b, other) = bulkhead(&cluster);
+        for _ in 0..10 {
+            let refused = other.execute(|| Ok(())).unwrap_err();
+            assert!(matches!(refused.rejection(), Some(Rejection::BulkheadFull { .. })), "{refused:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let key = "r4c:{bulkhead:cluster::db}";
+        let node = cluster.node_of_key(key);
+        assert_eq!(cluster.command(node, &["ZCARD", key]).int(), 3, "three leases in the fleet's set");
+        release.wait();
+        (_b, other)
+    });
+    // Returned: the other store gets a slot once the holder gave them back to the fleet.
+    let since = Instant::now();
+    while other.execute(|| Ok(())).is_err() {
+        assert!(since.elapsed() < Duration::from_secs(3), "the slots were never returned");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_master_killed_degrades_only_the_instances_whose_slots_it_holds() {
+    const KILLED: usize = 1;
+    let _turn = one_at_a_time();
+    let Some(mut cluster) = RedisCluster::start() else { return };
+    let ids = ids(30);
+    let (_registry, pipelines, seen) = limiters(&cluster, &ids, 200, 5);
+    let on_killed: BTreeSet<&str> = ids
+        .iter()
+        .filter(|id| cluster.node_of_key(&format!("r4c:{{rate_limiter:{id}}}")) == KILLED)
+        .map(String::as_str)
+        .collect();
+    assert!(!on_killed.is_empty() && on_killed.len() < ids.len(), "{on_killed:?}");
+
+    // Every limiter called every 2 ms for `d`: the calls admitted and the slowest decision.
+    let run = |d: Duration| {
+        let (mut passed, mut slowest) = (0, Duration::ZERO);
+        let end = Instant::now() + d;
+        while Instant::now() < end {
+            for limiter in &pipelines {
+                let started = Instant::now();
+                match limiter.execute(|| Ok(())) {
+                    Ok(()) => passed += 1,
+                    Err(e) => assert!(e.rejection().is_some(), "Redis trouble reached a caller: {e:?}"),
+                }
+                slowest = slowest.max(started.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        (passed, slowest)
+    };
+    assert!(run(Duration::from_millis(300)).0 > 0);
+    assert!(seen.lock().unwrap().is_empty(), "{:?}", seen.lock().unwrap());
+
+    cluster.kill(KILLED);
+    let (passed, slowest) = run(Duration::from_millis(1_500));
+    eprintln!("master {KILLED} down: {passed} calls admitted, slowest decision {slowest:?}");
+    assert!(slowest < Duration::from_millis(500), "a call waited {slowest:?} with a master down");
+    let degraded: BTreeSet<&str> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| match e {
+            SharedStateEvent::Degraded { instance, policy: SharedPolicy::RateLimiter } => {
+                ids.iter().find(|id| id.as_str() == &**instance).unwrap().as_str()
+            }
+            other => panic!("only Degraded events: {other:?}"),
+        })
+        .collect();
+    assert_eq!(degraded, on_killed, "exactly the instances of the killed master degraded");
+    // The others are still shared: their keys, written since the kill (an older one would have
+    // expired: the limiter's key lives a second past its TAT), are on the live masters.
+    let live: usize =
+        (0..3).filter(|&n| n != KILLED).map(|n| cluster.keys(n, "r4c:{rate_limiter:cluster::quota-*}").len()).sum();
+    assert_eq!(live, ids.len() - on_killed.len(), "every instance of a live master took leases after the kill");
+}
