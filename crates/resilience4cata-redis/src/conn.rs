@@ -148,7 +148,7 @@ impl Conn {
         };
         let slot = crate::slot::of(channel.as_bytes());
         let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master)));
-        let slots = connection.clone().route_command(&redis::cmd("CLUSTER").arg("SLOTS"), route).await?;
+        let slots = connection.clone().route_command(redis::cmd("CLUSTER").arg("SLOTS"), route).await?;
         let (host, port) = crate::slot::owner(&slots, slot).ok_or_else(|| {
             redis::RedisError::from((redis::ErrorKind::ClusterDown, "no master holds the slot", slot.to_string()))
         })?;

@@ -141,7 +141,7 @@ impl Target {
 /// A client made from a [`Target`], not connected yet.
 enum Opened {
     Single(redis::Client),
-    Cluster(redis::cluster::ClusterClient, redis::ConnectionInfo),
+    Cluster(Box<(redis::cluster::ClusterClient, redis::ConnectionInfo)>),
 }
 
 /// Loads every script of this crate (on a cluster: on every master).
@@ -203,7 +203,7 @@ impl RedisStoreBuilder {
                     .map_err(ConnectError::BadUrl)?;
                 let first = nodes.first().map_or("", String::as_str);
                 let template = redis::IntoConnectionInfo::into_connection_info(first).map_err(ConnectError::BadUrl)?;
-                Opened::Cluster(client, template)
+                Opened::Cluster(Box::new((client, template)))
             }
         };
         let cluster = matches!(opened, Opened::Cluster(..));
@@ -233,7 +233,8 @@ impl RedisStoreBuilder {
                         load_scripts(&mut probe).await?;
                         Ok::<_, redis::RedisError>(conn::Conn::new(client, probe, budget))
                     }
-                    Opened::Cluster(client, template) => {
+                    Opened::Cluster(opened) => {
+                        let (client, template) = *opened;
                         let mut connection = client.get_async_connection().await?;
                         let _: String = redis::cmd("PING").query_async(&mut connection).await?;
                         load_scripts(&mut connection).await?;

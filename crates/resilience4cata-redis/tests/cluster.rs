@@ -3,9 +3,9 @@
 //! breaker's Open (two keys in one slot, by the hash tag) reaches another store; a bulkhead's
 //! fleet cap holds; a master killed degrades the instances whose slots it holds, and only those.
 //!
-//! The fleets here are three (or two) stores in one process: each store has its own thread,
-//! connections and sender id, so Redis sees three clients exactly as it sees three processes
-//! (`tests/fleet.rs` runs three OS processes against one server).
+//! The limiters' fleet is three OS processes (`r4c-redis-fleet-member` given the cluster's node
+//! URLs), as in `tests/fleet.rs`; the breaker's and the bulkhead's are two stores in one process
+//! (each store has its own thread, connections and sender id: to Redis, two processes).
 //!
 //! The tests run one at a time (each starts its own cluster) and give the stores a 100 ms
 //! `store_timeout`: on a loaded two-core machine a round trip now and then takes longer than the
@@ -14,8 +14,9 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::RedisCluster;
 use resilience4cata::shared::{SharedPolicy, SharedStateEvent};
@@ -78,62 +79,60 @@ fn worst_second(admitted: &[u128]) -> usize {
 
 #[test]
 fn sixty_limiters_spread_over_three_masters_each_within_the_fleet_bound() {
-    const STORES: usize = 3;
-    const PERMITS: u32 = 20;
-    const LEASE: u32 = 4;
-    const RUN: Duration = Duration::from_millis(2_000);
+    const PROCESSES: usize = 3;
+    const INSTANCES: usize = 60;
+    const PERMITS: usize = 20;
+    const LEASE: usize = 4;
+    const RUN_MS: u128 = 2_000;
     let _turn = one_at_a_time();
     let Some(cluster) = RedisCluster::start() else { return };
-    let ids = ids(60);
-    let fleet: Vec<_> = (0..STORES).map(|_| limiters(&cluster, &ids, PERMITS, LEASE)).collect();
-    let epoch = Instant::now();
-    // Every store calls every limiter as fast as it lets through, one pass a millisecond.
-    let admitted: Vec<Vec<Vec<u128>>> = std::thread::scope(|s| {
-        let runs: Vec<_> = fleet
-            .iter()
-            .map(|(_, pipelines, _)| {
-                s.spawn(move || {
-                    let mut mine = vec![Vec::new(); pipelines.len()];
-                    while epoch.elapsed() < RUN {
-                        for (i, limiter) in pipelines.iter().enumerate() {
-                            match limiter.execute(|| Ok(())) {
-                                Ok(()) => mine[i].push(epoch.elapsed().as_micros()),
-                                Err(e) => assert!(e.rejection().is_some(), "a call failed: {e:?}"),
-                            }
-                        }
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        runs.into_iter().map(|r| r.join().unwrap()).collect()
-    });
+    // Three OS processes, each sharing the limiters cluster::quota-0 … -59 and calling every one
+    // once a millisecond.
+    let start_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() + 1_500;
+    let members: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
+                .args([cluster.urls().join(","), format!("cluster::quota*{INSTANCES}")])
+                .args([PERMITS.to_string(), LEASE.to_string(), start_at.to_string(), RUN_MS.to_string()])
+                .env("R4C_STORE_TIMEOUT_MS", "100")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn member")
+        })
+        .collect();
+    let mut admitted = vec![Vec::<u128>::new(); INSTANCES];
+    for member in members {
+        let out = member.wait_with_output().expect("member runs");
+        assert!(out.status.success(), "member failed: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains("degraded"), "the cluster was up the whole time:\n{text}");
+        assert!(text.contains("errors 0"), "no caller saw an error:\n{text}");
+        for line in text.lines().filter_map(|l| l.strip_prefix("ok ")) {
+            let (at, i) = line.split_once(' ').unwrap();
+            admitted[i.parse::<usize>().unwrap()].push(at.parse().unwrap());
+        }
+    }
 
     let per_node: Vec<usize> =
         (0..3).map(|node| cluster.keys(node, "r4c:{rate_limiter:cluster::quota-*}").len()).collect();
     eprintln!("limiter keys per master: {per_node:?}");
     assert!(per_node.iter().all(|&n| n > 0), "every master holds some instances: {per_node:?}");
-    assert_eq!(per_node.iter().sum::<usize>(), ids.len(), "one key per instance");
+    assert_eq!(per_node.iter().sum::<usize>(), INSTANCES, "one key per instance");
 
-    let bound = (PERMITS + (STORES as u32 * LEASE).min(PERMITS)) as usize;
-    let quota = PERMITS as usize * RUN.as_millis() as usize / 1_000;
+    let bound = PERMITS + (PROCESSES * LEASE).min(PERMITS);
+    let quota = PERMITS * RUN_MS as usize / 1_000;
     let (mut worst, mut least) = (0, usize::MAX);
-    for (i, id) in ids.iter().enumerate() {
-        let mut all: Vec<u128> = admitted.iter().flat_map(|store| store[i].iter().copied()).collect();
+    for (i, all) in admitted.iter_mut().enumerate() {
         all.sort_unstable();
-        let w = worst_second(&all);
-        assert!(w <= bound, "{id}: {w} calls in one sliding second, bound {bound}");
-        assert!(all.len() * 2 >= quota, "{id}: only {} of {quota} permits used", all.len());
+        let w = worst_second(all);
+        assert!(w <= bound, "cluster::quota-{i}: {w} calls in one sliding second, bound {bound}");
+        assert!(all.len() * 2 >= quota, "cluster::quota-{i}: only {} of {quota} permits used", all.len());
         (worst, least) = (worst.max(w), least.min(all.len()));
     }
     eprintln!(
-        "worst sliding second over {} instances: {worst} (bound {bound}); least admitted {least} of {quota}",
-        ids.len()
+        "worst sliding second over {INSTANCES} instances: {worst} (bound {bound}); least admitted {least} of {quota}"
     );
-    for (_, _, seen) in &fleet {
-        assert!(seen.lock().unwrap().is_empty(), "the cluster was up the whole time: {:?}", seen.lock().unwrap());
-    }
 }
 
 /// Breaker ids whose keys fall on masters 0, 1 and 2, in that order.
