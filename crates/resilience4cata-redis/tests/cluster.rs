@@ -45,30 +45,6 @@ fn ids(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("cluster::quota-{i}")).collect()
 }
 
-/// A registry on a store of `cluster` sharing the limiters `ids`, their pipelines and the
-/// shared-state events the registry publishes.
-fn limiters(
-    cluster: &RedisCluster,
-    ids: &[String],
-    permits: u32,
-    lease: u32,
-) -> (Registry, Vec<Pipeline<(), std::io::Error>>, Seen) {
-    let seen: Seen = Arc::default();
-    let sink = Arc::clone(&seen);
-    let mut builder = Registry::builder()
-        .shared_state(store(cluster))
-        .listen(move |e: &SharedStateEvent| sink.lock().unwrap().push(e.clone()));
-    for id in ids {
-        builder = builder.rate_limiter_instance(id.as_str(), |r| r.shared(true).permits(permits).lease(lease));
-    }
-    let registry = builder.build().unwrap();
-    let pipelines = ids
-        .iter()
-        .map(|id| Pipeline::builder(&registry, id.as_str()).rate_limiter_with(|r| r).build().unwrap())
-        .collect();
-    (registry, pipelines, seen)
-}
-
 /// The most calls admitted in any sliding second (timestamps in µs, sorted).
 fn worst_second(admitted: &[u128]) -> usize {
     (0..admitted.len())
@@ -135,12 +111,12 @@ fn sixty_limiters_spread_over_three_masters_each_within_the_fleet_bound() {
     );
 }
 
-/// Breaker ids whose keys fall on masters 0, 1 and 2, in that order.
-fn one_breaker_per_master(cluster: &RedisCluster) -> Vec<String> {
+/// Ids `<name>-<n>` of `policy` whose keys fall on masters 0, 1 and 2, in that order.
+fn one_per_master(cluster: &RedisCluster, policy: &str, name: &str) -> Vec<String> {
     let mut found: Vec<Option<String>> = vec![None; 3];
     for i in 0.. {
-        let id = format!("cluster::down-{i}");
-        let node = cluster.node_of_key(&format!("r4c:{{circuit_breaker:{id}}}"));
+        let id = format!("{name}-{i}");
+        let node = cluster.node_of_key(&format!("r4c:{{{policy}:{id}}}"));
         found[node].get_or_insert(id);
         if found.iter().all(Option::is_some) {
             break;
@@ -154,7 +130,7 @@ fn an_open_on_one_store_refuses_on_another_on_every_master() {
     use resilience4cata::circuit_breaker::State;
     let _turn = one_at_a_time();
     let Some(cluster) = RedisCluster::start() else { return };
-    let ids = one_breaker_per_master(&cluster);
+    let ids = one_per_master(&cluster, "circuit_breaker", "cluster::down");
     let registry = |cluster: &RedisCluster| {
         let mut builder = Registry::builder().shared_state(store(cluster));
         for id in &ids {
@@ -256,23 +232,55 @@ fn a_master_killed_degrades_only_the_instances_whose_slots_it_holds() {
     const KILLED: usize = 1;
     let _turn = one_at_a_time();
     let Some(mut cluster) = RedisCluster::start() else { return };
-    let ids = ids(30);
-    let (_registry, pipelines, seen) = limiters(&cluster, &ids, 200, 5);
-    let on_killed: BTreeSet<&str> = ids
+    // 30 limiters, and a breaker and a bulkhead on each master.
+    let limiter_ids = ids(30);
+    let breaker_ids = one_per_master(&cluster, "circuit_breaker", "cluster::host");
+    let bulkhead_ids = one_per_master(&cluster, "bulkhead", "cluster::pool");
+    let seen: Seen = Arc::default();
+    let sink = Arc::clone(&seen);
+    let mut builder = Registry::builder()
+        .shared_state(store(&cluster))
+        .listen(move |e: &SharedStateEvent| sink.lock().unwrap().push(e.clone()));
+    for id in &limiter_ids {
+        builder = builder.rate_limiter_instance(id.as_str(), |r| r.shared(true).permits(200).lease(5));
+    }
+    for id in &breaker_ids {
+        builder = builder.circuit_breaker_instance(id.as_str(), |c| c.shared(true));
+    }
+    for id in &bulkhead_ids {
+        builder = builder.bulkhead_instance(id.as_str(), |b| {
+            b.shared(true).max_concurrent_calls(4).lease(2).lease_ttl(Duration::from_millis(600))
+        });
+    }
+    let registry = builder.build().unwrap();
+    let mut pipelines: Vec<Pipeline<(), std::io::Error>> = Vec::new();
+    for id in &limiter_ids {
+        pipelines.push(Pipeline::builder(&registry, id.as_str()).rate_limiter_with(|r| r).build().unwrap());
+    }
+    for id in &breaker_ids {
+        pipelines.push(Pipeline::builder(&registry, id.as_str()).circuit_breaker_with(|c| c).build().unwrap());
+    }
+    for id in &bulkhead_ids {
+        pipelines.push(Pipeline::builder(&registry, id.as_str()).bulkhead_with(|b| b).build().unwrap());
+    }
+    let mut on_killed: BTreeSet<(String, &str)> = limiter_ids
         .iter()
         .filter(|id| cluster.node_of_key(&format!("r4c:{{rate_limiter:{id}}}")) == KILLED)
-        .map(String::as_str)
+        .map(|id| (format!("{:?}", SharedPolicy::RateLimiter), id.as_str()))
         .collect();
-    assert!(!on_killed.is_empty() && on_killed.len() < ids.len(), "{on_killed:?}");
+    assert!(!on_killed.is_empty() && on_killed.len() < limiter_ids.len(), "{on_killed:?}");
+    let limiters_on_killed = on_killed.len();
+    on_killed.insert((format!("{:?}", SharedPolicy::CircuitBreaker), &breaker_ids[KILLED]));
+    on_killed.insert((format!("{:?}", SharedPolicy::Bulkhead), &bulkhead_ids[KILLED]));
 
-    // Every limiter called every 2 ms for `d`: the calls admitted and the slowest decision.
+    // Every instance called every 2 ms for `d`: the calls admitted and the slowest decision.
     let run = |d: Duration| {
         let (mut passed, mut slowest) = (0, Duration::ZERO);
         let end = Instant::now() + d;
         while Instant::now() < end {
-            for limiter in &pipelines {
+            for pipeline in &pipelines {
                 let started = Instant::now();
-                match limiter.execute(|| Ok(())) {
+                match pipeline.execute(|| Ok(())) {
                     Ok(()) => passed += 1,
                     Err(e) => assert!(e.rejection().is_some(), "Redis trouble reached a caller: {e:?}"),
                 }
@@ -289,21 +297,26 @@ fn a_master_killed_degrades_only_the_instances_whose_slots_it_holds() {
     let (passed, slowest) = run(Duration::from_millis(1_500));
     eprintln!("master {KILLED} down: {passed} calls admitted, slowest decision {slowest:?}");
     assert!(slowest < Duration::from_millis(500), "a call waited {slowest:?} with a master down");
-    let degraded: BTreeSet<&str> = seen
+    let all_ids: Vec<&String> = limiter_ids.iter().chain(&breaker_ids).chain(&bulkhead_ids).collect();
+    let degraded: BTreeSet<(String, &str)> = seen
         .lock()
         .unwrap()
         .iter()
         .map(|e| match e {
-            SharedStateEvent::Degraded { instance, policy: SharedPolicy::RateLimiter } => {
-                ids.iter().find(|id| id.as_str() == &**instance).unwrap().as_str()
+            SharedStateEvent::Degraded { instance, policy } => {
+                (format!("{policy:?}"), all_ids.iter().find(|id| id.as_str() == &**instance).unwrap().as_str())
             }
             other => panic!("only Degraded events: {other:?}"),
         })
         .collect();
     assert_eq!(degraded, on_killed, "exactly the instances of the killed master degraded");
-    // The others are still shared: their keys, written since the kill (an older one would have
-    // expired: the limiter's key lives a second past its TAT), are on the live masters.
+    // The other limiters are still shared: their keys, written since the kill (an older one would
+    // have expired: the limiter's key lives a second past its TAT), are on the live masters.
     let live: usize =
         (0..3).filter(|&n| n != KILLED).map(|n| cluster.keys(n, "r4c:{rate_limiter:cluster::quota-*}").len()).sum();
-    assert_eq!(live, ids.len() - on_killed.len(), "every instance of a live master took leases after the kill");
+    assert_eq!(
+        live,
+        limiter_ids.len() - limiters_on_killed,
+        "every limiter of a live master took leases after the kill"
+    );
 }
