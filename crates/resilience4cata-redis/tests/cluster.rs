@@ -1,7 +1,8 @@
 //! The store on a Redis Cluster of three masters on loopback (SPEC §13, issue 24): shared
 //! instances spread over the shards by their hash slot, each with the single-server bound; a
 //! breaker's Open (two keys in one slot, by the hash tag) reaches another store; a bulkhead's
-//! fleet cap holds; a master killed degrades the instances whose slots it holds, and only those.
+//! fleet cap holds; a master killed degrades the instances whose slots it holds, and only those,
+//! and restarted, exactly those recover.
 //!
 //! The limiters' fleet is three OS processes (`r4c-redis-fleet-member` given the cluster's node
 //! URLs), as in `tests/fleet.rs`; the breaker's and the bulkhead's are two stores in one process
@@ -319,4 +320,31 @@ fn a_master_killed_degrades_only_the_instances_whose_slots_it_holds() {
         limiter_ids.len() - limiters_on_killed,
         "every limiter of a live master took leases after the kill"
     );
+
+    // The master back (empty, on its slots): exactly its instances recover.
+    cluster.restart(KILLED);
+    let back = Instant::now();
+    let mut slowest_back = Duration::ZERO;
+    let recovered = loop {
+        slowest_back = slowest_back.max(run(Duration::from_millis(50)).1);
+        let recovered: BTreeSet<(String, &str)> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| !e.is_degraded())
+            .map(|e| {
+                (format!("{:?}", e.policy()), all_ids.iter().find(|id| id.as_str() == e.instance()).unwrap().as_str())
+            })
+            .collect();
+        if recovered == on_killed || back.elapsed() > Duration::from_secs(10) {
+            break recovered;
+        }
+    };
+    eprintln!(
+        "master {KILLED} back: its instances recovered within {:?}, slowest decision {slowest_back:?}",
+        back.elapsed()
+    );
+    assert_eq!(recovered, on_killed, "the killed master's instances recovered within 10 s, and only they");
+    assert_eq!(seen.lock().unwrap().len(), 2 * on_killed.len(), "one Degraded and one Recovered each");
+    assert!(slowest_back < Duration::from_millis(500), "a call waited {slowest_back:?}");
 }

@@ -216,17 +216,7 @@ impl RedisCluster {
         let mut nodes = Vec::new();
         for i in 0..3 {
             let (port, bus) = (free_port(), free_port());
-            let child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--cluster-port", &bus.to_string(), "--bind", "127.0.0.1"])
-                .args(["--cluster-enabled", "yes", "--cluster-config-file", &format!("nodes-{i}.conf")])
-                .args(["--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no"])
-                .args(["--save", "", "--appendonly", "no", "--dir"])
-                .arg(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server starts");
-            nodes.push((port, bus, Some(child)));
+            nodes.push((port, bus, Some(Self::spawn(dir.path(), i, port, bus))));
         }
         let cluster = RedisCluster { dir, nodes };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -261,6 +251,32 @@ impl RedisCluster {
             }
         }
         Some(cluster)
+    }
+
+    fn spawn(dir: &std::path::Path, i: usize, port: u16, bus: u16) -> Child {
+        Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--cluster-port", &bus.to_string(), "--bind", "127.0.0.1"])
+            .args(["--cluster-enabled", "yes", "--cluster-config-file", &format!("nodes-{i}.conf")])
+            .args(["--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no"])
+            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts")
+    }
+
+    /// Starts killed node `i` again, empty, on its ports: it rejoins with its node id and slots
+    /// (its `nodes-<i>.conf`). Returns once it answers.
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        let (port, bus, _) = self.nodes[i];
+        self.nodes[i].2 = Some(Self::spawn(self.dir.path(), i, port, bus));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.try_command(i, &["PING"]).is_err() {
+            assert!(Instant::now() < deadline, "cluster node {i} did not come back");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The nodes' URLs, for `RedisStore::connect_cluster`.
