@@ -183,8 +183,9 @@ impl RedisStoreBuilder {
     /// `SCRIPT LOAD` of every script) and returns the store. Any runtime can await it.
     ///
     /// On a cluster ([`RedisStore::cluster_builder`]) it reads the cluster's slot map from the
-    /// first node that answers, connects to every master, and `PING`s and loads the scripts on
-    /// every one of them: a cluster with a master down (or a slot without one) does not connect.
+    /// first node that answers, connects to the masters, and `PING`s and loads the scripts on
+    /// those that answer. A master that is down does not stop it: the instances of its slots
+    /// start degraded (and load the scripts there when it is back).
     pub async fn connect(self) -> Result<RedisStore, ConnectError> {
         let budget = conn::Conn::connect_budget(self.connect_timeout, self.store_timeout);
         let opened = match &self.target {

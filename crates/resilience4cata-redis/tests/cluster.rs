@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::RedisCluster;
 use resilience4cata::shared::{SharedPolicy, SharedStateEvent};
 use resilience4cata::{Pipeline, Registry, Rejection, ResilienceError};
-use resilience4cata_redis::RedisStore;
+use resilience4cata_redis::{ConnectError, RedisStore};
 
 /// The shared-state events one registry published.
 type Seen = Arc<Mutex<Vec<SharedStateEvent>>>;
@@ -39,6 +39,7 @@ fn store(cluster: &RedisCluster) -> RedisStore {
     let connect = RedisStore::cluster_builder(cluster.urls()).store_timeout(Duration::from_millis(100)).connect();
     let store = runtime.block_on(connect).expect("the store connects");
     assert!(store.is_cluster());
+    assert_eq!(store.key("circuit_breaker", "prices"), "r4c:{circuit_breaker:prices}");
     store
 }
 
@@ -321,6 +322,41 @@ fn a_master_killed_degrades_only_the_instances_whose_slots_it_holds() {
         "every limiter of a live master took leases after the kill"
     );
 
+    // A store connects to a cluster with a master down: the instances of that master's slots start
+    // degraded, the others shared.
+    let late = connect_cluster(&cluster.urls()).expect("a master down does not stop a store connecting");
+    let late_seen: Seen = Arc::default();
+    let sink = Arc::clone(&late_seen);
+    let mut builder =
+        Registry::builder().shared_state(late).listen(move |e: &SharedStateEvent| sink.lock().unwrap().push(e.clone()));
+    for id in &limiter_ids {
+        builder = builder.rate_limiter_instance(id.as_str(), |r| r.shared(true).permits(200).lease(5));
+    }
+    let late_registry = builder.build().unwrap();
+    for _ in 0..20 {
+        for id in &limiter_ids {
+            let limiter = Pipeline::builder(&late_registry, id.as_str())
+                .rate_limiter_with(|r| r)
+                .build::<(), std::io::Error>()
+                .unwrap();
+            let _ = limiter.execute(|| Ok(()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let late_degraded: BTreeSet<&str> = late_seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            assert!(e.is_degraded(), "{e:?}");
+            limiter_ids.iter().find(|id| id.as_str() == e.instance()).unwrap().as_str()
+        })
+        .collect();
+    let limiters_of_killed: BTreeSet<&str> =
+        on_killed.iter().filter(|(policy, _)| policy == "RateLimiter").map(|(_, id)| *id).collect();
+    assert_eq!(late_degraded, limiters_of_killed, "a store connected with a master down");
+    drop(late_registry);
+
     // The master back (empty, on its slots): exactly its instances recover.
     cluster.restart(KILLED);
     let back = Instant::now();
@@ -347,4 +383,35 @@ fn a_master_killed_degrades_only_the_instances_whose_slots_it_holds() {
     assert_eq!(recovered, on_killed, "the killed master's instances recovered within 10 s, and only they");
     assert_eq!(seen.lock().unwrap().len(), 2 * on_killed.len(), "one Degraded and one Recovered each");
     assert!(slowest_back < Duration::from_millis(500), "a call waited {slowest_back:?}");
+}
+
+fn connect_cluster(nodes: &[String]) -> Result<RedisStore, ConnectError> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(RedisStore::cluster_builder(nodes).connect_timeout(Duration::from_millis(500)).connect())
+}
+
+#[test]
+fn what_is_not_a_cluster_is_an_error_at_connect() {
+    let bad_url = |nodes: &[&str]| match connect_cluster(&nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>()) {
+        Err(ConnectError::BadUrl(e)) => e.to_string(),
+        other => panic!("{nodes:?}: {other:?}"),
+    };
+    assert!(bad_url(&[]).contains("empty"), "no node");
+    bad_url(&["unix:///run/redis.sock"]);
+    bad_url(&["http://127.0.0.1:80"]);
+    let mixed = bad_url(&["redis://:one@127.0.0.1:7000", "redis://:two@127.0.0.1:7001"]);
+    assert!(!mixed.contains("one") && !mixed.contains("two"), "no password in messages: {mixed}");
+
+    let started = Instant::now();
+    let nobody = format!("redis://:secret@127.0.0.1:{}", common::free_port());
+    let err = connect_cluster(&[nobody]).unwrap_err();
+    assert!(matches!(err, ConnectError::Server { .. } | ConnectError::Timeout { .. }), "{err:?}");
+    assert!(err.to_string().contains("127.0.0.1") && !err.to_string().contains("secret"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // A server that is not in cluster mode.
+    let Some(single) = common::RedisServer::start_with(&[], true) else { return };
+    let err = connect_cluster(&[single.tcp_url()]).unwrap_err();
+    assert!(matches!(err, ConnectError::Server { .. }), "{err:?}");
+    eprintln!("a single server given as a cluster: {err}");
 }
