@@ -155,7 +155,11 @@ impl Conn {
         let mut info = (**template).clone();
         match &mut info.addr {
             ConnectionAddr::Tcp(h, p) | ConnectionAddr::TcpTls { host: h, port: p, .. } => {
-                *h = host;
+                // A node that does not know its own address answers "" or "?": it is then the
+                // host the store was given (as `redis-cli` does).
+                if !host.is_empty() && host != "?" {
+                    *h = host;
+                }
                 *p = port;
             }
             _ => {}
