@@ -155,8 +155,8 @@ impl Conn {
         let mut info = (**template).clone();
         match &mut info.addr {
             ConnectionAddr::Tcp(h, p) | ConnectionAddr::TcpTls { host: h, port: p, .. } => {
-                // A node that does not know its own address answers "" or "?": it is then the
-                // host the store was given (as `redis-cli` does).
+                // A node that does not know its own address answers "" or "?": try the first
+                // node's host (right when the nodes share one, as on loopback).
                 if !host.is_empty() && host != "?" {
                     *h = host;
                 }
