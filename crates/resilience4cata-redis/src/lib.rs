@@ -312,8 +312,8 @@ impl RedisStore {
     /// The options of a store on a Redis Cluster, then [`RedisStoreBuilder::connect`]. `nodes` are
     /// `redis://[[user]:password@]host:port` URLs of some of the cluster's nodes (one that answers
     /// is enough: the others are learnt from it; give a few, in case one is down at start); they
-    /// must agree on the credentials. Unix sockets cannot be used (a cluster names its nodes by
-    /// address and port), nor a database number (a cluster has only database 0).
+    /// must agree on the credentials and give no database number (a cluster has only database
+    /// 0). A unix socket is [`ConnectError::BadUrl`]: a cluster names its nodes by address and port.
     ///
     /// On a cluster an instance's keys are `<prefix>:{<policy>:<instance id>}`: the hash tag
     /// puts every key of one instance in one hash slot, and different instances in different
