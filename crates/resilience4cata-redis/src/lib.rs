@@ -366,11 +366,7 @@ impl RedisStore {
     /// # Ok(()) }
     /// ```
     pub fn key(&self, policy: &str, instance: &str) -> String {
-        if self.inner.cluster {
-            format!("{}:{{{policy}:{instance}}}", self.inner.prefix)
-        } else {
-            format!("{}:{policy}:{instance}", self.inner.prefix)
-        }
+        key(&self.inner.prefix, policy, instance, self.inner.cluster)
     }
 }
 
@@ -404,6 +400,11 @@ impl SharedStore for RedisStore {
     }
 }
 
+/// `<prefix>:<policy>:<instance>`, or on a cluster `<prefix>:{<policy>:<instance>}`.
+fn key(prefix: &str, policy: &str, instance: &str, cluster: bool) -> String {
+    if cluster { format!("{prefix}:{{{policy}:{instance}}}") } else { format!("{prefix}:{policy}:{instance}") }
+}
+
 /// A number no other store of this process (nor, with the process id, of another) has: the
 /// nanoseconds since the epoch at connect, made unique within the process by a counter.
 fn unique() -> u128 {
@@ -422,6 +423,22 @@ fn redacted(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn on_a_cluster_an_instance_keys_share_one_slot_and_instances_spread() {
+        use crate::slot::of;
+        // Ids with braces, an empty one: the breaker's Open key and probe round stay together.
+        for id in ["prices", "", "{", "}", "a{b}c", "}{", "{}", "x:{y}"] {
+            for prefix in ["r4c", "shop{", "a}b"] {
+                let open = super::key(prefix, "circuit_breaker", id, true);
+                assert_eq!(of(open.as_bytes()), of(format!("{open}:probes").as_bytes()), "{open}");
+            }
+        }
+        let slots: std::collections::HashSet<u16> =
+            (0..100).map(|i| of(super::key("r4c", "rate_limiter", &format!("id-{i}"), true).as_bytes())).collect();
+        assert!(slots.len() > 90, "100 instances in {} slots", slots.len());
+        assert_eq!(super::key("r4c", "bulkhead", "db", false), "r4c:bulkhead:db", "one server: as before");
+    }
+
     #[test]
     fn passwords_stay_out_of_messages() {
         assert_eq!(super::redacted("redis://:hunter2@127.0.0.1:6379"), "redis://***@127.0.0.1:6379");
