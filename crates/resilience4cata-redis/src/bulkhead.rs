@@ -5,10 +5,9 @@ use std::sync::{Arc, LazyLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redis::Script;
-use redis::aio::MultiplexedConnection;
 use resilience4cata::shared::SlotPool;
 
-use crate::conn::{Conn, backoff};
+use crate::conn::{Conn, Link, backoff};
 
 /// `scripts/bulkhead_acquire.lua`.
 pub(crate) static ACQUIRE: LazyLock<Script> =
@@ -33,7 +32,7 @@ struct Held {
 /// One round: return the surplus, renew when due, take slots when short.
 async fn round(
     pool: &SlotPool,
-    mut connection: MultiplexedConnection,
+    mut connection: Link,
     key: &str,
     held: &mut Held,
     renew: bool,

@@ -121,17 +121,12 @@ pub(crate) async fn publish(link: Arc<BreakerLink>, conn: Arc<Conn>, keys: Keys,
     }
 }
 
-/// Listens to the fleet's transitions: subscribes to the breaker's channel, applies an Open still
+/// Listens to the fleet's transitions: subscribes to the breaker's channel (on a cluster, at the
+/// master that holds the breaker's slot), applies an Open still
 /// in force on (re)subscribing, checks the store every quiet second (`PTTL` of the Open key: a
 /// store that stopped answering degrades the link and the channel is subscribed again), and
 /// reconnects in the background (10 ms, doubling to 1 s) when Redis goes away.
-pub(crate) async fn listen(
-    link: Arc<BreakerLink>,
-    client: redis::Client,
-    conn: Arc<Conn>,
-    keys: Keys,
-    timeout: Duration,
-) {
+pub(crate) async fn listen(link: Arc<BreakerLink>, conn: Arc<Conn>, keys: Keys, timeout: Duration) {
     let link: Weak<BreakerLink> = Arc::downgrade(&link);
     // A subscription that cannot be made in this time is tried again after the backoff: so the
     // listener is subscribed again at most about a second (the longest pause) after Redis is back.
@@ -142,6 +137,8 @@ pub(crate) async fn listen(
             return;
         }
         let subscribed = tokio::time::timeout(connect_budget, async {
+            // On a cluster: the master of the channel's slot (the breaker's keys' slot).
+            let client = conn.pubsub_client(&keys.open).await?;
             let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&keys.open).await?;
             Ok::<_, redis::RedisError>(pubsub)

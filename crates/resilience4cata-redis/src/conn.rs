@@ -8,11 +8,18 @@
 //! answer within its time drops the connection, and the next attempt (after the task's backoff)
 //! connects afresh, bounded by [`Conn::connect_budget`]. A connection that accepts but never
 //! answers (a black hole) is thus replaced instead of being waited on forever.
+//!
+//! On a Redis Cluster the connection is `redis`'s cluster connection: one connection per node,
+//! each request routed to the master of its key's hash slot, a node that fails reconnected by the
+//! cluster connection itself. It is never dropped for a failed request: one master down must not
+//! cut the instances whose slots the other masters hold.
 
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, RedisResult};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{AsyncConnectionConfig, Cmd, ConnectionAddr, ConnectionInfo, RedisFuture, RedisResult, Value};
 
 /// The first pause after a failed attempt; doubled after each failure, up to [`MAX_BACKOFF`].
 pub(crate) const FIRST_BACKOFF: Duration = Duration::from_millis(10);
@@ -24,17 +31,70 @@ pub(crate) fn backoff(failures: u32) -> Duration {
     FIRST_BACKOFF.saturating_mul(1 << failures.saturating_sub(1).min(7)).min(MAX_BACKOFF)
 }
 
-/// One multiplexed connection, or none after a failure (the next request connects).
+/// A connection a request runs on: to one server, or to a cluster (routed by key).
+#[derive(Clone)]
+pub(crate) enum Link {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Link::Single(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Link::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Link::Single(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// One multiplexed connection, or none after a failure (the next request connects); or a
+/// cluster connection, kept for the store's life.
 pub(crate) struct Conn {
-    client: redis::Client,
-    current: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+    kind: Kind,
     connect_budget: Duration,
+}
+
+enum Kind {
+    Single {
+        client: redis::Client,
+        current: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+    },
+    Cluster {
+        connection: ClusterConnection,
+        /// The first node's settings (credentials, protocol): a node's pub/sub connection is
+        /// made with them at that node's address.
+        template: Box<ConnectionInfo>,
+    },
 }
 
 impl Conn {
     /// A connection manager on `client` that starts with `first` (made by `connect`).
     pub(crate) fn new(client: redis::Client, first: MultiplexedConnection, connect_budget: Duration) -> Self {
-        Conn { client, current: tokio::sync::Mutex::new(Some(first)), connect_budget }
+        Conn { kind: Kind::Single { client, current: tokio::sync::Mutex::new(Some(first)) }, connect_budget }
+    }
+
+    /// The store's cluster connection; `template` is the first node's connection settings.
+    pub(crate) fn cluster(connection: ClusterConnection, template: ConnectionInfo, connect_budget: Duration) -> Self {
+        Conn { kind: Kind::Cluster { connection, template: Box::new(template) }, connect_budget }
     }
 
     /// The longest a reconnection may take: the connect timeout, but at most 250 ms (and at least
@@ -44,32 +104,67 @@ impl Conn {
     }
 
     /// The connection, connecting first when there is none.
-    async fn get(&self) -> Result<MultiplexedConnection, String> {
-        let mut current = self.current.lock().await;
+    async fn get(&self) -> Result<Link, String> {
+        let (client, current) = match &self.kind {
+            Kind::Single { client, current } => (client, current),
+            Kind::Cluster { connection, .. } => return Ok(Link::Cluster(connection.clone())),
+        };
+        let mut current = current.lock().await;
         if let Some(connection) = &*current {
-            return Ok(connection.clone());
+            return Ok(Link::Single(connection.clone()));
         }
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(self.connect_budget)
             .set_response_timeout(self.connect_budget);
-        let connected = tokio::time::timeout(
-            self.connect_budget,
-            self.client.get_multiplexed_async_connection_with_config(&config),
-        )
-        .await;
+        let connected =
+            tokio::time::timeout(self.connect_budget, client.get_multiplexed_async_connection_with_config(&config))
+                .await;
         match connected {
             Ok(Ok(connection)) => {
                 *current = Some(connection.clone());
-                Ok(connection)
+                Ok(Link::Single(connection))
             }
             Ok(Err(e)) => Err(format!("reconnecting: {e}")),
             Err(_) => Err(format!("reconnecting: no answer within {:?}", self.connect_budget)),
         }
     }
 
-    /// Drops the connection: the next request connects afresh.
+    /// Drops the connection: the next request connects afresh. A cluster connection stays: it
+    /// reconnects the node that failed on its own, and the other nodes' instances keep theirs.
     pub(crate) async fn reset(&self) {
-        *self.current.lock().await = None;
+        if let Kind::Single { current, .. } = &self.kind {
+            *current.lock().await = None;
+        }
+    }
+
+    /// A client for the pub/sub connection of `channel`: the server itself, or on a cluster the
+    /// master that holds the channel's hash slot (asked of that master, so a master that is down
+    /// fails here, for its own instances only). Classic pub/sub reaches every node of a cluster,
+    /// so listening there hears every publisher, and the listener follows its slot when it moves.
+    pub(crate) async fn pubsub_client(&self, channel: &str) -> RedisResult<redis::Client> {
+        let (connection, template) = match &self.kind {
+            Kind::Single { client, .. } => return Ok(client.clone()),
+            Kind::Cluster { connection, template } => (connection, template),
+        };
+        let slot = crate::slot::of(channel.as_bytes());
+        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master)));
+        let slots = connection.clone().route_command(redis::cmd("CLUSTER").arg("SLOTS"), route).await?;
+        let (host, port) = crate::slot::owner(&slots, slot).ok_or_else(|| {
+            redis::RedisError::from((redis::ErrorKind::ClusterDown, "no master holds the slot", slot.to_string()))
+        })?;
+        let mut info = (**template).clone();
+        match &mut info.addr {
+            ConnectionAddr::Tcp(h, p) | ConnectionAddr::TcpTls { host: h, port: p, .. } => {
+                // A node that does not know its own address answers "" or "?": try the first
+                // node's host (right when the nodes share one, as on loopback).
+                if !host.is_empty() && host != "?" {
+                    *h = host;
+                }
+                *p = port;
+            }
+            _ => {}
+        }
+        redis::Client::open(info)
     }
 
     /// Runs `request` on the connection within `timeout` (the request alone; a reconnection first
@@ -79,7 +174,7 @@ impl Conn {
     /// back instead of failing on the old socket and waiting for the next attempt.
     pub(crate) async fn call<T, F, Fut>(&self, timeout: Duration, mut request: F) -> Result<T, String>
     where
-        F: FnMut(MultiplexedConnection) -> Fut,
+        F: FnMut(Link) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         for attempt in 0..2 {
@@ -102,7 +197,7 @@ impl Conn {
     /// [`call`](Self::call) for a request that cannot be made twice (it holds `&mut` state).
     pub(crate) async fn call_once<T, F, Fut>(&self, timeout: Duration, request: F) -> Result<T, String>
     where
-        F: FnOnce(MultiplexedConnection) -> Fut,
+        F: FnOnce(Link) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         let connection = self.get().await?;

@@ -27,6 +27,20 @@
 //! [`store_timeout`](RedisStoreBuilder::store_timeout)). Keys are
 //! `<prefix>:<policy>:<instance id>` and all expire; the Lua scripts are files of this crate
 //! (`scripts/`), loaded once at connect and run with `EVALSHA`.
+//!
+//! A Redis Cluster is one call away: [`RedisStore::connect_cluster`] (or
+//! [`RedisStore::cluster_builder`]) with the URLs of some of its nodes. The instances then spread
+//! over the cluster's shards by their hash slot, and each instance's keys carry a hash tag
+//! (`<prefix>:{<policy>:<instance id>}`) so a script that touches two of them runs on one node.
+//!
+//! ```no_run
+//! use resilience4cata_redis::RedisStore;
+//!
+//! # async fn run() -> Result<(), resilience4cata_redis::ConnectError> {
+//! let store = RedisStore::connect_cluster(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"]).await?;
+//! assert!(store.is_cluster());
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
@@ -35,6 +49,7 @@ mod circuit_breaker;
 mod conn;
 mod error;
 mod rate_limiter;
+mod slot;
 
 use std::fmt;
 use std::sync::Arc;
@@ -58,14 +73,15 @@ pub struct RedisStore {
 }
 
 struct Inner {
+    /// The URL, or the cluster's node URLs, without passwords.
     url: String,
+    /// Whether the store is on a Redis Cluster (keys with hash tags).
+    cluster: bool,
     prefix: String,
     store_timeout: Duration,
     connection: Arc<conn::Conn>,
     /// This process's id in breaker messages (its own come back on the channel).
     sender: Arc<str>,
-    /// For the pub/sub connections of shared breakers.
-    client: redis::Client,
     runtime: tokio::runtime::Handle,
     /// Dropping it ends the background thread.
     _stop: tokio::sync::oneshot::Sender<()>,
@@ -75,6 +91,7 @@ impl fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisStore")
             .field("url", &self.inner.url)
+            .field("cluster", &self.inner.cluster)
             .field("prefix", &self.inner.prefix)
             .field("store_timeout", &self.inner.store_timeout)
             .finish_non_exhaustive()
@@ -98,10 +115,48 @@ impl fmt::Debug for RedisStore {
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct RedisStoreBuilder {
-    url: String,
+    target: Target,
     prefix: String,
     store_timeout: Duration,
     connect_timeout: Duration,
+}
+
+/// Where a store connects: one server, or a cluster by some of its nodes.
+#[derive(Clone, Debug)]
+enum Target {
+    Single(String),
+    Cluster(Vec<String>),
+}
+
+impl Target {
+    /// The URL(s) without passwords, for messages.
+    fn redacted(&self) -> String {
+        match self {
+            Target::Single(url) => redacted(url),
+            Target::Cluster(nodes) => nodes.iter().map(|url| redacted(url)).collect::<Vec<_>>().join(", "),
+        }
+    }
+}
+
+/// A client made from a [`Target`], not connected yet.
+enum Opened {
+    Single(redis::Client),
+    Cluster(Box<(redis::cluster::ClusterClient, redis::ConnectionInfo)>),
+}
+
+/// Loads every script of this crate (on a cluster: on every master).
+async fn load_scripts(connection: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
+    for script in [
+        &*rate_limiter::SCRIPT,
+        &*circuit_breaker::OPEN,
+        &*circuit_breaker::CLOSE,
+        &*circuit_breaker::PROBES,
+        &*bulkhead::ACQUIRE,
+        &*bulkhead::RENEW,
+    ] {
+        script.prepare_invoke().load_async(connection).await?;
+    }
+    Ok(())
 }
 
 impl RedisStoreBuilder {
@@ -126,10 +181,34 @@ impl RedisStoreBuilder {
 
     /// Starts the store's thread, connects, checks the server answers as Redis does (`PING`,
     /// `SCRIPT LOAD` of every script) and returns the store. Any runtime can await it.
+    ///
+    /// On a cluster ([`RedisStore::cluster_builder`]) it reads the cluster's slot map from the
+    /// first node that answers, connects to the masters, and `PING`s and loads the scripts on
+    /// those that answer. A master that is down does not stop it: the instances of its slots
+    /// start degraded (and load the scripts there when it is back).
     pub async fn connect(self) -> Result<RedisStore, ConnectError> {
-        let client = redis::Client::open(self.url.as_str()).map_err(ConnectError::BadUrl)?;
-        let pubsub_client = client.clone();
-        let url = redacted(&self.url);
+        let budget = conn::Conn::connect_budget(self.connect_timeout, self.store_timeout);
+        let opened = match &self.target {
+            Target::Single(url) => Opened::Single(redis::Client::open(url.as_str()).map_err(ConnectError::BadUrl)?),
+            Target::Cluster(nodes) => {
+                let client = redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
+                    .connection_timeout(budget)
+                    .response_timeout(budget)
+                    // A request the cluster cannot serve (a master down) fails within tens of
+                    // milliseconds instead of being retried for seconds behind the caller's back;
+                    // the store's tasks retry on their own schedule.
+                    .retries(3)
+                    .min_retry_wait(10)
+                    .max_retry_wait(100)
+                    .build()
+                    .map_err(ConnectError::BadUrl)?;
+                let first = nodes.first().map_or("", String::as_str);
+                let template = redis::IntoConnectionInfo::into_connection_info(first).map_err(ConnectError::BadUrl)?;
+                Opened::Cluster(Box::new((client, template)))
+            }
+        };
+        let cluster = matches!(opened, Opened::Cluster(..));
+        let url = self.target.redacted();
         let runtime =
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ConnectError::Runtime)?;
         let handle = runtime.handle().clone();
@@ -142,26 +221,27 @@ impl RedisStoreBuilder {
                 });
             })
             .map_err(ConnectError::Runtime)?;
-        let budget = conn::Conn::connect_budget(self.connect_timeout, self.store_timeout);
         let timeout = self.connect_timeout;
         let server_url = url.clone();
         let connected = handle.spawn(async move {
             let attempt = async {
-                // A plain connection first, so a refusal (a wrong password, a server that is not
-                // Redis) comes back as it is rather than as the manager's retries.
-                let mut probe = client.get_multiplexed_async_connection().await?;
-                let _: String = redis::cmd("PING").query_async(&mut probe).await?;
-                for script in [
-                    &*rate_limiter::SCRIPT,
-                    &*circuit_breaker::OPEN,
-                    &*circuit_breaker::CLOSE,
-                    &*circuit_breaker::PROBES,
-                    &*bulkhead::ACQUIRE,
-                    &*bulkhead::RENEW,
-                ] {
-                    script.prepare_invoke().load_async(&mut probe).await?;
+                match opened {
+                    Opened::Single(client) => {
+                        // A plain connection first, so a refusal (a wrong password, a server that
+                        // is not Redis) comes back as it is rather than as the manager's retries.
+                        let mut probe = client.get_multiplexed_async_connection().await?;
+                        let _: String = redis::cmd("PING").query_async(&mut probe).await?;
+                        load_scripts(&mut probe).await?;
+                        Ok::<_, redis::RedisError>(conn::Conn::new(client, probe, budget))
+                    }
+                    Opened::Cluster(opened) => {
+                        let (client, template) = *opened;
+                        let mut connection = client.get_async_connection().await?;
+                        let _: String = redis::cmd("PING").query_async(&mut connection).await?;
+                        load_scripts(&mut connection).await?;
+                        Ok(conn::Conn::cluster(connection, template, budget))
+                    }
                 }
-                Ok::<_, redis::RedisError>(conn::Conn::new(client, probe, budget))
             };
             match tokio::time::timeout(timeout, attempt).await {
                 Ok(Ok(connection)) => Ok(connection),
@@ -178,8 +258,8 @@ impl RedisStoreBuilder {
             prefix: self.prefix,
             store_timeout: self.store_timeout,
             connection: Arc::new(connection),
+            cluster,
             sender: Arc::from(format!("{:x}-{:x}", std::process::id(), unique())),
-            client: pubsub_client,
             runtime: handle,
             _stop: stop,
         };
@@ -190,22 +270,94 @@ impl RedisStoreBuilder {
 impl RedisStore {
     /// Connects with the default options (store timeout 25 ms, key prefix `r4c`); see
     /// [`builder`](Self::builder) for the others. URLs: `redis://[:password@]host:port[/db]`,
-    /// `rediss://…` is not built in, `unix:///path/to/redis.sock` or `redis+unix:///path`.
+    /// `rediss://…` is not built in, `unix:///path/to/redis.sock` or `redis+unix:///path`. A Redis
+    /// Cluster: [`connect_cluster`](Self::connect_cluster).
     pub async fn connect(url: &str) -> Result<RedisStore, ConnectError> {
         Self::builder(url).connect().await
     }
 
     /// The options, then [`RedisStoreBuilder::connect`].
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), resilience4cata_redis::ConnectError> {
+    /// let store = resilience4cata_redis::RedisStore::builder("redis://127.0.0.1:6379").key_prefix("shop").connect().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn builder(url: &str) -> RedisStoreBuilder {
         RedisStoreBuilder {
-            url: url.to_owned(),
+            target: Target::Single(url.to_owned()),
             prefix: DEFAULT_KEY_PREFIX.to_owned(),
             store_timeout: DEFAULT_STORE_TIMEOUT,
             connect_timeout: Duration::from_secs(2),
         }
     }
 
-    /// The key of one instance of one policy: `<prefix>:<policy>:<instance id>`.
+    /// Connects to a Redis Cluster with the default options; see
+    /// [`cluster_builder`](Self::cluster_builder) for the nodes and the others.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), resilience4cata_redis::ConnectError> {
+    /// let nodes = ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"];
+    /// let store = resilience4cata_redis::RedisStore::connect_cluster(nodes).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_cluster<I>(nodes: I) -> Result<RedisStore, ConnectError>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        Self::cluster_builder(nodes).connect().await
+    }
+
+    /// The options of a store on a Redis Cluster, then [`RedisStoreBuilder::connect`]. `nodes` are
+    /// `redis://[[user]:password@]host:port` URLs of some of the cluster's nodes (one that answers
+    /// is enough: the others are learnt from it; give a few, in case one is down at start); they
+    /// must agree on the credentials and give no database number (a cluster has only database
+    /// 0). A unix socket is [`ConnectError::BadUrl`]: a cluster names its nodes by address and port.
+    ///
+    /// On a cluster an instance's keys are `<prefix>:{<policy>:<instance id>}`: the hash tag
+    /// puts every key of one instance in one hash slot, and different instances in different
+    /// slots, over every shard. A master that is down degrades the instances whose slots it holds,
+    /// and only those; see `docs/distributed.md`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use resilience4cata_redis::RedisStore;
+    ///
+    /// # async fn run() -> Result<(), resilience4cata_redis::ConnectError> {
+    /// let store = RedisStore::cluster_builder(vec!["redis://:secret@10.0.0.1:6379".to_string()])
+    ///     .store_timeout(Duration::from_millis(10))
+    ///     .connect()
+    ///     .await?;
+    /// assert_eq!(store.key("rate_limiter", "prices"), "r4c:{rate_limiter:prices}");
+    /// # Ok(()) }
+    /// ```
+    pub fn cluster_builder<I>(nodes: I) -> RedisStoreBuilder
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        RedisStoreBuilder {
+            target: Target::Cluster(nodes.into_iter().map(|n| n.as_ref().to_owned()).collect()),
+            ..Self::builder("")
+        }
+    }
+
+    /// Whether the store is on a Redis Cluster ([`cluster_builder`](Self::cluster_builder)).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), resilience4cata_redis::ConnectError> {
+    /// let store = resilience4cata_redis::RedisStore::connect("redis://127.0.0.1").await?;
+    /// assert!(!store.is_cluster());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_cluster(&self) -> bool {
+        self.inner.cluster
+    }
+
+    /// The key of one instance of one policy: `<prefix>:<policy>:<instance id>` on one server,
+    /// `<prefix>:{<policy>:<instance id>}` on a cluster (a hash tag: the instance's other keys,
+    /// such as a breaker's `…:probes`, add a suffix after it and stay in its slot).
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), resilience4cata_redis::ConnectError> {
@@ -214,7 +366,7 @@ impl RedisStore {
     /// # Ok(()) }
     /// ```
     pub fn key(&self, policy: &str, instance: &str) -> String {
-        format!("{}:{policy}:{instance}", self.inner.prefix)
+        key(&self.inner.prefix, policy, instance, self.inner.cluster)
     }
 }
 
@@ -243,9 +395,14 @@ impl SharedStore for RedisStore {
         let conn = &self.inner.connection;
         let publish = circuit_breaker::publish(Arc::clone(&link), Arc::clone(conn), keys.clone(), timeout);
         self.inner.runtime.spawn(publish);
-        let listen = circuit_breaker::listen(link, self.inner.client.clone(), Arc::clone(conn), keys, timeout);
+        let listen = circuit_breaker::listen(link, Arc::clone(conn), keys, timeout);
         self.inner.runtime.spawn(listen);
     }
+}
+
+/// `<prefix>:<policy>:<instance>`, or on a cluster `<prefix>:{<policy>:<instance>}`.
+fn key(prefix: &str, policy: &str, instance: &str, cluster: bool) -> String {
+    if cluster { format!("{prefix}:{{{policy}:{instance}}}") } else { format!("{prefix}:{policy}:{instance}") }
 }
 
 /// A number no other store of this process (nor, with the process id, of another) has: the
@@ -266,6 +423,22 @@ fn redacted(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn on_a_cluster_an_instance_keys_share_one_slot_and_instances_spread() {
+        use crate::slot::of;
+        // Ids with braces, an empty one: the breaker's Open key and probe round stay together.
+        for id in ["prices", "", "{", "}", "a{b}c", "}{", "{}", "x:{y}"] {
+            for prefix in ["r4c", "shop{", "a}b"] {
+                let open = super::key(prefix, "circuit_breaker", id, true);
+                assert_eq!(of(open.as_bytes()), of(format!("{open}:probes").as_bytes()), "{open}");
+            }
+        }
+        let slots: std::collections::HashSet<u16> =
+            (0..100).map(|i| of(super::key("r4c", "rate_limiter", &format!("id-{i}"), true).as_bytes())).collect();
+        assert!(slots.len() > 90, "100 instances in {} slots", slots.len());
+        assert_eq!(super::key("r4c", "bulkhead", "db", false), "r4c:bulkhead:db", "one server: as before");
+    }
+
     #[test]
     fn passwords_stay_out_of_messages() {
         assert_eq!(super::redacted("redis://:hunter2@127.0.0.1:6379"), "redis://***@127.0.0.1:6379");

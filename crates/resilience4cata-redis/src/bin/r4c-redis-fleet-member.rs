@@ -4,6 +4,11 @@
 //!
 //! `r4c-redis-fleet-member <url> <instance> <permits> <lease> <start_at_unix_ms> <run_ms>`
 //!
+//! `<url>` is one server's URL, or a Redis Cluster's node URLs separated by commas
+//! (`redis://127.0.0.1:7000,redis://127.0.0.1:7001`). An `<instance>` of the form `<name>*<n>`
+//! shares `n` limiters, `<name>-0` … `<name>-<n - 1>`, calls each once a millisecond and prints
+//! `ok <unix µs> <i>` with the limiter's number. `R4C_STORE_TIMEOUT_MS` sets the store timeout.
+//!
 //! Prints one line per admitted call (`ok <unix µs>`), one per shared-state event
 //! (`degraded <policy> <unix µs>`, `recovered <policy> <unix µs>`), and at the end `max_call_us
 //! <µs>` (the slowest decision), `refused <count>` and `errors <count>` (calls that failed other
@@ -33,6 +38,17 @@ fn unix_us() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0)
 }
 
+/// One server, or a cluster when `url` lists nodes separated by commas; the store timeout from
+/// `R4C_STORE_TIMEOUT_MS` when set.
+async fn connect(url: &str) -> Result<RedisStore, resilience4cata_redis::ConnectError> {
+    let builder =
+        if url.contains(',') { RedisStore::cluster_builder(url.split(',')) } else { RedisStore::builder(url) };
+    match std::env::var("R4C_STORE_TIMEOUT_MS").ok().and_then(|ms| ms.parse().ok()) {
+        Some(ms) => builder.store_timeout(Duration::from_millis(ms)).connect().await,
+        None => builder.connect().await,
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("breaker") {
@@ -48,8 +64,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (permits, lease): (u32, u32) = (permits.parse()?, lease.parse()?);
     let (start_at, run): (u128, u64) = (start_at.parse()?, run_ms.parse()?);
+    if let Some((name, count)) = instance.rsplit_once('*') {
+        return many(url, name, count.parse()?, (permits, lease), start_at, run);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let store = runtime.block_on(RedisStore::connect(url))?;
+    let store = runtime.block_on(connect(url))?;
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let events = Arc::clone(&lines);
     let registry = Registry::builder()
@@ -91,6 +110,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// `<name>*<count>`: the limiters `<name>-0` … `<name>-<count - 1>`, all shared, each called once
+/// a pass, a pass every millisecond. Prints `ok <unix µs> <i>` per admitted call (the limiter's
+/// number), the events, then `refused <count>` and `errors <count>`.
+fn many(
+    url: &str,
+    name: &str,
+    count: usize,
+    (permits, lease): (u32, u32),
+    start_at: u128,
+    run: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let store = runtime.block_on(connect(url))?;
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let events = Arc::clone(&lines);
+    let ids: Vec<String> = (0..count).map(|i| format!("{name}-{i}")).collect();
+    let mut builder = Registry::builder()
+        .shared_state(store)
+        .listen(move |e: &SharedStateEvent| events.lock().unwrap().push(event_line(e)));
+    for id in &ids {
+        builder = builder.rate_limiter_instance(id.as_str(), |r| r.shared(true).permits(permits).lease(lease));
+    }
+    let registry = builder.build()?;
+    let limiters = ids
+        .iter()
+        .map(|id| Pipeline::builder(&registry, id.as_str()).rate_limiter_with(|r| r).build::<(), std::io::Error>())
+        .collect::<Result<Vec<_>, _>>()?;
+    while unix_us() < start_at * 1000 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let end = Instant::now() + Duration::from_millis(run);
+    let (mut refused, mut errors) = (0u64, 0u64);
+    let mut admitted = Vec::new();
+    while Instant::now() < end {
+        for (i, limiter) in limiters.iter().enumerate() {
+            match limiter.execute(|| Ok(())) {
+                Ok(()) => admitted.push(format!("ok {} {i}", unix_us())),
+                Err(e) if e.rejection().is_none() => errors += 1,
+                Err(_) => refused += 1,
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut out = std::io::stdout().lock();
+    for line in admitted.iter().chain(lines.lock().unwrap().iter()) {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "refused {refused}")?;
+    writeln!(out, "errors {errors}")?;
+    Ok(())
+}
+
 /// `degraded <policy> <unix µs>` or `recovered <policy> <unix µs>`.
 fn event_line(e: &SharedStateEvent) -> String {
     let kind = if e.is_degraded() { "degraded" } else { "recovered" };
@@ -115,7 +186,7 @@ fn breaker(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let (events, transitions) = (Arc::clone(&lines), Arc::clone(&lines));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let store = runtime.block_on(RedisStore::connect(url))?;
+    let store = runtime.block_on(connect(url))?;
     let registry = Registry::builder()
         .shared_state(store)
         .listen(move |e: &SharedStateEvent| events.lock().unwrap().push(event_line(e)))
@@ -189,7 +260,7 @@ fn hold(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     };
     let (max, slots, ttl): (u32, usize, u64) = (max.parse()?, slots.parse()?, ttl_ms.parse()?);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let store = runtime.block_on(RedisStore::connect(url))?;
+    let store = runtime.block_on(connect(url))?;
     let registry = Registry::builder()
         .shared_state(store)
         .bulkhead_instance(instance.as_str(), |b| {
