@@ -16,7 +16,7 @@ use crate::rejection::Rejection;
 /// for a new key, whose owned form is kept, shown in events by its `Debug` text, and shared
 /// between threads.
 #[diagnostic::on_unimplemented(
-    message = "[R4C-SIG-020] `{Self}` cannot be a key: a key is looked up as `Q: Hash + Eq + ToOwned` and kept as `Q::Owned: Hash + Eq + Debug + Send + Sync + 'static`",
+    message = "[R4C-SIG-050] `{Self}` cannot be a key: a key is looked up as `Q: Hash + Eq + ToOwned` and kept as `Q::Owned: Hash + Eq + Debug + Send + Sync + 'static`",
     label = "this key expression",
     note = "use an owned value or a reference to one of these (`&str`, `u64`, `(u32, String)`, …)"
 )]
