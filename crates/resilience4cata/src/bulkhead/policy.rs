@@ -668,9 +668,9 @@ mod tests {
         assert_eq!(
             *seen.lock().unwrap(),
             [
-                BulkheadEvent::Permitted { instance: instance.clone() },
-                BulkheadEvent::Rejected { instance: instance.clone() },
-                BulkheadEvent::Finished { instance },
+                BulkheadEvent::Permitted { instance: instance.clone(), key: None },
+                BulkheadEvent::Rejected { instance: instance.clone(), key: None },
+                BulkheadEvent::Finished { instance, key: None },
             ]
         );
         let off = bulkhead_with(

@@ -71,9 +71,8 @@ impl<P: KeyedKind> KeyedCore<P> {
 
     /// A new key's facade over its own state, made with the instance's configuration.
     fn make(&self, text: Arc<str>) -> P {
-        let _ = &text; // the key text reaches events with their `key` field (docs/keyed.md: not yet)
         let config = self.config().clone();
-        let events = Publisher::new(&self.inner.listeners, &self.instance);
+        let events = Publisher::keyed(&self.inner.listeners, &self.instance, text);
         P::from_state(Arc::new(P::new_state(&self.inner, Arc::clone(&self.instance), config, events)))
     }
 

@@ -424,9 +424,9 @@ mod tests {
         assert_eq!(
             *seen.lock().unwrap(),
             [
-                RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },
-                RateLimiterEvent::Permitted { instance: instance.clone(), waited: 50 * MS },
-                RateLimiterEvent::Rejected { instance, retry_after: 100 * MS },
+                RateLimiterEvent::Permitted { instance: instance.clone(), key: None, waited: Duration::ZERO },
+                RateLimiterEvent::Permitted { instance: instance.clone(), key: None, waited: 50 * MS },
+                RateLimiterEvent::Rejected { instance, key: None, retry_after: 100 * MS },
             ]
         );
     }
