@@ -9,6 +9,8 @@ mod keyed;
 mod keyed_core;
 mod kind;
 mod layer;
+#[cfg(all(test, loom))]
+mod loom;
 
 pub(crate) use handle::policy_handle;
 pub use keyed::KeyRef;
