@@ -451,6 +451,10 @@ impl crate::kit::KeyedKind for BulkheadPolicy {
         config.max_keys
     }
 
+    fn shared(config: &BulkheadConfig) -> bool {
+        config.shared
+    }
+
     fn whole(of: BulkheadSnapshot, counts: crate::kit::KeyCounts, keys: &[BulkheadSnapshot]) -> BulkheadSnapshot {
         BulkheadSnapshot {
             keys: counts.keys,

@@ -261,6 +261,10 @@ impl crate::kit::KeyedKind for RateLimiterPolicy {
         config.max_keys
     }
 
+    fn shared(config: &RateLimiterConfig) -> bool {
+        config.shared
+    }
+
     fn whole(
         of: RateLimiterSnapshot,
         counts: crate::kit::KeyCounts,
