@@ -29,7 +29,8 @@ pub enum AdaptiveLimitEvent {
         /// The adaptive limit's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
         /// The limit before the sample.
         from: u32,
@@ -41,7 +42,8 @@ pub enum AdaptiveLimitEvent {
         /// The adaptive limit's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
     },
 }

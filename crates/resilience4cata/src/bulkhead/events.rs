@@ -32,7 +32,8 @@ pub enum BulkheadEvent {
         /// The bulkhead's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
     },
     /// The call was refused with `Rejection::BulkheadFull`: no slot within `max_wait`, or a
@@ -41,7 +42,8 @@ pub enum BulkheadEvent {
         /// The bulkhead's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
     },
     /// A call left the bulkhead (returned, failed, panicked or was dropped) and gave its slot back.
@@ -49,7 +51,8 @@ pub enum BulkheadEvent {
         /// The bulkhead's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
     },
 }

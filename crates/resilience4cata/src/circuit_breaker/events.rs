@@ -32,7 +32,8 @@ pub enum CircuitBreakerEvent {
         /// The breaker's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
         /// The state it left.
         from: State,
@@ -44,7 +45,8 @@ pub enum CircuitBreakerEvent {
         /// The breaker's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
     },
     /// A call was recorded as a success.
@@ -52,7 +54,8 @@ pub enum CircuitBreakerEvent {
         /// The breaker's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
         /// Whether it took at least `slow_call_duration`.
         slow: bool,
@@ -62,7 +65,8 @@ pub enum CircuitBreakerEvent {
         /// The breaker's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
         /// Whether it took at least `slow_call_duration` (it then counts as both).
         slow: bool,
@@ -73,7 +77,8 @@ pub enum CircuitBreakerEvent {
         /// The breaker's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
     },
     /// A call was refused: the breaker is open, forced open, or every half-open probe is taken.
@@ -81,7 +86,8 @@ pub enum CircuitBreakerEvent {
         /// The breaker's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
     },
 }

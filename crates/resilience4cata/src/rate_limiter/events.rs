@@ -32,7 +32,8 @@ pub enum RateLimiterEvent {
         /// The rate limiter's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
         /// How long the call waited for its permit.
         #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
@@ -43,7 +44,8 @@ pub enum RateLimiterEvent {
         /// The rate limiter's instance id.
         instance: Arc<str>,
         /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
-        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance (and then not serialized).
+        #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         key: Option<Arc<str>>,
         /// How long until the next permit would have been free.
         #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
