@@ -314,6 +314,11 @@ impl BulkheadState {
         }
     }
 
+    /// Nothing in flight or waiting (a keyed instance's key, SPEC §15).
+    pub(crate) fn at_rest(&self) -> bool {
+        self.slots.load() == (0, 0)
+    }
+
     pub(crate) fn snapshot(&self) -> BulkheadSnapshot {
         let (in_flight, waiting) = self.slots.load();
         let config = BulkheadConfig::clone(&self.config.load());
@@ -323,6 +328,9 @@ impl BulkheadState {
             config,
             in_flight,
             waiting,
+            keys: 0,
+            evicted: 0,
+            keys_exhausted: 0,
         }
     }
 
@@ -330,7 +338,10 @@ impl BulkheadState {
     /// guard whatever an observer does.
     #[inline]
     pub(super) fn permitted(&self) {
-        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted {
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
+        });
     }
 
     /// Gives a slot back (to the oldest waiter, if any), and the fleet's slot it held with it
@@ -341,12 +352,18 @@ impl BulkheadState {
         if fleet && let Some(pool) = &self.shared {
             pool.give_back();
         }
-        publish!(self.events, |m| m.finished(), || BulkheadEvent::Finished { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.finished(), || BulkheadEvent::Finished {
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
+        });
     }
 
     #[cold]
     pub(super) fn refuse(&self) -> Rejection {
-        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected {
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
+        });
         Rejection::BulkheadFull { instance: Arc::clone(&self.instance) }
     }
 

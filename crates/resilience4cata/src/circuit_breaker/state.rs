@@ -68,9 +68,10 @@ impl Outcome {
     #[inline]
     pub fn of_rejection(rejection: Option<&Rejection>) -> Option<Outcome> {
         match rejection? {
-            Rejection::RateLimitExceeded { .. } | Rejection::BulkheadFull { .. } | Rejection::LimitExceeded { .. } => {
-                Some(Outcome::Ignored)
-            }
+            Rejection::RateLimitExceeded { .. }
+            | Rejection::BulkheadFull { .. }
+            | Rejection::LimitExceeded { .. }
+            | Rejection::KeysExhausted { .. } => Some(Outcome::Ignored),
             Rejection::CallTimeout { .. } | Rejection::CallNotPermitted { .. } => Some(Outcome::Failure),
         }
     }
@@ -359,7 +360,8 @@ impl CircuitBreakerState {
     fn refuse(&self) -> Rejection {
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
         publish!(self.events, |m| m.not_permitted(), || CircuitBreakerEvent::CallNotPermitted {
-            instance: Arc::clone(&self.instance)
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
         });
         Rejection::CallNotPermitted { instance: Arc::clone(&self.instance) }
     }
@@ -478,16 +480,17 @@ impl CircuitBreakerState {
         let (instance, slow) = (Arc::clone(&self.instance), bits & SLOW != 0);
         self.events.emit(|| {
             if bits & FAILED != 0 {
-                CircuitBreakerEvent::Failure { instance, slow }
+                CircuitBreakerEvent::Failure { instance, key: self.events.key(), slow }
             } else {
-                CircuitBreakerEvent::Success { instance, slow }
+                CircuitBreakerEvent::Success { instance, key: self.events.key(), slow }
             }
         });
     }
 
     fn ignored(&self) {
         publish!(self.events, |m| m.ignored(), || CircuitBreakerEvent::Ignored {
-            instance: Arc::clone(&self.instance)
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
         });
     }
 
@@ -575,6 +578,7 @@ impl CircuitBreakerState {
         if from != to {
             publish!(self.events, |m| m.transition(state_of(to)), || CircuitBreakerEvent::StateTransition {
                 instance: Arc::clone(&self.instance),
+                key: self.events.key(),
                 from: state_of(from),
                 to: state_of(to),
             });
@@ -594,7 +598,8 @@ impl CircuitBreakerState {
     /// Closed, empty window, counters zero.
     pub(crate) fn reset(&self) {
         self.manual(CLOSED);
-        self.events.emit(|| CircuitBreakerEvent::Reset { instance: Arc::clone(&self.instance) });
+        self.events
+            .emit(|| CircuitBreakerEvent::Reset { instance: Arc::clone(&self.instance), key: self.events.key() });
     }
 
     fn manual(&self, to: u64) {
@@ -609,6 +614,17 @@ impl CircuitBreakerState {
                 return;
             }
         }
+    }
+
+    /// Closed with no failure or slow call in its window: forgetting it (a keyed instance's key,
+    /// SPEC §15) loses nothing a later decision would read.
+    pub(crate) fn at_rest(&self) -> bool {
+        let word = self.settled();
+        if code(word) != CLOSED {
+            return false;
+        }
+        let tally = self.window.tally(self.timer.now());
+        tally.failed == 0 && tally.slow == 0
     }
 
     pub(crate) fn snapshot(&self) -> CircuitBreakerSnapshot {
@@ -630,6 +646,9 @@ impl CircuitBreakerState {
             not_permitted_calls: self.not_permitted.load(Ordering::Relaxed),
             failure_rate: rate(tally.failed),
             slow_call_rate: rate(tally.slow),
+            keys: 0,
+            evicted: 0,
+            keys_exhausted: 0,
         }
     }
 }

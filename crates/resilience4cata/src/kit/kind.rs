@@ -1,7 +1,7 @@
 //! What a policy kind is to the registry ([`PolicyKind`]: its configuration, state, event and
 //! snapshot types and how an instance is made), the build context a policy reads ([`Inner`]: the
 //! clock, the jitter seed, the listeners, the fleet store), and the macros a policy declares its
-//! kind and handle with ([`policy_kind!`], [`policy_handle!`]).
+//! kind with ([`policy_kind!`]; its handle's macro is in `handle.rs`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -131,42 +131,6 @@ macro_rules! policy_kind {
     };
 }
 pub(crate) use policy_kind;
-
-/// A policy's public handle: the instance id and its snapshot. Manual controls go in an `impl` of
-/// the policy's own.
-macro_rules! policy_handle {
-    ($(#[$meta:meta])* $handle:ident for $policy:ty => $snapshot:ty) => {
-        $(#[$meta])*
-        #[derive(Clone)]
-        pub struct $handle {
-            state: ::std::sync::Arc<<$policy as $crate::kit::PolicyKind>::State>,
-        }
-
-        impl $handle {
-            /// The handle of one live instance (the registry's lookup).
-            pub(crate) fn of_state(state: ::std::sync::Arc<<$policy as $crate::kit::PolicyKind>::State>) -> Self {
-                $handle { state }
-            }
-
-            /// The instance id.
-            pub fn instance(&self) -> &str {
-                &self.state.instance
-            }
-
-            /// The configuration and the instance's live state.
-            pub fn snapshot(&self) -> $snapshot {
-                <$policy as $crate::kit::PolicyKind>::snapshot(&self.state)
-            }
-        }
-
-        impl ::std::fmt::Debug for $handle {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.debug_struct(stringify!($handle)).field("instance", &self.instance()).finish_non_exhaustive()
-            }
-        }
-    };
-}
-pub(crate) use policy_handle;
 
 /// What a policy reads of its registry while one instance is made: the clock, the jitter seed, the
 /// listeners its publisher is built from, and the fleet store of `shared = true` instances.

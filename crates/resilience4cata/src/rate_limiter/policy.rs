@@ -245,6 +245,36 @@ fn fixed_key(old: &RateLimiterConfig, new: &RateLimiterConfig) -> Option<Fixed> 
     .find_map(|(key, changed)| changed.then_some(Fixed::Placement(key)))
 }
 
+impl crate::kit::AtRest for RateLimiterPolicy {
+    fn at_rest(&self) -> bool {
+        self.state.at_rest()
+    }
+}
+
+/// Keyable (SPEC §15): the instance as a whole shows its most recently used key's permits.
+impl crate::kit::KeyedKind for RateLimiterPolicy {
+    fn state(&self) -> &Arc<RateLimiterState> {
+        &self.state
+    }
+
+    fn max_keys(config: &RateLimiterConfig) -> u32 {
+        config.max_keys
+    }
+
+    fn shared(config: &RateLimiterConfig) -> bool {
+        config.shared
+    }
+
+    fn whole(
+        of: RateLimiterSnapshot,
+        counts: crate::kit::KeyCounts,
+        keys: &[RateLimiterSnapshot],
+    ) -> RateLimiterSnapshot {
+        let _ = keys;
+        RateLimiterSnapshot { keys: counts.keys, evicted: counts.evicted, keys_exhausted: counts.exhausted, ..of }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;
@@ -398,9 +428,9 @@ mod tests {
         assert_eq!(
             *seen.lock().unwrap(),
             [
-                RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },
-                RateLimiterEvent::Permitted { instance: instance.clone(), waited: 50 * MS },
-                RateLimiterEvent::Rejected { instance, retry_after: 100 * MS },
+                RateLimiterEvent::Permitted { instance: instance.clone(), key: None, waited: Duration::ZERO },
+                RateLimiterEvent::Permitted { instance: instance.clone(), key: None, waited: 50 * MS },
+                RateLimiterEvent::Rejected { instance, key: None, retry_after: 100 * MS },
             ]
         );
     }
