@@ -91,9 +91,10 @@ pub fn rejection_code(rejection: &Rejection) -> Code {
     match rejection {
         Rejection::CallNotPermitted { .. } => Code::Unavailable,
         Rejection::CallTimeout { .. } => Code::DeadlineExceeded,
-        Rejection::RateLimitExceeded { .. } | Rejection::BulkheadFull { .. } | Rejection::LimitExceeded { .. } => {
-            Code::ResourceExhausted
-        }
+        Rejection::RateLimitExceeded { .. }
+        | Rejection::BulkheadFull { .. }
+        | Rejection::LimitExceeded { .. }
+        | Rejection::KeysExhausted { .. } => Code::ResourceExhausted,
         _ => Code::Unknown,
     }
 }

@@ -49,6 +49,21 @@ pub enum Rejection {
         /// The adaptive limit's instance id.
         instance: Arc<str>,
     },
+    /// A keyed instance (SPEC §15) met a new key with `max_keys` keys in use and none of them at
+    /// rest (nothing in flight or waiting, every limit fully replenished): it fails closed rather
+    /// than forget a key whose limit still binds.
+    ///
+    /// ```
+    /// use resilience4cata::Rejection;
+    ///
+    /// let r = Rejection::KeysExhausted { instance: "per-tenant".into() };
+    /// assert!(r.is_local());
+    /// assert_eq!(r.to_string(), "keyed instance `per-tenant` has `max_keys` keys in use, none at rest");
+    /// ```
+    KeysExhausted {
+        /// The keyed instance's id.
+        instance: Arc<str>,
+    },
 }
 
 impl Rejection {
@@ -59,7 +74,8 @@ impl Rejection {
             | Rejection::RateLimitExceeded { instance, .. }
             | Rejection::CallTimeout { instance, .. }
             | Rejection::BulkheadFull { instance }
-            | Rejection::LimitExceeded { instance } => instance,
+            | Rejection::LimitExceeded { instance }
+            | Rejection::KeysExhausted { instance } => instance,
         }
     }
 
@@ -73,7 +89,10 @@ impl Rejection {
     pub fn is_local(&self) -> bool {
         matches!(
             self,
-            Rejection::RateLimitExceeded { .. } | Rejection::BulkheadFull { .. } | Rejection::LimitExceeded { .. }
+            Rejection::RateLimitExceeded { .. }
+                | Rejection::BulkheadFull { .. }
+                | Rejection::LimitExceeded { .. }
+                | Rejection::KeysExhausted { .. }
         )
     }
 }
@@ -90,6 +109,9 @@ impl fmt::Display for Rejection {
             Rejection::CallTimeout { instance, timeout } => write!(f, "`{instance}` timed out after {timeout:?}"),
             Rejection::BulkheadFull { instance } => write!(f, "bulkhead `{instance}` is full"),
             Rejection::LimitExceeded { instance } => write!(f, "adaptive limit `{instance}` reached"),
+            Rejection::KeysExhausted { instance } => {
+                write!(f, "keyed instance `{instance}` has `max_keys` keys in use, none at rest")
+            }
         }
     }
 }

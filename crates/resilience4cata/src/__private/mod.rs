@@ -11,6 +11,7 @@ mod chaos;
 mod class;
 mod fallback;
 mod hooks;
+mod keyed;
 mod probe;
 mod retry_wait;
 
@@ -21,6 +22,7 @@ pub use crate::Rejection;
 pub use crate::ResilienceError;
 // The adaptive limit's `Outcome` (named in its module, as the breaker's is), under the name the
 // generated code uses.
+pub use crate::__r4c_key_arg as key_arg;
 pub use crate::adaptive_limit::Algorithm;
 pub use crate::adaptive_limit::policy::{AdaptiveLimitPermit, Outcome as LimitOutcome};
 pub use crate::bulkhead::policy::BulkheadPermit;
@@ -29,6 +31,7 @@ pub use crate::circuit_breaker::policy::{Outcome, Permit};
 pub use crate::error::RegistryError;
 pub use crate::fallback::FallbackContext;
 pub use crate::fallback::policy::FallbackPolicy;
+pub use crate::kit::KeyRef;
 pub use crate::pass_or::PassOr;
 pub use crate::registry::Registry;
 use crate::registry::{Registered, for_each_policy};
@@ -40,6 +43,10 @@ pub use chaos::{Faults, FaultsByName, NoFaultsByName, chaos_point, chaos_point_u
 pub use class::{PoliciesField, policies_field};
 pub use fallback::{FallbackArg, FallbackContextArg, FallbackReturn, fallback_arg, fallback_context, fallback_returns};
 pub use hooks::{DelayFrom, delay_from};
+pub use keyed::{
+    KeyArg, KeyByRef, KeyByValue, KeyType, KeyedAdaptiveLimitPolicy, KeyedBulkheadPolicy, KeyedCircuitBreakerPolicy,
+    KeyedRateLimiterPolicy, keyed_adaptive_limit, keyed_bulkhead, keyed_circuit_breaker, keyed_rate_limiter,
+};
 pub use probe::{
     AttemptArg, IsRejection, Probe, ProbeFallback, ProbeRejection, Reject, RejectFallback, RejectInto, ResultLike,
     attempt_arg, require_resilience_error,

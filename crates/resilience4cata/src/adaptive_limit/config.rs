@@ -89,6 +89,13 @@ pub struct AdaptiveLimitConfig {
     /// about the dependency's queue).
     #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
     pub min_rtt_threshold: Duration,
+    /// The most keys a keyed instance (`key = …`, SPEC §15) keeps at once (≥ 1; default 10,000): at
+    /// the cap a new key replaces the least recently used key at rest, or is refused with
+    /// `Rejection::KeysExhausted`. Unused by an unkeyed instance.
+    pub max_keys: u32,
+    /// `true`: a keyed instance's metrics carry a `key` label (for small key sets only: each key is
+    /// a series). Default `false`.
+    pub key_metrics: bool,
 }
 
 impl Default for AdaptiveLimitConfig {
@@ -112,6 +119,8 @@ impl Default for AdaptiveLimitConfig {
             max_window_time: Duration::from_secs(1),
             window_size: 10,
             min_rtt_threshold: Duration::from_micros(100),
+            max_keys: 10_000,
+            key_metrics: false,
         }
     }
 }
@@ -225,6 +234,10 @@ layered_builder! {
         window_size: u32,
         /// `min_rtt_threshold` (Gradient2, Vegas): faster calls are not samples (default 100 µs).
         min_rtt_threshold: Duration,
+        /// `max_keys`: the most keys a keyed instance keeps at once.
+        max_keys: u32,
+        /// `key_metrics`: a `key` label on a keyed instance's metrics.
+        key_metrics: bool,
     }
     layer "adaptive_limit" { values: check_values, resolve: |b: &Self, instance| b.build(Some(instance)) }
 }
@@ -244,6 +257,9 @@ impl AdaptiveLimitConfigBuilder {
 /// ≤ max_window_time`) are checked when
 /// an instance resolves (`R4C-REG-003`).
 fn check_values(c: &AdaptiveLimitConfig) -> Result<(), KeyProblem> {
+    if c.max_keys < 1 {
+        return Err(("max_keys", "adaptive limit max_keys must be at least 1".into()));
+    }
     let limits = [("min_limit", c.min_limit), ("initial_limit", c.initial_limit), ("max_limit", c.max_limit)];
     if let Some((key, _)) = limits.iter().find(|(_, v)| *v < 1) {
         return Err((key, format!("adaptive limit {key} must be at least 1")));

@@ -103,6 +103,38 @@ policy_kind! {
     }
 }
 
+impl crate::kit::AtRest for AdaptiveLimitPolicy {
+    fn at_rest(&self) -> bool {
+        self.state.at_rest()
+    }
+}
+
+/// Keyable (SPEC §15): the instance as a whole sums its keys' calls in flight and waiting; its limit is its most recently used key's.
+impl crate::kit::KeyedKind for AdaptiveLimitPolicy {
+    fn state(&self) -> &Arc<AdaptiveLimitState> {
+        &self.state
+    }
+
+    fn max_keys(config: &AdaptiveLimitConfig) -> u32 {
+        config.max_keys
+    }
+
+    fn whole(
+        of: AdaptiveLimitSnapshot,
+        counts: crate::kit::KeyCounts,
+        keys: &[AdaptiveLimitSnapshot],
+    ) -> AdaptiveLimitSnapshot {
+        AdaptiveLimitSnapshot {
+            keys: counts.keys,
+            evicted: counts.evicted,
+            keys_exhausted: counts.exhausted,
+            in_flight: keys.iter().map(|k| k.in_flight).sum(),
+            waiting: keys.iter().map(|k| k.waiting).sum(),
+            ..of
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};

@@ -30,6 +30,12 @@ pub struct AdaptiveLimitSnapshot {
     pub in_flight: u32,
     /// Calls waiting for a slot (only with `max_wait > 0`).
     pub waiting: u32,
+    /// Keys a keyed instance (SPEC §15) holds now (0 when unkeyed).
+    pub keys: u32,
+    /// Keys a keyed instance forgot at rest to make room for new ones.
+    pub evicted: u64,
+    /// New keys a keyed instance refused with `Rejection::KeysExhausted`.
+    pub keys_exhausted: u64,
 }
 
 const LIMIT: Series = Series::gauge("adaptive_limit_limit", "the adaptive limit's current concurrency limit");

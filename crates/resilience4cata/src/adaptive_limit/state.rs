@@ -300,6 +300,13 @@ impl AdaptiveLimitState {
         ((word >> 32) as u32, word as u32)
     }
 
+    /// Nothing in flight or waiting and the limit back at `initial_limit` (a keyed instance's key,
+    /// SPEC §15).
+    pub(crate) fn at_rest(&self) -> bool {
+        let (limit, in_flight, waiting) = self.slots.load();
+        in_flight == 0 && waiting == 0 && limit == self.config.load().initial_limit
+    }
+
     pub(crate) fn snapshot(&self) -> AdaptiveLimitSnapshot {
         let (limit, in_flight, waiting) = self.slots.load();
         AdaptiveLimitSnapshot {
@@ -308,6 +315,9 @@ impl AdaptiveLimitState {
             limit,
             in_flight,
             waiting,
+            keys: 0,
+            evicted: 0,
+            keys_exhausted: 0,
         }
     }
 

@@ -34,6 +34,13 @@ pub struct BulkheadConfig {
     /// How long a shared bulkhead's slot lives in the store without renewal: a crashed process
     /// frees its slots within it (default 10 s).
     pub lease_ttl: Duration,
+    /// The most keys a keyed instance (`key = …`, SPEC §15) keeps at once (≥ 1; default 10,000): at
+    /// the cap a new key replaces the least recently used key at rest, or is refused with
+    /// `Rejection::KeysExhausted`. Unused by an unkeyed instance.
+    pub max_keys: u32,
+    /// `true`: a keyed instance's metrics carry a `key` label (for small key sets only: each key is
+    /// a series). Default `false`.
+    pub key_metrics: bool,
 }
 
 impl BulkheadConfig {
@@ -58,6 +65,8 @@ impl Default for BulkheadConfig {
             shared: false,
             lease: None,
             lease_ttl: Duration::from_secs(10),
+            max_keys: 10_000,
+            key_metrics: false,
         }
     }
 }
@@ -96,12 +105,19 @@ layered_builder! {
         lease: u32,
         /// `lease_ttl`: how long a shared slot lives without renewal.
         lease_ttl: Duration,
+        /// `max_keys`: the most keys a keyed instance keeps at once.
+        max_keys: u32,
+        /// `key_metrics`: a `key` label on a keyed instance's metrics.
+        key_metrics: bool,
     }
     layer "bulkhead" { values: check_values }
 }
 
 /// The rules each value follows on its own (the built-in defaults follow them all).
 fn check_values(c: &BulkheadConfig) -> Result<(), KeyProblem> {
+    if c.max_keys < 1 {
+        return Err(("max_keys", "bulkhead max_keys must be at least 1".into()));
+    }
     if c.max_concurrent_calls < 1 {
         return Err(("max_concurrent_calls", "bulkhead max_concurrent_calls must be at least 1".into()));
     }

@@ -435,6 +435,34 @@ fn fixed_key(old: &BulkheadConfig, new: &BulkheadConfig) -> Option<Fixed> {
     .find_map(|(key, changed)| changed.then_some(Fixed::Placement(key)))
 }
 
+impl crate::kit::AtRest for BulkheadPolicy {
+    fn at_rest(&self) -> bool {
+        self.state.at_rest()
+    }
+}
+
+/// Keyable (SPEC §15): the instance as a whole sums its keys' calls in flight and waiting.
+impl crate::kit::KeyedKind for BulkheadPolicy {
+    fn state(&self) -> &Arc<BulkheadState> {
+        &self.state
+    }
+
+    fn max_keys(config: &BulkheadConfig) -> u32 {
+        config.max_keys
+    }
+
+    fn whole(of: BulkheadSnapshot, counts: crate::kit::KeyCounts, keys: &[BulkheadSnapshot]) -> BulkheadSnapshot {
+        BulkheadSnapshot {
+            keys: counts.keys,
+            evicted: counts.evicted,
+            keys_exhausted: counts.exhausted,
+            in_flight: keys.iter().map(|k| k.in_flight).sum(),
+            waiting: keys.iter().map(|k| k.waiting).sum(),
+            ..of
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;

@@ -305,6 +305,11 @@ impl BulkheadState {
         }
     }
 
+    /// Nothing in flight or waiting (a keyed instance's key, SPEC §15).
+    pub(crate) fn at_rest(&self) -> bool {
+        self.slots.load() == (0, 0)
+    }
+
     pub(crate) fn snapshot(&self) -> BulkheadSnapshot {
         let (in_flight, waiting) = self.slots.load();
         let config = BulkheadConfig::clone(&self.config.load());
@@ -314,6 +319,9 @@ impl BulkheadState {
             config,
             in_flight,
             waiting,
+            keys: 0,
+            evicted: 0,
+            keys_exhausted: 0,
         }
     }
 

@@ -63,6 +63,13 @@ pub struct CircuitBreakerConfig {
     /// `true`: Open is published to every process on the registry's shared store, and half-open
     /// probes are capped fleet-wide; see [`crate::shared`]. A configuration key only.
     pub shared: bool,
+    /// The most keys a keyed instance (`key = …`, SPEC §15) keeps at once (≥ 1; default 10,000): at
+    /// the cap a new key replaces the least recently used key at rest, or is refused with
+    /// `Rejection::KeysExhausted`. Unused by an unkeyed instance.
+    pub max_keys: u32,
+    /// `true`: a keyed instance's metrics carry a `key` label (for small key sets only: each key is
+    /// a series). Default `false`.
+    pub key_metrics: bool,
 }
 
 impl Default for CircuitBreakerConfig {
@@ -78,6 +85,8 @@ impl Default for CircuitBreakerConfig {
             wait_in_open: Duration::from_secs(60),
             permitted_calls_in_half_open: 10,
             shared: false,
+            max_keys: 10_000,
+            key_metrics: false,
         }
     }
 }
@@ -146,6 +155,10 @@ layered_builder! {
         permitted_calls_in_half_open: u32,
         /// `shared`: Open published to the fleet, probes capped fleet-wide (config only).
         shared: bool,
+        /// `max_keys`: the most keys a keyed instance keeps at once.
+        max_keys: u32,
+        /// `key_metrics`: a `key` label on a keyed instance's metrics.
+        key_metrics: bool,
     }
     layer "circuit_breaker" { values: check_values, between: check_between }
 }
@@ -170,6 +183,9 @@ fn check_between(c: &CircuitBreakerConfig) -> Result<(), String> {
 
 /// The rules each value follows on its own (the built-in defaults follow them all).
 fn check_values(c: &CircuitBreakerConfig) -> Result<(), KeyProblem> {
+    if c.max_keys < 1 {
+        return Err(("max_keys", "circuit_breaker max_keys must be at least 1".into()));
+    }
     if !(1..=MAX_COUNT_WINDOW).contains(&c.window_size) {
         return Err((
             "window_size",

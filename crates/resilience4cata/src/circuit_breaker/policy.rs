@@ -190,3 +190,29 @@ policy_kind! {
         }
     }
 }
+
+impl crate::kit::AtRest for CircuitBreakerPolicy {
+    fn at_rest(&self) -> bool {
+        self.state.at_rest()
+    }
+}
+
+/// Keyable (SPEC §15): the instance as a whole shows its most recently used key's state and window.
+impl crate::kit::KeyedKind for CircuitBreakerPolicy {
+    fn state(&self) -> &Arc<CircuitBreakerState> {
+        &self.state
+    }
+
+    fn max_keys(config: &CircuitBreakerConfig) -> u32 {
+        config.max_keys
+    }
+
+    fn whole(
+        of: CircuitBreakerSnapshot,
+        counts: crate::kit::KeyCounts,
+        keys: &[CircuitBreakerSnapshot],
+    ) -> CircuitBreakerSnapshot {
+        let _ = keys;
+        CircuitBreakerSnapshot { keys: counts.keys, evicted: counts.evicted, keys_exhausted: counts.exhausted, ..of }
+    }
+}

@@ -77,6 +77,12 @@ pub struct CircuitBreakerSnapshot {
     pub failure_rate: Option<f32>,
     /// Slow-call rate in percent; `None` exactly when `failure_rate` is.
     pub slow_call_rate: Option<f32>,
+    /// Keys a keyed instance (SPEC §15) holds now (0 when unkeyed).
+    pub keys: u32,
+    /// Keys a keyed instance forgot at rest to make room for new ones.
+    pub evicted: u64,
+    /// New keys a keyed instance refused with `Rejection::KeysExhausted`.
+    pub keys_exhausted: u64,
 }
 
 const STATE: Series = Series::gauge("circuit_breaker_state", "1 for the breaker's current state, 0 for the others");

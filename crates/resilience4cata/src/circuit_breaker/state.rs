@@ -68,9 +68,10 @@ impl Outcome {
     #[inline]
     pub fn of_rejection(rejection: Option<&Rejection>) -> Option<Outcome> {
         match rejection? {
-            Rejection::RateLimitExceeded { .. } | Rejection::BulkheadFull { .. } | Rejection::LimitExceeded { .. } => {
-                Some(Outcome::Ignored)
-            }
+            Rejection::RateLimitExceeded { .. }
+            | Rejection::BulkheadFull { .. }
+            | Rejection::LimitExceeded { .. }
+            | Rejection::KeysExhausted { .. } => Some(Outcome::Ignored),
             Rejection::CallTimeout { .. } | Rejection::CallNotPermitted { .. } => Some(Outcome::Failure),
         }
     }
@@ -611,6 +612,17 @@ impl CircuitBreakerState {
         }
     }
 
+    /// Closed with no failure or slow call in its window: forgetting it (a keyed instance's key,
+    /// SPEC §15) loses nothing a later decision would read.
+    pub(crate) fn at_rest(&self) -> bool {
+        let word = self.settled();
+        if code(word) != CLOSED {
+            return false;
+        }
+        let tally = self.window.tally(self.timer.now());
+        tally.failed == 0 && tally.slow == 0
+    }
+
     pub(crate) fn snapshot(&self) -> CircuitBreakerSnapshot {
         let word = self.settled();
         let tally = match code(word) {
@@ -630,6 +642,9 @@ impl CircuitBreakerState {
             not_permitted_calls: self.not_permitted.load(Ordering::Relaxed),
             failure_rate: rate(tally.failed),
             slow_call_rate: rate(tally.slow),
+            keys: 0,
+            evicted: 0,
+            keys_exhausted: 0,
         }
     }
 }

@@ -35,6 +35,13 @@ pub struct RateLimiterConfig {
     pub shared: bool,
     /// Permits a shared limiter leases at a time (`None`: `max(1, permits / 10)`).
     pub lease: Option<u32>,
+    /// The most keys a keyed instance (`key = …`, SPEC §15) keeps at once (≥ 1; default 10,000): at
+    /// the cap a new key replaces the least recently used key at rest, or is refused with
+    /// `Rejection::KeysExhausted`. Unused by an unkeyed instance.
+    pub max_keys: u32,
+    /// `true`: a keyed instance's metrics carry a `key` label (for small key sets only: each key is
+    /// a series). Default `false`.
+    pub key_metrics: bool,
 }
 
 impl RateLimiterConfig {
@@ -65,6 +72,8 @@ impl Default for RateLimiterConfig {
             max_wait: Duration::ZERO,
             shared: false,
             lease: None,
+            max_keys: 10_000,
+            key_metrics: false,
         }
     }
 }
@@ -105,12 +114,19 @@ layered_builder! {
         shared: bool,
         /// `lease`: permits a shared limiter takes from the fleet at a time.
         lease: u32,
+        /// `max_keys`: the most keys a keyed instance keeps at once.
+        max_keys: u32,
+        /// `key_metrics`: a `key` label on a keyed instance's metrics.
+        key_metrics: bool,
     }
     layer "rate_limiter" { values: check_values }
 }
 
 /// The rules each value follows on its own (the built-in defaults follow them all).
 fn check_values(c: &RateLimiterConfig) -> Result<(), KeyProblem> {
+    if c.max_keys < 1 {
+        return Err(("max_keys", "rate_limiter max_keys must be at least 1".into()));
+    }
     if c.permits < 1 {
         return Err(("permits", "rate_limiter permits must be at least 1".into()));
     }

@@ -245,6 +245,32 @@ fn fixed_key(old: &RateLimiterConfig, new: &RateLimiterConfig) -> Option<Fixed> 
     .find_map(|(key, changed)| changed.then_some(Fixed::Placement(key)))
 }
 
+impl crate::kit::AtRest for RateLimiterPolicy {
+    fn at_rest(&self) -> bool {
+        self.state.at_rest()
+    }
+}
+
+/// Keyable (SPEC §15): the instance as a whole shows its most recently used key's permits.
+impl crate::kit::KeyedKind for RateLimiterPolicy {
+    fn state(&self) -> &Arc<RateLimiterState> {
+        &self.state
+    }
+
+    fn max_keys(config: &RateLimiterConfig) -> u32 {
+        config.max_keys
+    }
+
+    fn whole(
+        of: RateLimiterSnapshot,
+        counts: crate::kit::KeyCounts,
+        keys: &[RateLimiterSnapshot],
+    ) -> RateLimiterSnapshot {
+        let _ = keys;
+        RateLimiterSnapshot { keys: counts.keys, evicted: counts.evicted, keys_exhausted: counts.exhausted, ..of }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;

@@ -26,6 +26,12 @@ pub struct RateLimiterSnapshot {
     pub config: RateLimiterConfig,
     /// Calls that could pass right now without waiting (0 while callers wait for reserved permits).
     pub available_permits: u32,
+    /// Keys a keyed instance (SPEC §15) holds now (0 when unkeyed).
+    pub keys: u32,
+    /// Keys a keyed instance forgot at rest to make room for new ones.
+    pub evicted: u64,
+    /// New keys a keyed instance refused with `Rejection::KeysExhausted`.
+    pub keys_exhausted: u64,
 }
 
 const AVAILABLE: Series = Series::gauge("rate_limiter_available_permits", "calls that could pass right now");

@@ -479,6 +479,12 @@ impl RateLimiterState {
         self.local.store(local, Ordering::Relaxed);
     }
 
+    /// Fully replenished: forgetting this limiter (a keyed instance's key, SPEC §15) gives nobody
+    /// a permit it would not have now. Reads the exact clock (the eviction path only).
+    pub(crate) fn at_rest(&self) -> bool {
+        self.gcra.available(self.timer.now()) >= u64::from(self.config.load().permits)
+    }
+
     pub(crate) fn snapshot(&self) -> RateLimiterSnapshot {
         let available = match &self.shared {
             Some(pool) if !pool.is_degraded() => u64::from(pool.in_hand()),
@@ -488,6 +494,9 @@ impl RateLimiterState {
             instance: Arc::clone(&self.instance),
             config: RateLimiterConfig::clone(&self.config.load()),
             available_permits: u32::try_from(available).unwrap_or(u32::MAX),
+            keys: 0,
+            evicted: 0,
+            keys_exhausted: 0,
         }
     }
 

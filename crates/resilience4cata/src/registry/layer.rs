@@ -124,11 +124,6 @@ impl<C: PartialEq + fmt::Debug + Clone, S, B: PartialEq> Instances<C, S, B> {
     pub(crate) fn get(&self, id: &str) -> Option<Arc<S>> {
         self.lock().get(id).map(|e| Arc::clone(&e.state))
     }
-
-    /// Every instance, ordered by id.
-    pub(crate) fn all(&self) -> Vec<Arc<S>> {
-        self.lock().values().map(|e| Arc::clone(&e.state)).collect()
-    }
 }
 
 /// `R4C-REG-008`: two users of one id resolve differently.

@@ -7,6 +7,7 @@
 
 #[cfg(feature = "serde")]
 pub(crate) mod config_file;
+mod keyed;
 mod layer;
 mod live;
 mod policies;
@@ -59,7 +60,8 @@ pub struct Registry {
 
 /// What a built registry holds: the build context every policy reads, and each kind's store.
 struct Parts {
-    inner: Inner,
+    /// Shared with keyed instances, which make their keys' states from it (SPEC §15).
+    inner: Arc<Inner>,
     stores: Stores,
     /// The call and attempt histograms (filled only with the feature `durations`).
     durations: DurationStore,
@@ -77,6 +79,11 @@ impl Registry {
 
     pub(crate) fn inner(&self) -> &Inner {
         &self.parts.inner
+    }
+
+    /// The build context, shared (a keyed instance keeps it to make its keys' states).
+    pub(crate) fn inner_arc(&self) -> Arc<Inner> {
+        Arc::clone(&self.parts.inner)
     }
 
     /// Every policy kind's configuration layers and live instances.
@@ -365,7 +372,7 @@ impl RegistryBuilder {
         };
         Ok(Registry {
             parts: Arc::new(Parts {
-                inner,
+                inner: Arc::new(inner),
                 stores: policies.into_stores(),
                 durations: DurationStore::default(),
                 segments: std::sync::Mutex::new(self.policies),

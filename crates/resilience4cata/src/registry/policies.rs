@@ -11,13 +11,14 @@
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use super::keyed::{Keys, keyed_and_unkeyed};
 use super::layer::{SiteRecord, conflicting};
 use super::{Configs, Instances, Registry, UnusedConfig, Usage};
 use crate::durations::DurationsSnapshot;
 use crate::error::RegistryError;
 use crate::events::Publisher;
 use crate::kit::Inner;
-use crate::kit::{ConfigOf, Fixed, PolicyKind};
+use crate::kit::{ConfigOf, Fixed, KeyedView, PolicyKind};
 use crate::policy_list::Policy;
 use crate::policy_list::for_each_policy;
 
@@ -39,10 +40,28 @@ pub(crate) trait Registered: PolicyKind {
         is_async: bool,
         attrs: Self::Builder,
     ) -> Result<Self, RegistryError> {
+        Self::build_as(registry, id, name, config, is_async, attrs, false)
+    }
+
+    /// [`build`](Self::build), for a keyed site (`keyed`: the instance registered under the id is
+    /// the keyed instance's, whose keys the caller keeps) or an unkeyed one, which a keyed
+    /// instance of the same id refuses (`R4C-REG-008`).
+    fn build_as(
+        registry: &Registry,
+        id: &str,
+        name: Option<&str>,
+        config: Option<&str>,
+        is_async: bool,
+        attrs: Self::Builder,
+        keyed: bool,
+    ) -> Result<Self, RegistryError> {
         Self::admit(id, is_async)?;
         let inner = registry.inner();
         let id = name.unwrap_or(id);
         let store = Self::store(registry);
+        if !keyed && store.keys.get(id).is_some() {
+            return Err(keyed_and_unkeyed(Self::NAME, id, false));
+        }
         store.usage.note(id, config);
         // Held until the instance is in the table: a live update waits, so it re-resolves this
         // instance too, or this resolution sees the update's layers.
@@ -64,6 +83,8 @@ pub(crate) struct Store<P: PolicyKind> {
     configs: RwLock<Configs<P::Builder>>,
     pub(crate) instances: Instances<ConfigOf<P>, P::State, P::Builder>,
     usage: Usage,
+    /// The keyed instances among `instances` (SPEC §15).
+    pub(crate) keys: Keys<P>,
 }
 
 /// One instance a live update changes: its id, its state and its new configuration.
@@ -72,7 +93,12 @@ pub(crate) type Planned<P> = (Arc<str>, Arc<<P as PolicyKind>::State>, ConfigOf<
 
 impl<P: PolicyKind> Store<P> {
     pub(crate) fn new(configs: Configs<P::Builder>) -> Self {
-        Store { configs: RwLock::new(configs), instances: Instances::default(), usage: Usage::default() }
+        Store {
+            configs: RwLock::new(configs),
+            instances: Instances::default(),
+            usage: Usage::default(),
+            keys: Keys::default(),
+        }
     }
 
     /// The layers, read.
@@ -138,6 +164,9 @@ impl<P: PolicyKind> Store<P> {
         // The table's lock released: a listener of what `reconfigure` publishes (an adaptive
         // limit's `LimitChanged`) may read snapshots and handles.
         for (id, state, config) in planned {
+            if let Some(keyed) = self.keys.get(&id) {
+                keyed.reconfigure(&config);
+            }
             P::reconfigure(&state, config);
             changed.push((id, policy));
         }
@@ -145,7 +174,48 @@ impl<P: PolicyKind> Store<P> {
 
     /// Every instance's snapshot, ordered by id.
     pub(crate) fn snapshots(&self) -> Vec<P::Snapshot> {
-        self.instances.all().iter().map(|state| P::snapshot(state)).collect()
+        let all: Vec<_> = self.instances.lock().iter().map(|(id, e)| (Arc::clone(id), Arc::clone(&e.state))).collect();
+        all.iter().map(|(id, state)| self.snapshot(id, state)).collect()
+    }
+
+    /// One instance's snapshot: a keyed instance's as a whole (SPEC §15).
+    pub(crate) fn snapshot(&self, id: &str, state: &P::State) -> P::Snapshot {
+        let registered = P::snapshot(state);
+        match self.keys.get(id) {
+            Some(keyed) => keyed.snapshot(registered),
+            None => registered,
+        }
+    }
+
+    /// A keyed site's instance: the keyed instance `id` (made on first use with the resolved
+    /// configuration), after the site resolved and agreed like any other.
+    pub(crate) fn keyed(
+        &self,
+        registry: &Registry,
+        site: (&str, Option<&str>, Option<&str>, bool),
+        attrs: P::Builder,
+        make: impl FnOnce(Arc<str>, ConfigOf<P>) -> Arc<dyn KeyedView<P>>,
+    ) -> Result<Arc<dyn KeyedView<P>>, RegistryError>
+    where
+        P: Registered,
+    {
+        let (id, name, config, is_async) = site;
+        let instance = name.unwrap_or(id);
+        let existed = self.instances.get(instance).is_some();
+        if let Some(keyed) = self.keys.get(instance) {
+            P::build_as(registry, id, name, config, is_async, attrs, true)?;
+            return Ok(keyed);
+        }
+        if existed {
+            return Err(keyed_and_unkeyed(P::NAME, instance, true));
+        }
+        P::build_as(registry, id, name, config, is_async, attrs, true)?;
+        let (key, resolved) = {
+            let map = self.instances.lock();
+            let (key, entry) = map.get_key_value(instance).expect("built above");
+            (Arc::clone(key), entry.config.clone())
+        };
+        Ok(self.keys.insert(Arc::clone(&key), make(key, resolved)))
     }
 }
 
@@ -356,7 +426,8 @@ pub(crate) fn reconfigure(&self, inner: &Inner, next: PolicyConfigs)
                     `<module_path>::<Trait>::<method>`), once a wrapper or pipeline has built it; see [`",
                     stringify!($handle), "`].")]
                 pub fn $module(&self, id: &str) -> Option<$handle> {
-                    <$policy as Registered>::store(self).instances.get(id).map($handle::of_state)
+                    let store = <$policy as Registered>::store(self);
+                    store.instances.get(id).map(|state| $handle::of_instance(state, store.keys.get(id)))
                 }
             )?)*
         }
