@@ -114,7 +114,7 @@ fn a_keyed_method_looks_its_key_up_through_the_policies_accessor() {
         &[
             "__r4c_rate_limiter_get : :: resilience4cata :: __private :: KeyedRateLimiterPolicy",
             ":: resilience4cata :: __private :: keyed_rate_limiter (registry",
-            "match __r4c_policies_of_Client (self) . __r4c_rate_limiter_get . for_key (:: resilience4cata :: __private :: key_arg ! (tenant))",
+            "KeyedRateLimiterPolicy :: for_key (& __r4c_policies_of_Client (self) . __r4c_rate_limiter_get , __r4c_key_arg . key_arg ())",
             "(* __r4c_key_rate_limiter) . acquire ()",
             "Self :: __r4c_inner_get (self , tenant)",
         ],

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! '__r4c_keys: {
-//!     let __r4c_hold_rate_limiter = match self.__r4c_rate_limiter_m.for_key(key_arg!(<key>)) {
+//!     let __r4c_hold_rate_limiter = match KeyedRateLimiterPolicy::for_key(&self.__r4c_rate_limiter_m, <key arg>) {
 //!         Ok(hold) => hold,
 //!         Err(r) => break '__r4c_keys Err(E::from_rejection(r)),   // KeysExhausted: never retried
 //!     };
@@ -44,26 +44,36 @@ pub(crate) fn lookups(host: &Host, method: &Method, inner: TokenStream) -> Token
     if lets.is_empty() {
         return inner;
     }
+    let p = private();
     quote! {
         '__r4c_keys: {
+            #[allow(unused_imports)]
+            use #p::{KeyByRef as _, KeyByValue as _};
             #(#lets)*
             #inner
         }
     }
 }
 
-/// One keyed layer's lookup: the hold, or the refusal as the method's error.
+/// One keyed layer's lookup: the hold, or the refusal as the method's error. The key goes through
+/// the runtime's autoref probe (`KeyArg`: a reference `&Q` is looked up as `Q`, any other value as
+/// itself), written out here rather than through `key_arg!` so that every token of the lookup is
+/// spanned on the key expression: a key whose type cannot be a key (`for_key`'s bound,
+/// `[R4C-SIG-050]`) is reported there, not on `#[resilient]`.
 fn lookup(ctx: &Ctx<'_>, key: &syn::Expr) -> TokenStream {
     let p = private();
     let spec = ctx.layer.spec;
     let (fields, name) = (&ctx.host.fields, field(spec, ctx.method));
-    let owned = format_ident!("__r4c_hold_{}", spec.name);
-    let hold = hold(spec);
-    // Spanned on the expression: a key whose type cannot be a key is reported there.
-    let arg = quote_spanned!(key.span()=> #p::key_arg!(#key));
+    let (owned, hold) = (format_ident!("__r4c_hold_{}", spec.name), hold(spec));
+    let facade = format_ident!("Keyed{}", spec.field_ty);
     let refusal = ctx.refusal(quote!(__r4c_rejection));
+    let found = quote_spanned! {key.span()=>
+        match #p::KeyArg(#key) {
+            ref __r4c_key_arg => #p::#facade::for_key(&#fields.#name, __r4c_key_arg.key_arg()),
+        }
+    };
     quote! {
-        let #owned = match #fields.#name.for_key(#arg) {
+        let #owned = match #found {
             ::core::result::Result::Ok(__r4c_hold) => __r4c_hold,
             ::core::result::Result::Err(__r4c_rejection) => break '__r4c_keys #refusal,
         };

@@ -21,7 +21,7 @@ fn at(out: &str, expected: &str) -> usize {
     out.find(expected).unwrap_or_else(|| panic!("expected `{expected}` in: {out}"))
 }
 
-const LOOKUP_RATE_LIMITER: &str = "let __r4c_hold_rate_limiter = match self . __r4c_rate_limiter_get . for_key (:: resilience4cata :: __private :: key_arg ! (tenant))";
+const LOOKUP_RATE_LIMITER: &str = "let __r4c_hold_rate_limiter = match match :: resilience4cata :: __private :: KeyArg (tenant) { ref __r4c_key_arg => :: resilience4cata :: __private :: KeyedRateLimiterPolicy :: for_key (& self . __r4c_rate_limiter_get , __r4c_key_arg . key_arg ()) , }";
 
 #[test]
 fn a_keyed_policy_is_built_keyed_and_its_layer_runs_on_the_key_s_hold() {
@@ -65,14 +65,12 @@ fn keys_are_looked_up_once_before_the_retry_in_nesting_order_each_with_its_own_e
             fn get(&self, tenant: &str, req: Request) -> Result<u32, E>;
         }
     });
-    let breaker = at(
-        &out,
-        "self . __r4c_circuit_breaker_get . for_key (:: resilience4cata :: __private :: key_arg ! (req . host ()))",
-    );
+    let breaker = at(&out, ":: resilience4cata :: __private :: KeyArg (req . host ())");
+    at(&out, "KeyedCircuitBreakerPolicy :: for_key (& self . __r4c_circuit_breaker_get , __r4c_key_arg . key_arg ())");
     let limiter = at(&out, LOOKUP_RATE_LIMITER);
     let retry = at(&out, "let __r4c_retry = & self . __r4c_retry_get");
     assert!(breaker < limiter && limiter < retry, "{out}");
-    assert_eq!(out.matches(". for_key (").count(), 2, "{out}");
+    assert_eq!(out.matches(":: for_key (").count(), 2, "{out}");
     at(&out, "match (* __r4c_key_circuit_breaker) . acquire ()");
     // The owned argument is cloned into each attempt after the key borrowed it.
     assert!(at(&out, "attempt_arg (& req)") > limiter, "{out}");
@@ -90,8 +88,7 @@ fn under_a_fallback_the_lookup_s_refusal_is_an_error_the_fallback_sees() {
     });
     let attempts = at(&out, "let mut __r4c_attempts : u32 = 1 ;");
     let matched = at(&out, "match '__r4c_keys : {");
-    let lookup =
-        at(&out, "self . __r4c_bulkhead_get . for_key (:: resilience4cata :: __private :: key_arg ! (tenant))");
+    let lookup = at(&out, "KeyedBulkheadPolicy :: for_key (& self . __r4c_bulkhead_get , __r4c_key_arg . key_arg ())");
     assert!(attempts < matched && matched < lookup, "{out}");
     at(&out, "match (* __r4c_key_bulkhead) . acquire ()");
 }
@@ -111,7 +108,7 @@ fn async_layers_and_a_hedge_s_attempts_use_the_hold_by_reference() {
     let lookup = at(&out, "let __r4c_key_circuit_breaker = & * __r4c_hold_circuit_breaker ;");
     let hedge = at(&out, ". run (move ||");
     assert!(lookup < hedge, "{out}");
-    at(&out, "key_arg ! ((host , shard))");
+    at(&out, "KeyArg ((host , shard))");
     at(&out, "(* __r4c_key_circuit_breaker) . acquire ()");
     at(&out, "(* __r4c_key_adaptive_limit) . acquire_async () . await");
     for policy in ["circuit_breaker", "bulkhead", "adaptive_limit"] {

@@ -10,6 +10,7 @@ pub enum E {
     Refused(Rejection),
 }
 
+#[derive(Clone)]
 pub struct Request {
     host: String,
 }
