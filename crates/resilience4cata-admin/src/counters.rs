@@ -317,10 +317,11 @@ mod tests {
         counts.record(&AnyEvent::Fallback(FallbackEvent::Applied { instance: id.clone(), attempts: 1 }));
         let moves = [(20, 18), (18, 16), (16, 17)].map(|(from, to)| AdaptiveLimitEvent::LimitChanged {
             instance: id.clone(),
+            key: None,
             from,
             to,
         });
-        for event in moves.into_iter().chain([AdaptiveLimitEvent::Rejected { instance: id.clone() }]) {
+        for event in moves.into_iter().chain([AdaptiveLimitEvent::Rejected { instance: id.clone(), key: None }]) {
             counts.record(&AnyEvent::AdaptiveLimit(event));
         }
         assert_eq!(counts.fallbacks["m::Api::get"].applied, 1);
@@ -336,20 +337,31 @@ mod tests {
         let id: Arc<str> = Arc::from("m::Api::get");
         let breaker = |e| AnyEvent::CircuitBreaker(e);
         for event in [
-            CircuitBreakerEvent::Success { instance: id.clone(), slow: false },
-            CircuitBreakerEvent::Failure { instance: id.clone(), slow: true },
-            CircuitBreakerEvent::Failure { instance: id.clone(), slow: false },
-            CircuitBreakerEvent::StateTransition { instance: id.clone(), from: State::Closed, to: State::Open },
-            CircuitBreakerEvent::CallNotPermitted { instance: id.clone() },
-            CircuitBreakerEvent::StateTransition { instance: id.clone(), from: State::Open, to: State::HalfOpen },
+            CircuitBreakerEvent::Success { instance: id.clone(), key: None, slow: false },
+            CircuitBreakerEvent::Failure { instance: id.clone(), key: None, slow: true },
+            CircuitBreakerEvent::Failure { instance: id.clone(), key: None, slow: false },
+            CircuitBreakerEvent::StateTransition {
+                instance: id.clone(),
+                key: None,
+                from: State::Closed,
+                to: State::Open,
+            },
+            CircuitBreakerEvent::CallNotPermitted { instance: id.clone(), key: None },
+            CircuitBreakerEvent::StateTransition {
+                instance: id.clone(),
+                key: None,
+                from: State::Open,
+                to: State::HalfOpen,
+            },
         ] {
             counts.record(&breaker(event));
         }
         counts.record(&AnyEvent::RateLimiter(RateLimiterEvent::Permitted {
             instance: id.clone(),
+            key: None,
             waited: Duration::ZERO,
         }));
-        counts.record(&AnyEvent::Bulkhead(BulkheadEvent::Rejected { instance: id.clone() }));
+        counts.record(&AnyEvent::Bulkhead(BulkheadEvent::Rejected { instance: id.clone(), key: None }));
         let expected = CircuitBreakerCounts { calls: [1, 2, 0, 1], slow: 1, transitions: [0, 1, 1, 0, 0] };
         assert_eq!(counts.circuit_breakers["m::Api::get"], expected);
         assert_eq!(counts.rate_limiters["m::Api::get"], PermitCounts { permitted: 1, rejected: 0 });

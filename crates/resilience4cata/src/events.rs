@@ -296,6 +296,7 @@ mod serialize_tests {
             (
                 AnyEvent::CircuitBreaker(CircuitBreakerEvent::StateTransition {
                     instance: i.clone(),
+                    key: None,
                     from: State::Closed,
                     to: State::Open,
                 }),
@@ -305,13 +306,19 @@ mod serialize_tests {
             (
                 AnyEvent::RateLimiter(RateLimiterEvent::Rejected {
                     instance: i.clone(),
+                    key: None,
                     retry_after: Duration::from_micros(1500),
                 }),
                 "rate_limiter",
                 "Rejected",
             ),
             (
-                AnyEvent::AdaptiveLimit(AdaptiveLimitEvent::LimitChanged { instance: i.clone(), from: 10, to: 9 }),
+                AnyEvent::AdaptiveLimit(AdaptiveLimitEvent::LimitChanged {
+                    instance: i.clone(),
+                    key: None,
+                    from: 10,
+                    to: 9,
+                }),
                 "adaptive_limit",
                 "LimitChanged",
             ),
@@ -320,7 +327,7 @@ mod serialize_tests {
                 "timeout",
                 "TimedOut",
             ),
-            (AnyEvent::Bulkhead(BulkheadEvent::Finished { instance: i.clone() }), "bulkhead", "Finished"),
+            (AnyEvent::Bulkhead(BulkheadEvent::Finished { instance: i.clone(), key: None }), "bulkhead", "Finished"),
             (AnyEvent::Fallback(FallbackEvent::Applied { instance: i.clone(), attempts: 3 }), "fallback", "Applied"),
             (
                 AnyEvent::SharedState(SharedStateEvent::Degraded {
@@ -375,6 +382,7 @@ mod serialize_tests {
         let i: Arc<str> = Arc::from("a");
         let limited = AnyEvent::RateLimiter(RateLimiterEvent::Rejected {
             instance: i.clone(),
+            key: None,
             retry_after: Duration::from_micros(1500),
         });
         assert_eq!(
@@ -500,6 +508,8 @@ pub(crate) fn isolated(observe: impl FnOnce()) {
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E: Published> {
     listeners: Box<[Listener<E>]>,
+    /// The key of a keyed instance's key (SPEC §15), which its events carry.
+    key: Option<Arc<str>>,
     hub: Arc<Hub>,
     #[cfg(feature = "metrics")]
     metrics: <E as Published>::Metrics,
@@ -510,6 +520,16 @@ impl<E: Published> Publisher<E> {
     /// `metrics`) its metric handles.
     pub(crate) fn new(listeners: &Listeners, instance: &Arc<str>) -> Self {
         Self::with(<E as sealed::Sealed>::listeners_in(listeners), Arc::clone(&listeners.hub), instance)
+    }
+
+    /// The publisher of one key of a keyed instance (SPEC §15): its events carry `key`.
+    pub(crate) fn keyed(listeners: &Listeners, instance: &Arc<str>, key: Arc<str>) -> Self {
+        Publisher { key: Some(key), ..Self::new(listeners, instance) }
+    }
+
+    /// The key the events carry (`None` for an unkeyed instance); read only to build an event.
+    pub(crate) fn key(&self) -> Option<Arc<str>> {
+        self.key.clone()
     }
 
     /// A publisher outside any registry, for unit tests of one state machine.
@@ -523,6 +543,7 @@ impl<E: Published> Publisher<E> {
         let _ = instance;
         Publisher {
             listeners: listeners.into(),
+            key: None,
             hub,
             #[cfg(feature = "metrics")]
             metrics: <E as Published>::register_metrics(instance),

@@ -263,7 +263,7 @@ fn concurrent_async_calls_past_the_limit_are_refused() {
         );
     });
     assert_eq!((snapshot().limit, snapshot().in_flight), (2, 0), "max_limit 2");
-    assert!(f.events.all().contains(&AdaptiveLimitEvent::Rejected { instance: id("wait").into() }));
+    assert!(f.events.all().contains(&AdaptiveLimitEvent::Rejected { instance: id("wait").into(), key: None }));
 }
 
 /// On the manual clock a wait for something other than the clock ends at once (the waiter's timer
@@ -541,7 +541,7 @@ fn a_subscription_sees_adaptive_limit_events() {
     let mut events = f.registry.subscribe(8);
     let _ = f.api.call(&fail);
     let seen = events.try_recv().expect("one event");
-    let expected = AdaptiveLimitEvent::LimitChanged { instance: id("call").into(), from: 20, to: 18 };
+    let expected = AdaptiveLimitEvent::LimitChanged { instance: id("call").into(), key: None, from: 20, to: 18 };
     assert_eq!(seen, resilience4cata::events::AnyEvent::AdaptiveLimit(expected));
     assert_eq!((seen.instance(), seen.policy()), (id("call").as_str(), "adaptive_limit"));
     assert!(events.try_recv().is_none());

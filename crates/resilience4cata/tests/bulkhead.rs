@@ -200,7 +200,10 @@ fn shared_by_name_and_listed_with_events() {
     assert_eq!((shared.instance(), shared.snapshot().config.max_concurrent_calls), ("shared", 1));
     let instance: Arc<str> = "shared".into();
     let events: Vec<_> = seen.lock().unwrap().iter().filter(|e| e.instance() == "shared").cloned().collect();
-    let one_call = [BulkheadEvent::Permitted { instance: instance.clone() }, BulkheadEvent::Finished { instance }];
+    let one_call = [
+        BulkheadEvent::Permitted { instance: instance.clone(), key: None },
+        BulkheadEvent::Finished { instance, key: None },
+    ];
     assert_eq!(events, [one_call.clone(), one_call].concat());
     let listed: Vec<_> = registry.snapshot().bulkheads().iter().map(|s| s.instance.to_string()).collect();
     assert_eq!(listed.len(), 6, "{listed:?}");

@@ -243,16 +243,16 @@ fn full_state_machine_run_with_events() {
     assert_eq!(
         events.breaker.all(),
         [
-            Success { instance: id(), slow: false },
-            Failure { instance: id(), slow: false },
-            Success { instance: id(), slow: false },
-            Failure { instance: id(), slow: false },
-            StateTransition { instance: id(), from: State::Closed, to: State::Open },
-            CallNotPermitted { instance: id() },
-            StateTransition { instance: id(), from: State::Open, to: State::HalfOpen },
-            Success { instance: id(), slow: false },
-            Success { instance: id(), slow: false },
-            StateTransition { instance: id(), from: State::HalfOpen, to: State::Closed },
+            Success { instance: id(), key: None, slow: false },
+            Failure { instance: id(), key: None, slow: false },
+            Success { instance: id(), key: None, slow: false },
+            Failure { instance: id(), key: None, slow: false },
+            StateTransition { instance: id(), key: None, from: State::Closed, to: State::Open },
+            CallNotPermitted { instance: id(), key: None },
+            StateTransition { instance: id(), key: None, from: State::Open, to: State::HalfOpen },
+            Success { instance: id(), key: None, slow: false },
+            Success { instance: id(), key: None, slow: false },
+            StateTransition { instance: id(), key: None, from: State::HalfOpen, to: State::Closed },
         ]
     );
 }

@@ -103,3 +103,105 @@ fn an_id_keyed_at_one_site_and_unkeyed_at_another_is_refused() {
     drop(again.for_key("k").unwrap());
     assert_eq!(registry.rate_limiter("both").unwrap().snapshot().keys, 1);
 }
+
+/// What the generated method does with a keyed limiter: the key first, then the policy, then the
+/// method (counted in `calls`).
+fn call(keyed: &p::KeyedRateLimiterPolicy, key: &str, calls: &mut u32) -> Result<(), Rejection> {
+    let held = keyed.for_key(key_arg!(key))?;
+    held.acquire()?;
+    *calls += 1;
+    Ok(())
+}
+
+#[test]
+fn a_key_is_evicted_only_at_rest_and_a_busy_table_fails_closed() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let keyed = limiter(&registry, "evict", 1, 2);
+    let mut calls = 0;
+    call(&keyed, "spent", &mut calls).unwrap(); // its burst used: not at rest for a second
+    let in_flight = keyed.for_key("held").unwrap(); // a call in flight
+    let refused = call(&keyed, "new", &mut calls);
+    assert!(matches!(refused, Err(Rejection::KeysExhausted { ref instance }) if &**instance == "evict"), "{refused:?}");
+    assert_eq!(calls, 1, "the method is not called");
+    drop(in_flight);
+    call(&keyed, "new", &mut calls).unwrap(); // "held" is at rest now: it goes
+    let handle = registry.rate_limiter("evict").unwrap();
+    assert!(handle.key("\"held\"").is_none());
+    assert_eq!(handle.key("\"spent\"").unwrap().snapshot().available_permits, 0, "never evicted mid-period");
+    let s = handle.snapshot();
+    assert_eq!((s.keys, s.evicted, s.keys_exhausted), (2, 1, 1));
+    // Both keys used their burst: nothing at rest until a period passes.
+    assert!(matches!(call(&keyed, "third", &mut calls), Err(Rejection::KeysExhausted { .. })));
+    clock.advance(Duration::from_secs(1));
+    call(&keyed, "third", &mut calls).unwrap();
+    assert_eq!(handle.snapshot().evicted, 2);
+}
+
+#[test]
+fn a_breaker_key_with_a_failure_in_its_window_is_never_evicted() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let b = CircuitBreakerConfigBuilder::new().window_size(10).minimum_calls(10).max_keys(1);
+    let keyed = p::keyed_circuit_breaker(&registry, site("window"), b).unwrap();
+    let a = keyed.for_key("a").unwrap();
+    a.acquire().unwrap().record(p::Outcome::Failure);
+    drop(a);
+    assert!(matches!(keyed.for_key("b"), Err(Rejection::KeysExhausted { .. })));
+    registry.circuit_breaker("window").unwrap().key("\"a\"").unwrap().reset();
+    assert!(keyed.for_key("b").is_ok(), "a clean Closed breaker is at rest");
+}
+
+#[test]
+fn an_event_carries_the_key_text() {
+    let clock = ManualClock::new();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&seen);
+    let registry = testing::registry(&clock)
+        .listen(move |e: &resilience4cata::rate_limiter::RateLimiterEvent| {
+            if let resilience4cata::rate_limiter::RateLimiterEvent::Permitted { key, .. } = e {
+                sink.lock().unwrap().push(key.clone());
+            }
+        })
+        .build()
+        .unwrap();
+    let keyed = limiter(&registry, "events", 5, 10);
+    keyed.for_key("acme").unwrap().acquire().unwrap();
+    keyed.for_key(&42u16).unwrap().acquire().unwrap();
+    let unkeyed = p::rate_limiter(&registry, site("plain"), RateLimiterConfigBuilder::new()).unwrap();
+    unkeyed.acquire().unwrap();
+    let keys: Vec<Option<String>> = seen.lock().unwrap().iter().map(|k| k.as_deref().map(str::to_owned)).collect();
+    assert_eq!(keys, [Some("\"acme\"".to_owned()), Some("42".to_owned()), None]);
+}
+
+#[test]
+fn a_huge_debug_key_is_cut_at_256_bytes() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let keyed = limiter(&registry, "huge", 5, 10);
+    let huge = "k".repeat(1 << 20);
+    assert_eq!(keyed.for_key(huge.as_str()).unwrap().key_text().len(), 256 + '…'.len_utf8());
+    let (text, _) = registry.rate_limiter("huge").unwrap().keys(1).remove(0);
+    assert!(text.starts_with("\"kkk") && text.ends_with('…'), "{text}");
+    assert!(keyed.for_key(huge.as_str()).is_ok(), "found again by the key, not its text");
+    assert_eq!(registry.rate_limiter("huge").unwrap().snapshot().keys, 1);
+}
+
+#[test]
+fn keyed_bulkheads_and_adaptive_limits_count_per_key() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let b = resilience4cata::bulkhead::BulkheadConfigBuilder::new().max_concurrent_calls(1);
+    let bulkhead = p::keyed_bulkhead(&registry, site("slots"), b).unwrap();
+    let (a, b) = (bulkhead.for_key("a").unwrap(), bulkhead.for_key("b").unwrap());
+    let (_slot_a, _slot_b) = (a.acquire().unwrap(), b.acquire().unwrap());
+    assert!(matches!(a.acquire(), Err(Rejection::BulkheadFull { .. })));
+    let s = registry.bulkhead("slots").unwrap().snapshot();
+    assert_eq!((s.keys, s.in_flight), (2, 2), "in flight: the sum over keys");
+    let l = resilience4cata::adaptive_limit::AdaptiveLimitConfigBuilder::new().initial_limit(1).min_limit(1);
+    let limit = p::keyed_adaptive_limit(&registry, site("limit"), l).unwrap();
+    let x = limit.for_key(&1u8).unwrap();
+    let _permit = x.acquire().unwrap();
+    assert!(matches!(x.acquire(), Err(Rejection::LimitExceeded { .. })));
+    assert!(limit.for_key(&2u8).unwrap().acquire().is_ok());
+}

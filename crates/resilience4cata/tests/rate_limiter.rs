@@ -233,9 +233,9 @@ fn events_when_listened() {
     assert_eq!(
         seen.all(),
         [
-            RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },
-            RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },
-            RateLimiterEvent::Rejected { instance, retry_after: 500 * MS },
+            RateLimiterEvent::Permitted { instance: instance.clone(), key: None, waited: Duration::ZERO },
+            RateLimiterEvent::Permitted { instance: instance.clone(), key: None, waited: Duration::ZERO },
+            RateLimiterEvent::Rejected { instance, key: None, retry_after: 500 * MS },
         ]
     );
 }

@@ -16,7 +16,9 @@ fn to_json(value: &impl serde::Serialize) -> Value {
 #[test]
 fn durations_are_milliseconds_whole_or_fractional() {
     let instance: Arc<str> = Arc::from("m::A::f");
-    let waited = |d| to_json(&RateLimiterEvent::Permitted { instance: instance.clone(), waited: d })["waited"].clone();
+    let waited = |d| {
+        to_json(&RateLimiterEvent::Permitted { instance: instance.clone(), key: None, waited: d })["waited"].clone()
+    };
     assert_eq!(waited(Duration::from_secs(2)), json!(2000));
     assert_eq!(waited(Duration::ZERO), json!(0));
     assert_eq!(waited(Duration::from_micros(1500)), json!(1.5));
@@ -35,6 +37,7 @@ fn events_are_tagged_with_their_kind() {
     );
     let opened = CircuitBreakerEvent::StateTransition {
         instance: instance.clone(),
+        key: None,
         from: State::HalfOpen,
         to: State::ForcedOpen,
     };

@@ -17,6 +17,9 @@ use std::cell::Cell;
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    /// Bytes allocated minus bytes freed by this thread (a block freed by another thread stays
+    /// counted here): what a single-threaded case keeps alive.
+    static NET_BYTES: Cell<i64> = const { Cell::new(0) };
 }
 
 /// The counting allocator: [`System`] plus a per-thread count of `alloc`, `alloc_zeroed` and
@@ -30,6 +33,11 @@ fn bump() {
     let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
 }
 
+#[inline]
+fn bytes(delta: i64) {
+    let _ = NET_BYTES.try_with(|n| n.set(n.get() + delta));
+}
+
 // The one `unsafe` of the workspace's tests and benches: a global allocator can only be written as
 // an unsafe impl. Every method forwards to `System` with the caller's own arguments, so the
 // caller's obligations pass through unchanged.
@@ -38,6 +46,7 @@ unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         bump();
+        bytes(layout.size() as i64);
         // SAFETY: forwarded verbatim; the caller upholds `GlobalAlloc::alloc`'s contract.
         unsafe { System.alloc(layout) }
     }
@@ -45,12 +54,14 @@ unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         bump();
+        bytes(layout.size() as i64);
         // SAFETY: as above.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        bytes(-(layout.size() as i64));
         // SAFETY: `ptr` came from this allocator, which is `System` underneath.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -58,6 +69,7 @@ unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         bump();
+        bytes(new_size as i64 - layout.size() as i64);
         // SAFETY: as above.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -78,6 +90,22 @@ unsafe impl GlobalAlloc for Counting {
 #[inline]
 pub fn allocations() -> u64 {
     ALLOCATIONS.with(Cell::get)
+}
+
+/// Bytes the calling thread allocated and did not free since it started (frees by other threads
+/// are not seen): the difference of two readings is what a single-threaded stretch kept alive.
+///
+/// ```
+/// testkit::count_allocations!();
+///
+/// let before = testkit::alloc::net_bytes();
+/// let kept = std::hint::black_box(vec![0u8; 1000]);
+/// assert_eq!(testkit::alloc::net_bytes() - before, 1000);
+/// drop(kept);
+/// assert_eq!(testkit::alloc::net_bytes() - before, 0);
+/// ```
+pub fn net_bytes() -> i64 {
+    NET_BYTES.try_with(Cell::get).unwrap_or(0)
 }
 
 /// The calling thread's allocations while `f` runs.

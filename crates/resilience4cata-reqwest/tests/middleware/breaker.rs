@@ -19,7 +19,7 @@ fn registry(clock: &ManualClock, transitions: &Transitions) -> Registry {
     testing::registry(clock)
         .retry_defaults(|r| r.jitter(Jitter::None))
         .listen(move |e: &CircuitBreakerEvent| {
-            if let CircuitBreakerEvent::StateTransition { instance, from, to } = e {
+            if let CircuitBreakerEvent::StateTransition { instance, from, to, .. } = e {
                 transitions.lock().unwrap().push((instance.to_string(), *from, *to));
             }
         })

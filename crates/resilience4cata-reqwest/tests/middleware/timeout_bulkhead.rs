@@ -27,7 +27,7 @@ fn registry(seen: &Arc<Seen>) -> Registry {
             }
         })
         .listen(move |e: &BulkheadEvent| {
-            if let BulkheadEvent::Rejected { instance } = e {
+            if let BulkheadEvent::Rejected { instance, .. } = e {
                 b.bulkhead_rejections.lock().unwrap().push(instance.to_string());
             }
         })

@@ -151,8 +151,19 @@ where
 {
     let store = P::store(registry);
     let inner = registry.inner_arc();
-    let make = |instance: Arc<str>, config| -> Arc<dyn KeyedView<P>> {
-        Arc::new(KeyedCore::<P>::new(instance, inner, config))
+    let make = |instance: Arc<str>, config: crate::kit::ConfigOf<P>| -> Result<Arc<dyn KeyedView<P>>, RegistryError> {
+        if P::shared(&config) {
+            return Err(RegistryError::new(
+                crate::error::codes::INVALID_VALUE,
+                Some(&instance),
+                format!(
+                    "`shared = true` on a keyed {} is not supported yet (per-key fleet state is planned, \
+                     docs/keyed.md): remove `shared` or the `key`",
+                    P::NAME
+                ),
+            ));
+        }
+        Ok(Arc::new(KeyedCore::<P>::new(instance, inner, config)))
     };
     let view = store.keyed(registry, (site.id, site.name, site.config, site.is_async), attrs, make)?;
     Ok(view.as_any().downcast::<KeyedCore<P>>().unwrap_or_else(|_| unreachable!("one kind per store")))

@@ -28,6 +28,9 @@ pub enum AdaptiveLimitEvent {
     LimitChanged {
         /// The adaptive limit's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
         /// The limit before the sample.
         from: u32,
         /// The limit after it.
@@ -37,6 +40,9 @@ pub enum AdaptiveLimitEvent {
     Rejected {
         /// The adaptive limit's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
     },
 }
 
@@ -46,11 +52,13 @@ impl AdaptiveLimitEvent {
     /// ```
     /// use resilience4cata::adaptive_limit::AdaptiveLimitEvent;
     ///
-    /// assert_eq!(AdaptiveLimitEvent::Rejected { instance: "db".into() }.instance(), "db");
+    /// assert_eq!(AdaptiveLimitEvent::Rejected { instance: "db".into(), key: None }.instance(), "db");
     /// ```
     pub fn instance(&self) -> &str {
         match self {
-            AdaptiveLimitEvent::LimitChanged { instance, .. } | AdaptiveLimitEvent::Rejected { instance } => instance,
+            AdaptiveLimitEvent::LimitChanged { instance, .. } | AdaptiveLimitEvent::Rejected { instance, .. } => {
+                instance
+            }
         }
     }
 }

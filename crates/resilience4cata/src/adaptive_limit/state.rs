@@ -371,7 +371,8 @@ impl AdaptiveLimitState {
     #[cold]
     fn refuse(&self) -> Rejection {
         publish!(self.events, |m| m.rejected(), || AdaptiveLimitEvent::Rejected {
-            instance: Arc::clone(&self.instance)
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
         });
         Rejection::LimitExceeded { instance: Arc::clone(&self.instance) }
     }
@@ -425,6 +426,7 @@ impl AdaptiveLimitState {
     fn changed(&self, from: u32, to: u32) {
         publish!(self.events, |m| m.limit(to), || AdaptiveLimitEvent::LimitChanged {
             instance: Arc::clone(&self.instance),
+            key: self.events.key(),
             from,
             to
         });

@@ -31,17 +31,26 @@ pub enum BulkheadEvent {
     Permitted {
         /// The bulkhead's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
     },
     /// The call was refused with `Rejection::BulkheadFull`: no slot within `max_wait`, or a
     /// timeout outside the bulkhead fired while the call still waited for one.
     Rejected {
         /// The bulkhead's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
     },
     /// A call left the bulkhead (returned, failed, panicked or was dropped) and gave its slot back.
     Finished {
         /// The bulkhead's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
     },
 }
 
@@ -51,13 +60,13 @@ impl BulkheadEvent {
     /// ```
     /// use resilience4cata::bulkhead::BulkheadEvent;
     ///
-    /// assert_eq!(BulkheadEvent::Rejected { instance: "db".into() }.instance(), "db");
+    /// assert_eq!(BulkheadEvent::Rejected { instance: "db".into(), key: None }.instance(), "db");
     /// ```
     pub fn instance(&self) -> &str {
         match self {
-            BulkheadEvent::Permitted { instance }
-            | BulkheadEvent::Rejected { instance }
-            | BulkheadEvent::Finished { instance } => instance,
+            BulkheadEvent::Permitted { instance, .. }
+            | BulkheadEvent::Rejected { instance, .. }
+            | BulkheadEvent::Finished { instance, .. } => instance,
         }
     }
 }

@@ -451,6 +451,10 @@ impl crate::kit::KeyedKind for BulkheadPolicy {
         config.max_keys
     }
 
+    fn shared(config: &BulkheadConfig) -> bool {
+        config.shared
+    }
+
     fn whole(of: BulkheadSnapshot, counts: crate::kit::KeyCounts, keys: &[BulkheadSnapshot]) -> BulkheadSnapshot {
         BulkheadSnapshot {
             keys: counts.keys,
@@ -668,9 +672,9 @@ mod tests {
         assert_eq!(
             *seen.lock().unwrap(),
             [
-                BulkheadEvent::Permitted { instance: instance.clone() },
-                BulkheadEvent::Rejected { instance: instance.clone() },
-                BulkheadEvent::Finished { instance },
+                BulkheadEvent::Permitted { instance: instance.clone(), key: None },
+                BulkheadEvent::Rejected { instance: instance.clone(), key: None },
+                BulkheadEvent::Finished { instance, key: None },
             ]
         );
         let off = bulkhead_with(

@@ -329,7 +329,10 @@ impl BulkheadState {
     /// guard whatever an observer does.
     #[inline]
     pub(super) fn permitted(&self) {
-        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.permitted(), || BulkheadEvent::Permitted {
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
+        });
     }
 
     /// Gives a slot back (to the oldest waiter, if any), and the fleet's slot it held with it
@@ -340,12 +343,18 @@ impl BulkheadState {
         if fleet && let Some(pool) = &self.shared {
             pool.give_back();
         }
-        publish!(self.events, |m| m.finished(), || BulkheadEvent::Finished { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.finished(), || BulkheadEvent::Finished {
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
+        });
     }
 
     #[cold]
     pub(super) fn refuse(&self) -> Rejection {
-        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected { instance: Arc::clone(&self.instance) });
+        publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected {
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
+        });
         Rejection::BulkheadFull { instance: Arc::clone(&self.instance) }
     }
 

@@ -31,6 +31,9 @@ pub enum CircuitBreakerEvent {
     StateTransition {
         /// The breaker's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
         /// The state it left.
         from: State,
         /// The state it entered.
@@ -40,11 +43,17 @@ pub enum CircuitBreakerEvent {
     Reset {
         /// The breaker's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
     },
     /// A call was recorded as a success.
     Success {
         /// The breaker's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
         /// Whether it took at least `slow_call_duration`.
         slow: bool,
     },
@@ -52,6 +61,9 @@ pub enum CircuitBreakerEvent {
     Failure {
         /// The breaker's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
         /// Whether it took at least `slow_call_duration` (it then counts as both).
         slow: bool,
     },
@@ -60,11 +72,17 @@ pub enum CircuitBreakerEvent {
     Ignored {
         /// The breaker's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
     },
     /// A call was refused: the breaker is open, forced open, or every half-open probe is taken.
     CallNotPermitted {
         /// The breaker's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
     },
 }
 
@@ -74,17 +92,17 @@ impl CircuitBreakerEvent {
     /// ```
     /// use resilience4cata::circuit_breaker::CircuitBreakerEvent;
     ///
-    /// let e = CircuitBreakerEvent::Reset { instance: "prices".into() };
+    /// let e = CircuitBreakerEvent::Reset { instance: "prices".into(), key: None };
     /// assert_eq!(e.instance(), "prices");
     /// ```
     pub fn instance(&self) -> &str {
         match self {
             CircuitBreakerEvent::StateTransition { instance, .. }
-            | CircuitBreakerEvent::Reset { instance }
+            | CircuitBreakerEvent::Reset { instance, .. }
             | CircuitBreakerEvent::Success { instance, .. }
             | CircuitBreakerEvent::Failure { instance, .. }
-            | CircuitBreakerEvent::Ignored { instance }
-            | CircuitBreakerEvent::CallNotPermitted { instance } => instance,
+            | CircuitBreakerEvent::Ignored { instance, .. }
+            | CircuitBreakerEvent::CallNotPermitted { instance, .. } => instance,
         }
     }
 }

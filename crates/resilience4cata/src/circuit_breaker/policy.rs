@@ -207,6 +207,10 @@ impl crate::kit::KeyedKind for CircuitBreakerPolicy {
         config.max_keys
     }
 
+    fn shared(config: &CircuitBreakerConfig) -> bool {
+        config.shared
+    }
+
     fn whole(
         of: CircuitBreakerSnapshot,
         counts: crate::kit::KeyCounts,

@@ -360,7 +360,8 @@ impl CircuitBreakerState {
     fn refuse(&self) -> Rejection {
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
         publish!(self.events, |m| m.not_permitted(), || CircuitBreakerEvent::CallNotPermitted {
-            instance: Arc::clone(&self.instance)
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
         });
         Rejection::CallNotPermitted { instance: Arc::clone(&self.instance) }
     }
@@ -479,16 +480,17 @@ impl CircuitBreakerState {
         let (instance, slow) = (Arc::clone(&self.instance), bits & SLOW != 0);
         self.events.emit(|| {
             if bits & FAILED != 0 {
-                CircuitBreakerEvent::Failure { instance, slow }
+                CircuitBreakerEvent::Failure { instance, key: self.events.key(), slow }
             } else {
-                CircuitBreakerEvent::Success { instance, slow }
+                CircuitBreakerEvent::Success { instance, key: self.events.key(), slow }
             }
         });
     }
 
     fn ignored(&self) {
         publish!(self.events, |m| m.ignored(), || CircuitBreakerEvent::Ignored {
-            instance: Arc::clone(&self.instance)
+            instance: Arc::clone(&self.instance),
+            key: self.events.key()
         });
     }
 
@@ -576,6 +578,7 @@ impl CircuitBreakerState {
         if from != to {
             publish!(self.events, |m| m.transition(state_of(to)), || CircuitBreakerEvent::StateTransition {
                 instance: Arc::clone(&self.instance),
+                key: self.events.key(),
                 from: state_of(from),
                 to: state_of(to),
             });
@@ -595,7 +598,8 @@ impl CircuitBreakerState {
     /// Closed, empty window, counters zero.
     pub(crate) fn reset(&self) {
         self.manual(CLOSED);
-        self.events.emit(|| CircuitBreakerEvent::Reset { instance: Arc::clone(&self.instance) });
+        self.events
+            .emit(|| CircuitBreakerEvent::Reset { instance: Arc::clone(&self.instance), key: self.events.key() });
     }
 
     fn manual(&self, to: u64) {

@@ -238,7 +238,7 @@ fn a_slow_failure_counts_in_both_rates() {
     p.record(Failure);
     assert_eq!(f.counts(), (1, 1, 1));
     let last = f.events.lock().unwrap().last().cloned();
-    assert_eq!(last, Some(CircuitBreakerEvent::Failure { instance: "cb".into(), slow: true }));
+    assert_eq!(last, Some(CircuitBreakerEvent::Failure { instance: "cb".into(), key: None, slow: true }));
 }
 
 #[test]
@@ -360,7 +360,7 @@ fn ignored_outcomes_are_not_recorded() {
     let f = breaker(count(2, 2));
     f.calls(&[Ignored, Ignored, Failure]);
     assert_eq!((f.state(), f.counts()), (State::Closed, (1, 1, 0)));
-    assert!(f.events.lock().unwrap().contains(&CircuitBreakerEvent::Ignored { instance: "cb".into() }));
+    assert!(f.events.lock().unwrap().contains(&CircuitBreakerEvent::Ignored { instance: "cb".into(), key: None }));
 }
 
 #[test]
@@ -403,13 +403,13 @@ fn full_run_publishes_transitions_and_per_call_events() {
     f.calls(&[Success]);
     let id = || Arc::<str>::from("cb");
     let expected = [
-        CircuitBreakerEvent::Success { instance: id(), slow: false },
-        CircuitBreakerEvent::Failure { instance: id(), slow: false },
-        CircuitBreakerEvent::StateTransition { instance: id(), from: State::Closed, to: State::Open },
-        CircuitBreakerEvent::CallNotPermitted { instance: id() },
-        CircuitBreakerEvent::StateTransition { instance: id(), from: State::Open, to: State::HalfOpen },
-        CircuitBreakerEvent::Success { instance: id(), slow: false },
-        CircuitBreakerEvent::StateTransition { instance: id(), from: State::HalfOpen, to: State::Closed },
+        CircuitBreakerEvent::Success { instance: id(), key: None, slow: false },
+        CircuitBreakerEvent::Failure { instance: id(), key: None, slow: false },
+        CircuitBreakerEvent::StateTransition { instance: id(), key: None, from: State::Closed, to: State::Open },
+        CircuitBreakerEvent::CallNotPermitted { instance: id(), key: None },
+        CircuitBreakerEvent::StateTransition { instance: id(), key: None, from: State::Open, to: State::HalfOpen },
+        CircuitBreakerEvent::Success { instance: id(), key: None, slow: false },
+        CircuitBreakerEvent::StateTransition { instance: id(), key: None, from: State::HalfOpen, to: State::Closed },
     ];
     assert_eq!(*f.events.lock().unwrap(), expected);
 }

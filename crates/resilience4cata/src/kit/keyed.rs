@@ -254,25 +254,41 @@ impl<P: AtRest> KeyedTable<P> {
         true
     }
 
-    /// One pass over every slot: the keys at rest now, the oldest `batch` of them kept, oldest
-    /// last.
+    /// One pass over every slot, then the oldest `batch` of those no call holds, kept if at rest
+    /// now (the policy's check runs on the batch, not on the whole table); only when none of them
+    /// is at rest does the check run on the rest. Oldest last.
     fn scan(&self, out: &mut Vec<Candidate<P>>) {
         out.clear();
         for shard in &self.shards {
             let shard = shard.read().unwrap_or_else(PoisonError::into_inner);
-            for slot in shard.iter() {
-                if Arc::strong_count(slot) == 1 && slot.policy.at_rest() {
-                    let stamp = slot.stamp.load(Relaxed);
-                    out.push(Candidate { stamp, hash: slot.hash, slot: Arc::downgrade(slot) });
-                }
+            for slot in shard.iter().filter(|slot| Arc::strong_count(slot) == 1) {
+                let stamp = slot.stamp.load(Relaxed);
+                out.push(Candidate { stamp, hash: slot.hash, slot: Arc::downgrade(slot) });
             }
         }
         let batch = batch_size(self.max_keys.load(Relaxed));
-        if out.len() > batch {
-            out.select_nth_unstable_by_key(batch, |c| c.stamp);
-            out.truncate(batch);
+        oldest_first(out, batch);
+        let rest = out.split_off(batch.min(out.len()));
+        out.retain(Candidate::at_rest);
+        if out.is_empty() {
+            out.extend(rest.into_iter().filter(Candidate::at_rest));
+            oldest_first(out, batch);
         }
+        out.truncate(batch);
         out.sort_unstable_by_key(|c| std::cmp::Reverse(c.stamp));
+    }
+}
+
+impl<P: AtRest> Candidate<P> {
+    fn at_rest(&self) -> bool {
+        self.slot.upgrade().is_some_and(|slot| slot.policy.at_rest())
+    }
+}
+
+/// Moves the `batch` oldest candidates to the front (in no order among themselves).
+fn oldest_first<P>(candidates: &mut [Candidate<P>], batch: usize) {
+    if candidates.len() > batch {
+        candidates.select_nth_unstable_by_key(batch, |c| c.stamp);
     }
 }
 

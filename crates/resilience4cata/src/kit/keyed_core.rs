@@ -23,6 +23,9 @@ pub(crate) trait KeyedKind: PolicyKind + AtRest + Clone + Send + Sync {
     /// `max_keys` of a configuration.
     fn max_keys(config: &ConfigOf<Self>) -> u32;
 
+    /// `shared` of a configuration (a keyed instance cannot be shared yet).
+    fn shared(config: &ConfigOf<Self>) -> bool;
+
     /// A snapshot of the instance as a whole: `of` (its most recently used key's, or the
     /// registered instance's while it has none) with the table's counts and the sums over keys
     /// (`keys`: every key's snapshot).
@@ -71,9 +74,8 @@ impl<P: KeyedKind> KeyedCore<P> {
 
     /// A new key's facade over its own state, made with the instance's configuration.
     fn make(&self, text: Arc<str>) -> P {
-        let _ = &text; // the key text reaches events with their `key` field (docs/keyed.md: not yet)
         let config = self.config().clone();
-        let events = Publisher::new(&self.inner.listeners, &self.instance);
+        let events = Publisher::keyed(&self.inner.listeners, &self.instance, text);
         P::from_state(Arc::new(P::new_state(&self.inner, Arc::clone(&self.instance), config, events)))
     }
 

@@ -31,6 +31,9 @@ pub enum RateLimiterEvent {
     Permitted {
         /// The rate limiter's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
         /// How long the call waited for its permit.
         #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
         waited: Duration,
@@ -39,6 +42,9 @@ pub enum RateLimiterEvent {
     Rejected {
         /// The rate limiter's instance id.
         instance: Arc<str>,
+        /// The key of a keyed instance (SPEC §15): its `Debug` text, made once when the key's state
+        /// was (at most 256 bytes, then `…`); `None` for an unkeyed instance.
+        key: Option<Arc<str>>,
         /// How long until the next permit would have been free.
         #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde_millis::duration"))]
         retry_after: Duration,
@@ -52,7 +58,7 @@ impl RateLimiterEvent {
     /// use std::time::Duration;
     /// use resilience4cata::rate_limiter::RateLimiterEvent;
     ///
-    /// let e = RateLimiterEvent::Permitted { instance: "prices".into(), waited: Duration::ZERO };
+    /// let e = RateLimiterEvent::Permitted { instance: "prices".into(), key: None, waited: Duration::ZERO };
     /// assert_eq!(e.instance(), "prices");
     /// ```
     pub fn instance(&self) -> &str {

@@ -261,6 +261,10 @@ impl crate::kit::KeyedKind for RateLimiterPolicy {
         config.max_keys
     }
 
+    fn shared(config: &RateLimiterConfig) -> bool {
+        config.shared
+    }
+
     fn whole(
         of: RateLimiterSnapshot,
         counts: crate::kit::KeyCounts,
@@ -424,9 +428,9 @@ mod tests {
         assert_eq!(
             *seen.lock().unwrap(),
             [
-                RateLimiterEvent::Permitted { instance: instance.clone(), waited: Duration::ZERO },
-                RateLimiterEvent::Permitted { instance: instance.clone(), waited: 50 * MS },
-                RateLimiterEvent::Rejected { instance, retry_after: 100 * MS },
+                RateLimiterEvent::Permitted { instance: instance.clone(), key: None, waited: Duration::ZERO },
+                RateLimiterEvent::Permitted { instance: instance.clone(), key: None, waited: 50 * MS },
+                RateLimiterEvent::Rejected { instance, key: None, retry_after: 100 * MS },
             ]
         );
     }

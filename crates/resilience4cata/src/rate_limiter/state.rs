@@ -614,6 +614,7 @@ impl RateLimiterState {
     pub(super) fn permitted(&self, waited: Duration) {
         publish!(self.events, |m| m.permitted(), || RateLimiterEvent::Permitted {
             instance: Arc::clone(&self.instance),
+            key: self.events.key(),
             waited
         });
     }
@@ -635,6 +636,7 @@ impl RateLimiterState {
         let retry_after = Duration::from_nanos(retry_after);
         publish!(self.events, |m| m.rejected(), || RateLimiterEvent::Rejected {
             instance: Arc::clone(&self.instance),
+            key: self.events.key(),
             retry_after
         });
         Rejection::RateLimitExceeded { instance: Arc::clone(&self.instance), retry_after }

@@ -194,7 +194,7 @@ impl<P: PolicyKind> Store<P> {
         registry: &Registry,
         site: (&str, Option<&str>, Option<&str>, bool),
         attrs: P::Builder,
-        make: impl FnOnce(Arc<str>, ConfigOf<P>) -> Arc<dyn KeyedView<P>>,
+        make: impl FnOnce(Arc<str>, ConfigOf<P>) -> Result<Arc<dyn KeyedView<P>>, RegistryError>,
     ) -> Result<Arc<dyn KeyedView<P>>, RegistryError>
     where
         P: Registered,
@@ -215,7 +215,7 @@ impl<P: PolicyKind> Store<P> {
             let (key, entry) = map.get_key_value(instance).expect("built above");
             (Arc::clone(key), entry.config.clone())
         };
-        Ok(self.keys.insert(Arc::clone(&key), make(key, resolved)))
+        Ok(self.keys.insert(Arc::clone(&key), make(key, resolved)?))
     }
 }
 
