@@ -1,8 +1,8 @@
 //! A borrowed key (`tenant: &str`) of an existing key is found without allocating (SPEC §15), in
 //! its own test binary since the counting allocator is process-wide.
 
-use resilience4cata::testing::{self, ManualClock};
 use resilience4cata::resilient;
+use resilience4cata::testing::{self, ManualClock};
 use testkit::Down;
 use testkit::alloc::allocations_during;
 
