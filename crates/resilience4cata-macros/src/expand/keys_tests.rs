@@ -9,7 +9,8 @@ use crate::diag::Errors;
 
 fn expand(input: TokenStream) -> String {
     let mut errors = Errors::default();
-    let parsed = crate::parse::parse_trait(TokenStream::new(), input, &mut errors).ok().expect("a trait");
+    let parsed =
+        crate::parse::parse_trait(TokenStream::new(), input, &mut errors).unwrap_or_else(|_| panic!("not a trait"));
     let model = crate::validate::validate(parsed, &mut errors);
     assert!(errors.is_empty(), "{:?}", errors.messages());
     super::expand(&model).to_string()

@@ -37,7 +37,10 @@ fn the_four_keyable_policies_take_a_key_and_its_limits() {
             fn get(&self, tenant: &str, req: &Req, user: User, region: u8) -> Result<u32, E>;
         }
     };
-    let model = validate(parse_trait(TokenStream::new(), input, &mut errors).ok().expect("a trait"), &mut errors);
+    let model = validate(
+        parse_trait(TokenStream::new(), input, &mut errors).unwrap_or_else(|_| panic!("not a trait")),
+        &mut errors,
+    );
     assert!(errors.is_empty(), "{:?}", errors.messages());
     let Member::Method(method) = &model.members[0] else { panic!("a method") };
     let keys: Vec<String> = method
