@@ -23,6 +23,10 @@ pub trait Tenants {
     #[rate_limiter(permits = 1, period = "1s", key = tenant, max_keys = 1)]
     fn capped(&self, tenant: &str) -> Result<u32, Down>;
 
+    #[retry(max_attempts = 3, delay = "100ms")]
+    #[rate_limiter(permits = 1, period = "1s", key = tenant, max_keys = 1)]
+    async fn capped_retried(&self, tenant: &str) -> Result<u32, Down>;
+
     #[fallback(method = capped_fallback)]
     #[rate_limiter(permits = 1, period = "1s", key = tenant, max_keys = 1)]
     fn capped_or_cached(&self, tenant: &str) -> Result<u32, Down>;
@@ -64,6 +68,9 @@ impl Tenants for Backend {
         self.call(fail)
     }
     fn capped(&self, _tenant: &str) -> Result<u32, Down> {
+        self.call(false)
+    }
+    async fn capped_retried(&self, _tenant: &str) -> Result<u32, Down> {
         self.call(false)
     }
     fn capped_or_cached(&self, _tenant: &str) -> Result<u32, Down> {
@@ -162,6 +169,18 @@ fn a_new_key_with_no_key_at_rest_is_refused_without_calling_the_method() {
     clock.advance(Duration::from_secs(1));
     assert_eq!(api.capped("b"), Ok(1));
     assert_eq!(calls(&api), 2);
+}
+
+#[test]
+fn a_keys_exhausted_refusal_is_not_retried() {
+    let clock = ManualClock::new();
+    let (api, _registry) = tenants(&clock);
+    testkit::block_on(async {
+        assert_eq!(api.capped_retried("a").await, Ok(1));
+        assert!(matches!(refused(api.capped_retried("b").await), Rejection::KeysExhausted { .. }));
+    });
+    assert_eq!(calls(&api), 1);
+    assert_eq!(clock.elapsed(), Duration::ZERO, "no retry waited: the key is looked up once, before the retry");
 }
 
 #[test]
