@@ -40,6 +40,18 @@ macro_rules! policy_handle {
 
             /// A keyed instance's keys (SPEC §15), most recently used first, at most `n`, each
             /// with its key text (its `Debug` form) and its own snapshot; empty when unkeyed.
+            /// Shown on a rate limiter; the four keyable policies' handles have the same methods.
+            ///
+            /// ```
+            /// use resilience4cata::{Pipeline, Registry};
+            ///
+            /// let registry = Registry::builder().build()?;
+            /// Pipeline::builder(&registry, "unkeyed").rate_limiter().build::<u32, std::io::Error>()?;
+            /// let handle = registry.rate_limiter("unkeyed").unwrap();
+            /// assert!(handle.keys(10).is_empty()); // an unkeyed instance has no keys
+            /// assert_eq!(handle.snapshot().keys, 0);
+            /// # Ok::<(), resilience4cata::RegistryError>(())
+            /// ```
             pub fn keys(&self, n: usize) -> Vec<(::std::sync::Arc<str>, $snapshot)> {
                 let Some(keys) = &self.keys else { return Vec::new() };
                 keys.recent(n)
@@ -51,6 +63,16 @@ macro_rules! policy_handle {
             /// A handle on one key of a keyed instance alone, by its key text (the key's `Debug`
             /// form: a `&str` key reads with its quotes, `"\"a.example\""`), with the policy's
             /// manual controls; `None` for an unknown key or an unkeyed instance.
+            ///
+            /// ```
+            /// use resilience4cata::{Pipeline, Registry};
+            ///
+            /// let registry = Registry::builder().build()?;
+            /// Pipeline::builder(&registry, "hosts").circuit_breaker().build::<u32, std::io::Error>()?;
+            /// let handle = registry.circuit_breaker("hosts").unwrap();
+            /// assert!(handle.key("\"a.example\"").is_none()); // unkeyed: no key to find
+            /// # Ok::<(), resilience4cata::RegistryError>(())
+            /// ```
             pub fn key(&self, text: &str) -> Option<$handle> {
                 let state = self.keys.as_ref()?.by_text(text)?;
                 Some($handle { state, keys: None })

@@ -117,9 +117,12 @@ struct Newcomers<P> {
     credit: u64,
 }
 
+/// One shard: its keys' slots behind its lock.
+type Shard<P> = RwLock<HashTable<Arc<Slot<P>>>>;
+
 /// A keyed instance's table of keys.
 pub(crate) struct KeyedTable<P> {
-    shards: Box<[RwLock<HashTable<Arc<Slot<P>>>>]>,
+    shards: Box<[Shard<P>]>,
     hasher: RandomState,
     /// Advanced once per new key: the stamps' clock (so the pass path stores, never adds).
     epoch: AtomicU64,
@@ -293,7 +296,7 @@ fn oldest_first<P>(candidates: &mut [Candidate<P>], batch: usize) {
 }
 
 impl<P> KeyedTable<P> {
-    fn shard_of(&self, hash: u64) -> &RwLock<HashTable<Arc<Slot<P>>>> {
+    fn shard_of(&self, hash: u64) -> &Shard<P> {
         // The high bits: hashbrown uses the low ones inside a shard.
         &self.shards[(hash >> 60) as usize % SHARDS]
     }
