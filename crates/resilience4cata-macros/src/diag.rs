@@ -45,6 +45,12 @@ pub(crate) const ATR_BUNDLE_ORDER: &str = "R4C-ATR-062";
 pub(crate) const ATR_BUNDLE_NOT_POLICY: &str = "R4C-ATR-080";
 pub(crate) const ATR_BUNDLE_USE: &str = "R4C-ATR-081";
 pub(crate) const ATR_BUNDLE_SYNTAX: &str = "R4C-ATR-082";
+/// Keyed instances (`R4C-ATR-07x`, SPEC §15): `key` on a policy without per-key state, `key`
+/// where it names no method's parameters (trait or impl level, a bundle), `max_keys` below 1. A
+/// key whose type cannot be a key is the runtime's `#[diagnostic::on_unimplemented]` code.
+pub(crate) const ATR_KEY_NOT_KEYABLE: &str = "R4C-ATR-070";
+pub(crate) const ATR_KEY_PLACEMENT: &str = "R4C-ATR-071";
+pub(crate) const ATR_MAX_KEYS: &str = "R4C-ATR-072";
 /// Classifier combinations (`R4C-CLF-…`, their own family: the class style has `R4C-CLS-…`).
 pub(crate) const CLF_WITH_PATTERNS: &str = "R4C-CLF-001";
 pub(crate) const CLF_EXHAUSTED_WITHOUT_CLASSIFIER: &str = "R4C-CLF-002";

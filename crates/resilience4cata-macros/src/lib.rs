@@ -198,6 +198,67 @@ use proc_macro::TokenStream;
 /// # Ok::<(), resilience4cata::RegistryError>(())
 /// ```
 ///
+/// # Keyed instances: one state per tenant, host or client
+/// `key = <expr>` on `#[rate_limiter]`, `#[circuit_breaker]`, `#[bulkhead]` or `#[adaptive_limit]`
+/// gives each value of the expression its own state of that policy, chosen per call: the same
+/// rules, events and figures as an instance of its own. The expression names the method's
+/// parameters (`key = tenant`, `key = req.host()`, `key = (region, shard)`); it is evaluated once
+/// per call, before every policy but the fallback, and the key is held until the call ends (across
+/// a retry's attempts). A borrowed key (`&str`) is looked up without allocating.
+/// `max_keys = <u32>` (default 10,000) bounds the states: a new key replaces the least recently
+/// used key at rest, and when none is at rest the call is refused with
+/// `Rejection::KeysExhausted` without calling the method (through the fallback when there is one,
+/// never retried). `key_metrics = true` gives metrics a per-key label.
+/// ```
+/// use resilience4cata::{resilient, testing::{self, ManualClock}, Rejection};
+/// use std::time::Duration;
+///
+/// #[derive(Debug, PartialEq, resilience4cata::ResilienceError)]
+/// pub enum ApiError {
+///     #[rejection]
+///     Refused(Rejection),
+/// }
+///
+/// #[resilient]
+/// pub trait Api {
+///     #[rate_limiter(permits = 2, period = "1s", key = tenant, max_keys = 1_000)]
+///     fn call(&self, tenant: &str) -> Result<u32, ApiError>;
+/// }
+///
+/// struct Backend;
+/// impl Api for Backend {
+///     fn call(&self, _tenant: &str) -> Result<u32, ApiError> {
+///         Ok(1)
+///     }
+/// }
+///
+/// let clock = ManualClock::new();
+/// let api = ResilientApi::new(Backend, &testing::registry(&clock).build()?)?;
+/// assert_eq!(api.call("acme"), Ok(1));
+/// assert_eq!(api.call("acme"), Ok(1));
+/// assert!(matches!(api.call("acme"), Err(ApiError::Refused(Rejection::RateLimitExceeded { .. }))));
+/// assert_eq!(api.call("globex"), Ok(1)); // another tenant, its own two permits
+/// clock.advance(Duration::from_secs(1));
+/// assert_eq!(api.call("acme"), Ok(1));
+/// # Ok::<(), resilience4cata::RegistryError>(())
+/// ```
+/// The generated method looks each key up first, then runs the layers on the key's state:
+/// ```text
+/// let hold = match self.__r4c_rate_limiter_call.for_key(key_arg!(tenant)) {
+///     Ok(hold) => hold,                                      // the key's own RateLimiterPolicy
+///     Err(r) => return Err(ApiError::from_rejection(r)),     // KeysExhausted
+/// };
+/// if let Err(r) = hold.acquire() { return Err(ApiError::from_rejection(r)); }
+/// <D as Api>::call(&self.delegate, tenant)
+/// ```
+/// A key expression over an owned parameter borrows it only for the lookup (`key =
+/// name.as_str()`), so the argument still moves into the call (or is cloned per attempt); through
+/// a `&mut T` parameter, key by a value (`key = *id`, `key = conn.id()`), not by the `&mut`
+/// itself. `key` on a retry, hedge, timeout or fallback is `R4C-ATR-070`; on the trait, an impl
+/// block or in a bundle `R4C-ATR-071` (a key names one method's parameters; `max_keys` and
+/// `key_metrics` may stay there); `max_keys = 0` is `R4C-ATR-072`; a key whose type cannot be a
+/// key (not `Hash + Eq + Debug`, no owned form) is one coded error on the expression.
+///
 /// # Rules
 /// - Policy attributes on the trait apply to every method; a method's own attribute overrides
 ///   them key by key. Keys and defaults: see `resilience4cata::retry` and

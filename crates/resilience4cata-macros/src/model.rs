@@ -129,6 +129,9 @@ pub(crate) enum Value {
     Str(LitStr),
     Path(syn::ExprPath),
     Pattern(Pat),
+    /// An expression kept as written (`key = tenant`), its tokens spanned where the user wrote
+    /// them, so rustc reports a mistake in it there.
+    Expr(syn::Expr),
 }
 
 /// The settings of one policy on one method, trait-level and method-level merged.
@@ -274,6 +277,8 @@ pub(crate) enum ValueKind {
     Pattern,
     /// A path to a function.
     FnPath,
+    /// Any expression, emitted as written (`key = req.host()`).
+    Expr,
 }
 
 impl ValueKind {
@@ -288,6 +293,7 @@ impl ValueKind {
             ValueKind::Str => "a string literal".to_owned(),
             ValueKind::Pattern => "a pattern".to_owned(),
             ValueKind::FnPath => "a path to a function".to_owned(),
+            ValueKind::Expr => "an expression over the method's parameters".to_owned(),
         }
     }
 }

@@ -97,3 +97,26 @@ fn an_item_that_is_not_an_impl_is_left_to_the_trait_style() {
         .is_none()
     );
 }
+
+#[test]
+fn a_keyed_method_looks_its_key_up_through_the_policies_accessor() {
+    let out = expand(
+        quote!(policies = p),
+        quote! {
+            impl Client {
+                #[rate_limiter(permits = 2, key = tenant)]
+                pub fn get(&self, tenant: &str) -> Result<u32, E> { Ok(1) }
+            }
+        },
+    );
+    assert_contains(
+        &out,
+        &[
+            "__r4c_rate_limiter_get : :: resilience4cata :: __private :: KeyedRateLimiterPolicy",
+            ":: resilience4cata :: __private :: keyed_rate_limiter (registry",
+            "KeyedRateLimiterPolicy :: for_key (& __r4c_policies_of_Client (self) . __r4c_rate_limiter_get , __r4c_key_arg . key_arg ())",
+            "(* __r4c_key_rate_limiter) . acquire ()",
+            "Self :: __r4c_inner_get (self , tenant)",
+        ],
+    );
+}

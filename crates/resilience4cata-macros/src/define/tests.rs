@@ -103,6 +103,14 @@ fn a_bad_value_is_reported_at_the_bundle_with_its_code_and_left_out() {
 }
 
 #[test]
+fn a_key_in_a_bundle_is_refused_and_left_out() {
+    let input = quote!(pub b = #[rate_limiter(key = tenant, permits = 5)] #[bulkhead(max_keys = 10)];);
+    assert_eq!(codes(input.clone()), ["R4C-ATR-071"]);
+    let kept = content(input);
+    assert!(!kept.contains("rate_limiter") && kept.contains("max_keys = 10"), "{kept}");
+}
+
+#[test]
 fn a_policy_twice_in_one_bundle_is_refused() {
     assert_eq!(codes(quote!(pub b = #[retry] #[retry(max_attempts = 2)];)), ["R4C-ATR-008"]);
 }

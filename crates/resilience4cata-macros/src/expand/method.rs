@@ -157,9 +157,15 @@ fn async_body(_method: &Method, block: TokenStream) -> TokenStream {
 /// calls, ending in the method's return value. Both styles emit their methods with it.
 pub(crate) fn protected(host: &Host, method: &Method) -> TokenStream {
     let ctx = Ctx { method, layer: &method.layers[0], host };
-    let chained = method.layers.iter().rev().fold(innermost(host, method), |inner, layer| {
-        emitter(layer.spec)(&Ctx { method, layer, host }, &layer.settings, inner)
-    });
+    let chain = |layers: &[crate::model::Layer], inner| {
+        layers
+            .iter()
+            .rev()
+            .fold(inner, |inner, layer| emitter(layer.spec)(&Ctx { method, layer, host }, &layer.settings, inner))
+    };
+    // The keys are looked up inside the fallback (always first) and outside everything else.
+    let (fallback, layers) = method.layers.split_at(usize::from(crate::policy::has_fallback(method)));
+    let chained = chain(fallback, super::keys::lookups(host, method, chain(layers, innermost(host, method))));
     let rejects = method.layers.iter().any(|p| p.spec.rejects).then(|| {
         let p = private();
         let err = ctx.err_type();

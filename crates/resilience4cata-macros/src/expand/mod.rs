@@ -14,6 +14,9 @@ pub(crate) mod circuit_breaker;
 mod desugar;
 pub(crate) mod fallback;
 pub(crate) mod hedge;
+pub(crate) mod keys;
+#[cfg(test)]
+mod keys_tests;
 pub(crate) mod method;
 pub(crate) mod rate_limiter;
 pub(crate) mod retry;
@@ -111,7 +114,14 @@ pub(crate) fn inner_ident(prefix: &str, method: &Method) -> Ident {
 impl Ctx<'_> {
     /// This policy's field, as an expression: `self.__r4c_retry_stock`, or
     /// `__r4c_policies_of_Client(self).__r4c_retry_stock` in an impl block.
+    ///
+    /// A keyed layer (`key = …`, SPEC §15) uses the call's hold on its key instead:
+    /// `(*__r4c_key_<policy>)`, the key's own instance, looked up before every layer (`keys`).
     pub(crate) fn field(&self) -> TokenStream {
+        if crate::policy::key_of(self.layer).is_some() {
+            let hold = keys::hold(self.layer.spec);
+            return quote!((*#hold));
+        }
         let (fields, name) = (&self.host.fields, field(self.layer.spec, self.method));
         quote!(#fields.#name)
     }

@@ -220,9 +220,12 @@ pub(crate) fn cfgs(attrs: &[syn::Attribute]) -> Vec<syn::Attribute> {
     attrs.iter().filter(|a| a.path().is_ident("cfg")).cloned().collect()
 }
 
+/// The field's type: the policy's facade, or its keyed facade (`KeyedRateLimiterPolicy`) when the
+/// layer has a `key`.
 fn field_ty(layer: &Layer) -> TokenStream {
     let p = private();
-    let ty = format_ident!("{}", layer.spec.field_ty);
+    let keyed = if crate::policy::key_of(layer).is_some() { "Keyed" } else { "" };
+    let ty = format_ident!("{keyed}{}", layer.spec.field_ty);
     quote!(#p::#ty)
 }
 
@@ -323,7 +326,8 @@ fn debug(model: &Model) -> TokenStream {
 fn instance(owner: &str, method: &Method, layer: &Layer) -> TokenStream {
     let p = private();
     let spec = layer.spec;
-    let runtime_fn = format_ident!("{}", spec.runtime_fn);
+    let keyed = if crate::policy::key_of(layer).is_some() { "keyed_" } else { "" };
+    let runtime_fn = format_ident!("{keyed}{}", spec.runtime_fn);
     let id = derived_id(owner, method);
     let name = optional_str(layer.settings.iter().find(|s| s.key.role == Role::Name));
     let config = optional_str(layer.settings.iter().find(|s| s.key.role == Role::Config));

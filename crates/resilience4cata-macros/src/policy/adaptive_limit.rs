@@ -1,7 +1,7 @@
 //! `#[adaptive_limit(…)]`: keys of SPEC §7.4, with the limits' order (`R4C-ATR-050`) and the
 //! algorithms' ranges (`R4C-ATR-051`) checked at compile time.
 
-use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
+use super::{CONFIG, ENABLED, KEY, KEY_METRICS, MAX_KEYS, NAME, U32_MAX, key, policy_spec};
 use crate::diag::{ATR_LIMIT_ORDER, ATR_LIMIT_PARAMETER};
 use crate::model::{KeySpec, Method, PolicySpec, Problem, Role, Setting, Settings, Value, ValueKind};
 
@@ -41,6 +41,9 @@ static KEYS: &[KeySpec] = &[
     key("ignore_on_if", ValueKind::FnPath, Role::Code),
     NAME,
     CONFIG,
+    KEY,
+    MAX_KEYS,
+    KEY_METRICS,
 ];
 
 /// `min_limit ≤ initial_limit ≤ max_limit` among the limits written (unwritten ones come from the

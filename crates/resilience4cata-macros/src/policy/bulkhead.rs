@@ -1,7 +1,7 @@
 //! `#[bulkhead(…)]`: its keys are the fields of `resilience4cata::bulkhead::BulkheadConfig`,
 //! documented there.
 
-use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
+use super::{CONFIG, ENABLED, KEY, KEY_METRICS, MAX_KEYS, NAME, U32_MAX, key, policy_spec};
 use crate::diag::ATR_MAX_CONCURRENT_CALLS;
 use crate::model::{KeySpec, PolicySpec, Role, ValueKind};
 
@@ -18,4 +18,7 @@ static KEYS: &[KeySpec] = &[
     ENABLED,
     NAME,
     CONFIG,
+    KEY,
+    MAX_KEYS,
+    KEY_METRICS,
 ];

@@ -2,7 +2,7 @@
 //! `resilience4cata::circuit_breaker::CircuitBreakerConfig`, and the ranges the runtime would refuse
 //! with `R4C-REG-003`, caught at compile time instead.
 
-use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
+use super::{CONFIG, ENABLED, KEY, KEY_METRICS, MAX_KEYS, NAME, U32_MAX, key, policy_spec};
 use crate::diag::{ATR_CB_COUNT, ATR_CB_RATE, ATR_CB_SLOW_ZERO};
 use crate::model::{KeySpec, Method, PolicySpec, Problem, Role, Setting, Settings, Value, ValueKind};
 
@@ -37,6 +37,9 @@ static KEYS: &[KeySpec] = &[
     key("ignore_on_if", ValueKind::FnPath, Role::Code),
     NAME,
     CONFIG,
+    KEY,
+    MAX_KEYS,
+    KEY_METRICS,
 ];
 
 /// A threshold of 0 % would open a healthy breaker (the range check admits it, being inclusive);

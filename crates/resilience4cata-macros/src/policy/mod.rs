@@ -122,6 +122,22 @@ pub(super) const ENABLED: KeySpec = key("enabled", ValueKind::Bool { code: crate
 pub(super) const NAME: KeySpec = key("name", ValueKind::Str, Role::Name);
 pub(super) const CONFIG: KeySpec = key("config", ValueKind::Str, Role::Config);
 
+/// `key`, `max_keys` and `key_metrics`: the keys of the four keyable attributes (SPEC §15). `key`
+/// is read by the expansion (`expand::keys`), the two others are builder setters.
+pub(super) const KEY: KeySpec = key("key", ValueKind::Expr, Role::Code);
+pub(super) const MAX_KEYS: KeySpec =
+    key("max_keys", ValueKind::Count { min: 1, max: U32_MAX, code: crate::diag::ATR_MAX_KEYS }, Role::Builder);
+pub(super) const KEY_METRICS: KeySpec =
+    key("key_metrics", ValueKind::Bool { code: crate::diag::ATR_VALUE_KIND }, Role::Builder);
+
+/// The key expression of a layer, when it is keyed.
+pub(crate) fn key_of(layer: &Layer) -> Option<&syn::Expr> {
+    match &layer.settings.get(KEY.name)?.value {
+        crate::model::Value::Expr(expr) => Some(expr),
+        _ => None,
+    }
+}
+
 /// The `check` of an attribute whose keys are each judged on their own: nothing across keys.
 pub(super) fn no_cross_checks(_settings: &Settings, _method: &Method) -> Vec<Problem> {
     Vec::new()

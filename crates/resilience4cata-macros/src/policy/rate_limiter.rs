@@ -1,7 +1,7 @@
 //! `#[rate_limiter(…)]`: its keys are the fields of
 //! `resilience4cata::rate_limiter::RateLimiterConfig`, documented there.
 
-use super::{CONFIG, ENABLED, NAME, U32_MAX, key, policy_spec};
+use super::{CONFIG, ENABLED, KEY, KEY_METRICS, MAX_KEYS, NAME, U32_MAX, key, policy_spec};
 use crate::diag::{ATR_PERIOD, ATR_PERMITS};
 use crate::model::{KeySpec, PolicySpec, Role, ValueKind};
 
@@ -16,4 +16,7 @@ static KEYS: &[KeySpec] = &[
     ENABLED,
     NAME,
     CONFIG,
+    KEY,
+    MAX_KEYS,
+    KEY_METRICS,
 ];

@@ -15,8 +15,8 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident};
 use syn::{Ident, ItemTrait, TraitItem, TraitItemFn};
 
-use crate::diag::{ATR_DUPLICATE, Errors};
-use crate::model::{Layer, Member, Method, Model, Origin, PolicySpec, Setting, Settings, Written};
+use crate::diag::{ATR_DUPLICATE, ATR_KEY_PLACEMENT, Errors};
+use crate::model::{Layer, Member, Method, Model, Origin, PolicySpec, Setting, Settings, ValueKind, Written};
 use crate::order::Order;
 use crate::parse::{RawAttribute, TraitInput};
 use crate::policy::POLICIES;
@@ -109,13 +109,14 @@ impl Validator<'_> {
                 );
                 continue;
             }
-            judged.push(Judged { spec: p.spec, settings: self.judge(p, origin) });
+            judged
+                .push(Judged { spec: p.spec, settings: self.judge(p, Place { origin, bundled: p.bundle.is_some() }) });
         }
         judged
     }
 
     /// Judges every entry of one attribute; a key written twice is `[R4C-ATR-008]`.
-    fn judge(&mut self, raw: &RawAttribute, origin: Origin) -> Settings {
+    fn judge(&mut self, raw: &RawAttribute, Place { origin, bundled }: Place) -> Settings {
         self.next_id += 1;
         let mut settings =
             Settings { items: Vec::new(), attribute: Some(Written { path: raw.path.clone(), id: self.next_id }) };
@@ -131,6 +132,10 @@ impl Validator<'_> {
                 self.errors.add(&entry.key, ATR_DUPLICATE, format!("`{}` set multiple times", key.name));
                 continue;
             }
+            if matches!(key.kind, ValueKind::Expr) && (origin == Origin::Trait || bundled) {
+                self.errors.push(misplaced_key(raw, entry, bundled));
+                continue;
+            }
             match value::judge(key, entry) {
                 Ok(value) => {
                     self.next_id += 1;
@@ -141,6 +146,25 @@ impl Validator<'_> {
         }
         settings
     }
+}
+
+/// Where an attribute was written: its level, and whether a bundle brought it.
+#[derive(Clone, Copy)]
+struct Place {
+    origin: Origin,
+    bundled: bool,
+}
+
+/// `[R4C-ATR-071]`: `key` in a bundle or on the trait (impl block), where there is no one
+/// method's parameters for it to name (SPEC §15).
+fn misplaced_key(raw: &RawAttribute, entry: &crate::parse::RawEntry, bundled: bool) -> syn::Error {
+    let name = raw.spec.name;
+    let place = if bundled { "in a bundle" } else { "on a trait or impl block" };
+    let message = format!(
+        "`key` cannot be set {place}: a key names parameters of one method; write \
+         `#[{name}(key = …)]` on each method that is keyed (the other keys of `#[{name}]` may stay here)"
+    );
+    crate::diag::error(&entry.key, ATR_KEY_PLACEMENT, message)
 }
 
 /// `lower` with each policy of `upper` overlaid on it, key by key.
@@ -157,7 +181,8 @@ fn overlay_level(lower: Vec<Judged>, upper: Vec<Judged>) -> Vec<Judged> {
 
 /// Judges one attribute on its own, as `bundle!` does at a bundle's definition.
 pub(crate) fn judge_alone(raw: &RawAttribute, errors: &mut Errors) {
-    Validator { errors, next_id: 0, reported: HashSet::new(), class: false }.judge(raw, Origin::Method);
+    let place = Place { origin: Origin::Method, bundled: true };
+    Validator { errors, next_id: 0, reported: HashSet::new(), class: false }.judge(raw, place);
 }
 
 /// The method's policies in table order: each trait-level attribute overlaid by the method's own.
@@ -198,5 +223,7 @@ fn mentions(tokens: TokenStream, name: &str) -> bool {
     })
 }
 
+#[cfg(test)]
+mod keys_tests;
 #[cfg(test)]
 mod tests;

@@ -3,13 +3,16 @@
 
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, UnOp};
 
-use crate::diag::{self, ATR_DURATION, ATR_UNKNOWN_KEY, ATR_VALUE_KIND};
+use crate::diag::{self, ATR_DURATION, ATR_KEY_NOT_KEYABLE, ATR_UNKNOWN_KEY, ATR_VALUE_KIND};
 use crate::model::{KeySpec, PolicySpec, Value, ValueKind};
 use crate::parse::{RawEntry, RawValue};
 
 /// The key spec of `entry`, or `[R4C-ATR-002]` listing the valid keys and the closest one.
 pub(crate) fn key_of(spec: &PolicySpec, entry: &RawEntry) -> syn::Result<&'static KeySpec> {
     let name = entry.key.to_string();
+    if name == "key" && spec.key(&name).is_none() {
+        return Err(not_keyable(spec, entry));
+    }
     spec.key(&name).ok_or_else(|| {
         let valid: Vec<_> = spec.key_names().collect();
         let hint = closest(&name, &valid).map(|c| format!("; did you mean `{c}`?")).unwrap_or_default();
@@ -19,6 +22,16 @@ pub(crate) fn key_of(spec: &PolicySpec, entry: &RawEntry) -> syn::Result<&'stati
             format!("unknown key `{name}` for `#[{}]`{hint} valid keys: {}", spec.name, valid.join(", ")),
         )
     })
+}
+
+/// `[R4C-ATR-070]`: `key` on a policy that keeps no state per key (SPEC §15).
+fn not_keyable(spec: &PolicySpec, entry: &RawEntry) -> syn::Error {
+    let name = spec.name;
+    let message = format!(
+        "`#[{name}]` takes no `key`: only `#[rate_limiter]`, `#[circuit_breaker]`, `#[bulkhead]` and \
+         `#[adaptive_limit]` keep state per key; write `key = …` on one of those on this method instead"
+    );
+    diag::error(&entry.key, ATR_KEY_NOT_KEYABLE, message)
 }
 
 /// The value of `entry` for `key`, parsed then judged.
@@ -57,6 +70,7 @@ pub(crate) fn judge(key: &KeySpec, entry: &RawEntry) -> syn::Result<Value> {
             Expr::Path(p) if p.attrs.is_empty() => Ok(Value::Path(p.clone())),
             _ => Err(wrong_kind(key, expr)),
         },
+        ValueKind::Expr => Ok(Value::Expr(expr.clone())),
         ValueKind::Pattern => unreachable!("handled above"),
     }
 }

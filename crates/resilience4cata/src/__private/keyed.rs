@@ -20,7 +20,10 @@ use crate::rejection::Rejection;
     label = "this key expression",
     note = "use an owned value or a reference to one of these (`&str`, `u64`, `(u32, String)`, …)"
 )]
-pub trait KeyType {}
+pub trait KeyType: Hash + Eq + ToOwned<Owned = Self::Kept> {
+    /// The owned form kept for a new key.
+    type Kept: Borrow<Self> + Hash + Eq + Debug + Send + Sync + 'static;
+}
 
 #[diagnostic::do_not_recommend]
 impl<Q> KeyType for Q
@@ -28,6 +31,7 @@ where
     Q: ?Sized + Hash + Eq + ToOwned,
     Q::Owned: Borrow<Q> + Hash + Eq + Debug + Send + Sync + 'static,
 {
+    type Kept = Q::Owned;
 }
 
 /// The key expression's value, for the probe: `(&KeyArg(expr)).key_arg()` is `expr` itself when it
@@ -100,8 +104,7 @@ macro_rules! keyed {
             #[inline]
             pub fn for_key<Q>(&self, key: &Q) -> Result<KeyRef<'_, crate::$module::policy::$policy>, Rejection>
             where
-                Q: ?Sized + KeyType + Hash + Eq + ToOwned,
-                Q::Owned: Borrow<Q> + Hash + Eq + Debug + Send + Sync + 'static,
+                Q: ?Sized + KeyType,
             {
                 self.core.for_key(key)
             }
