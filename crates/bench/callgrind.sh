@@ -20,7 +20,8 @@ N2=${N2:-12000}
 if [[ -z "${CASES_BIN:-}" ]]; then
     # The bench profile: lto = "fat", codegen-units = 1, the settings criterion runs with.
     cargo build --quiet --profile bench -p bench --bin cases
-    CASES_BIN=target/release/cases
+    # the bench profile writes to `release/` of the target dir, wherever CARGO_TARGET_DIR puts it
+    CASES_BIN=${CARGO_TARGET_DIR:-target}/release/cases
 fi
 command -v valgrind >/dev/null || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
 
