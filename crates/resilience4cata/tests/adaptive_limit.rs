@@ -1,5 +1,6 @@
 //! The adaptive limit through `#[resilient]` and the registry, on the manual clock.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -305,8 +306,11 @@ fn an_async_waiter_is_refused_at_its_deadline() {
     assert_eq!(f.clock.elapsed(), Duration::from_secs(10));
 }
 
-/// One thread holds `held`'s only slot until `then` has run; another waits for it (parked, on
-/// the manual clock which only `then` may move). Returns the holder's and the waiter's results.
+/// One thread holds `held`'s only slot until `then` has run; another waits for it (parked on the
+/// manual clock, which moves to the waiter's deadline by itself once that deadline has been the
+/// earliest pending one for two checks, about 2 ms of real time: SPEC §10). Returns the holder's
+/// and the waiter's results. A waiter refused before this thread saw it waiting ends the wait for
+/// it too (no spinning on a count that can no longer rise).
 fn holder_and_waiter(f: &Fixture, then: impl FnOnce()) -> (Result<u32, ApiError>, Result<u32, ApiError>) {
     let go = AtomicU32::new(0);
     let snapshot = || f.registry.adaptive_limit(&id("held")).unwrap().snapshot();
@@ -323,7 +327,7 @@ fn holder_and_waiter(f: &Fixture, then: impl FnOnce()) -> (Result<u32, ApiError>
             std::thread::yield_now();
         }
         let waiter = s.spawn(|| f.api.held(&ok));
-        while snapshot().waiting == 0 {
+        while snapshot().waiting == 0 && !waiter.is_finished() {
             std::thread::yield_now();
         }
         then();
@@ -334,11 +338,25 @@ fn holder_and_waiter(f: &Fixture, then: impl FnOnce()) -> (Result<u32, ApiError>
     results
 }
 
+/// A sync waiter on the manual clock moves the clock to its own deadline once that deadline has
+/// been the earliest pending one for two checks (SPEC §10), so with nothing else pending it would
+/// be refused at `max_wait` whenever the holder is slower than those two 1 ms checks (a loaded
+/// machine). An earlier deadline is kept pending for the whole test: an async retry's 1 ms backoff,
+/// polled once and never again (an async wait moves the clock only when it is polled), so the
+/// waiter's deadline is never the earliest and the slot reaches it whenever the holder frees it.
 #[test]
 fn a_sync_waiter_gets_the_slot_a_call_frees() {
     let f = fixture();
+    let backoff = resilience4cata::Pipeline::builder(&f.registry, "earlier-deadline")
+        .retry_with(|r| r.max_attempts(2).delay(MS))
+        .build::<u32, std::io::Error>()
+        .unwrap();
+    let mut pending = Box::pin(backoff.execute_async(|| async { Err(std::io::Error::other("once")) }));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(pending.as_mut().poll(&mut cx).is_pending(), "the backoff's deadline is pending");
     assert_eq!(holder_and_waiter(&f, || {}), (Ok(1), Ok(1)));
-    assert_eq!(f.clock.elapsed(), Duration::ZERO);
+    assert_eq!(f.clock.elapsed(), Duration::ZERO, "the slot came before any deadline");
+    drop(pending);
 }
 
 #[test]

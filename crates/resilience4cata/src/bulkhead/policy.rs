@@ -557,12 +557,19 @@ mod tests {
         let clock = ManualClock::new();
         let b = bulkhead(&clock, 1, 10 * MS);
         let held = b.acquire().unwrap();
+        // An earlier deadline kept pending (an async sleep polled once, never again): without it
+        // the waiter would move the clock to its own deadline after two 1 ms checks (SPEC §10)
+        // and be refused whenever this thread is slower than that to free the slot.
+        let mut earlier = Box::pin(b.state.timer.sleep_async(MS));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(std::future::Future::poll(earlier.as_mut(), &mut cx).is_pending());
         std::thread::scope(|s| {
             let waiter = s.spawn(|| b.acquire().map(drop).is_ok());
             wait_until(&b, 1);
             drop(held);
             assert!(waiter.join().unwrap());
         });
+        drop(earlier);
         assert_eq!(counts(&b), (0, 1, 0));
         assert_eq!(clock.elapsed(), Duration::ZERO, "a sync waiter does not move the manual clock");
     }
@@ -574,7 +581,11 @@ mod tests {
         let _held = b.acquire().unwrap();
         std::thread::scope(|s| {
             let waiter = s.spawn(|| is_full(b.acquire()));
-            wait_until(&b, 1);
+            // With nothing earlier pending, the waiter itself moves the clock to its deadline
+            // after two 1 ms checks (SPEC §10) and may be gone before it is seen waiting.
+            while b.state.snapshot().waiting != 1 && !waiter.is_finished() {
+                std::thread::yield_now();
+            }
             clock.advance(10 * MS);
             assert!(waiter.join().unwrap());
         });
