@@ -80,7 +80,10 @@ async fn the_breaker_card_follows_the_demo_script() {
     let open = open.expect("tenant-a's breaker card never showed Open during the failing phase");
     let closed = troubled[open..].iter().any(|(phase, state)| *phase == Phase::Recovered && state == "Closed");
     assert!(closed, "tenant-a's breaker card never showed Closed after recovery");
-    assert_eq!(troubled.last().map(|(_, s)| s.as_str()), Some("Closed"));
+    // The chaos phase comes after recovery, and its injected faults may open the breaker again
+    // (the script says so), so "Closed at the end" is checked at the end of the recovered phase.
+    let recovered = troubled.iter().rev().find(|(phase, _)| *phase == Phase::Recovered);
+    assert_eq!(recovered.map(|(_, s)| s.as_str()), Some("Closed"), "tenant-a's card at the end of recovery");
     let other: Vec<&String> = seen.iter().map(|(_, (_, b))| b).filter(|b| *b != "Closed").collect();
     assert_eq!(other, Vec::<&String>::new(), "tenant-b's breaker card left Closed");
     let failed: Vec<_> = story.checks().into_iter().filter(|c| !c.passed).collect();
