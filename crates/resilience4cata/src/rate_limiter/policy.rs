@@ -442,7 +442,7 @@ mod tests {
         let clock = ManualClock::new();
         let centuries = Duration::from_secs(300 * 365 * 24 * 3600);
         let rl = limiter(&clock, 2, centuries, Duration::ZERO);
-        assert!(!rl.state.local.load(std::sync::atomic::Ordering::Relaxed));
+        assert!(!rl.state.pass_is_local());
         clock.advance(5 * MS);
         rl.acquire().unwrap();
         rl.acquire().unwrap();

@@ -62,7 +62,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::sync::Live;
-use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -177,7 +177,9 @@ impl Gcra {
 pub(crate) struct AtomicGcra {
     interval: AtomicU64,
     tolerance: AtomicU64,
-    /// `tolerance − interval`.
+    /// `tolerance − interval`, at most [`PASS_TOLERANCE_BOUND`]: only the pass path reads it, which
+    /// a larger `τ` never takes, so the bound changes no answer; it keeps `now + slack` (and the
+    /// folded flag's refusal, [`PASS_OFF`]) free of overflow whatever the configuration.
     slack: AtomicU64,
     words: CachePadded<Words>,
 }
@@ -201,7 +203,7 @@ impl AtomicGcra {
         AtomicGcra {
             interval: AtomicU64::new(interval),
             tolerance: AtomicU64::new(tolerance),
-            slack: AtomicU64::new(slack),
+            slack: AtomicU64::new(slack.min(PASS_TOLERANCE_BOUND)),
             words: CachePadded::new(words),
         }
     }
@@ -247,7 +249,7 @@ impl AtomicGcra {
         }
         self.interval.store(next.interval, Ordering::Relaxed);
         self.tolerance.store(next.tolerance, Ordering::Relaxed);
-        self.slack.store(next.slack, Ordering::Relaxed);
+        self.slack.store(next.slack.min(PASS_TOLERANCE_BOUND), Ordering::Relaxed);
         self.words.origin.store(0, Ordering::Relaxed);
         self.words.tat.store(rescaled, Ordering::Release);
     }
@@ -405,6 +407,19 @@ const PASS_LAG_BOUND: u64 = 3_600_000_000_000;
 /// saturates.
 const PASS_TOLERANCE_BOUND: u64 = 1 << 62;
 
+/// The pass path's lag while the pass path is off (disabled, shared, no bounded lag or `τ`): a
+/// date `2⁶³` after the reading, which no permit can start by (`start ≤ now + slack` fails, the
+/// slack being at most [`PASS_TOLERANCE_BOUND`]), so the pass path refuses before its
+/// compare-and-set and the refusal takes [`pass_other`](RateLimiterState::pass_other). Folding
+/// the "local" flag into the lag the pass path loads anyway saves its load, test and branch: an
+/// atomic load is never folded into a compare (SPEC §16's budget, issue 25).
+const PASS_OFF: u64 = 1 << 63;
+
+/// The pass path's lag: the coarse clock's `lag` when the pass path is on, else [`PASS_OFF`].
+fn pass_lag(local: bool, lag: u64) -> u64 {
+    if local { lag } else { PASS_OFF }
+}
+
 /// A rate limiter instance's shared state: one per instance id.
 #[derive(Debug)]
 pub(crate) struct RateLimiterState {
@@ -419,9 +434,10 @@ pub(crate) struct RateLimiterState {
     /// through one pointer instead of two.
     /// (std's atomic, as the clock's, also under loom.)
     coarse: Arc<CachePadded<std::sync::atomic::AtomicU64>>,
-    /// Enabled, not shared, a bounded `lag` and `τ` (a live update may change it): the one test
-    /// before the pass path's GCRA. Every other case takes [`pass_other`](Self::pass_other).
-    pub(super) local: AtomicBool,
+    /// `lag` while the pass path is on (enabled, not shared, a bounded `lag` and `τ`; a live
+    /// update may change it), else [`PASS_OFF`]: the pass path dates its permits with it, and
+    /// a refusal with `PASS_OFF` takes [`pass_other`](Self::pass_other).
+    pass_lag: AtomicU64,
     max_wait: AtomicU64,
     pub(super) timer: Arc<Timer>,
     events: Publisher<RateLimiterEvent>,
@@ -445,7 +461,10 @@ impl RateLimiterState {
             // straight to the exact clock, as it would after the pass path's refusal. A lag of at
             // most `PASS_LAG_BOUND` and a tolerance of at most `PASS_TOLERANCE_BOUND` let the pass
             // path date and judge permits with plain adds.
-            local: AtomicBool::new(config.enabled && lag <= PASS_LAG_BOUND && gcra.tolerance() <= PASS_TOLERANCE_BOUND),
+            pass_lag: AtomicU64::new(pass_lag(
+                config.enabled && lag <= PASS_LAG_BOUND && gcra.tolerance() <= PASS_TOLERANCE_BOUND,
+                lag,
+            )),
             gcra,
             lag,
             coarse: timer.coarse_cell(),
@@ -462,7 +481,7 @@ impl RateLimiterState {
     /// while it is degraded.
     pub(super) fn share(&mut self, pool: Arc<LeasePool>) {
         self.shared = Some(pool);
-        self.local = AtomicBool::new(false);
+        self.pass_lag = AtomicU64::new(PASS_OFF);
     }
 
     /// A live update (SPEC §16): the burst's used share is kept ([`AtomicGcra::reconfigure`]);
@@ -476,7 +495,7 @@ impl RateLimiterState {
             && self.gcra.tolerance() <= PASS_TOLERANCE_BOUND;
         self.max_wait.store(nanos(config.max_wait), Ordering::Relaxed);
         self.config.store(config);
-        self.local.store(local, Ordering::Relaxed);
+        self.pass_lag.store(pass_lag(local, self.lag), Ordering::Relaxed);
     }
 
     /// Fully replenished: forgetting this limiter (a keyed instance's key, SPEC §15) gives nobody
@@ -500,22 +519,31 @@ impl RateLimiterState {
         }
     }
 
-    /// The pass path: a permit at the coarse time (one flag test, one atomic load, one CAS), or
-    /// [`pass_other`](Self::pass_other) for a disabled, shared or unticked limiter.
+    /// The pass path: a permit at the coarse time (one atomic load, one CAS), or, when it is off
+    /// ([`PASS_OFF`]: a disabled, shared or unticked limiter), [`pass_other`](Self::pass_other)
+    /// after the refusal the off lag guarantees.
     #[inline(always)]
     pub(super) fn pass(&self) -> bool {
-        if !self.local.load(Ordering::Relaxed) {
-            return self.pass_other();
-        }
         let now = self.coarse.load(std::sync::atomic::Ordering::Relaxed);
-        // No overflow: `lag ≤ PASS_LAG_BOUND`, `τ ≤ PASS_TOLERANCE_BOUND`, and a reading counts
-        // nanoseconds from the clock's origin (the registry's start, or a manual clock's zero), far
-        // below `u64::MAX − 2⁶²`.
-        if self.gcra.try_acquire_dated(now, now.wrapping_add(self.lag)) {
+        // No overflow: the lag is at most `PASS_LAG_BOUND` or `PASS_OFF` (2⁶³), the slack at most
+        // `PASS_TOLERANCE_BOUND`, and a reading counts nanoseconds from the clock's origin (the
+        // registry's start, or a manual clock's zero), far below `2⁶²`.
+        if self.gcra.try_acquire_dated(now, now.wrapping_add(self.pass_lag.load(Ordering::Relaxed))) {
             self.permitted(Duration::ZERO);
             return true;
         }
+        // Loaded again on the refusal alone: keeping the first load live across the
+        // compare-and-set would cost the pass path a register.
+        if self.pass_lag.load(Ordering::Relaxed) == PASS_OFF {
+            return self.pass_other();
+        }
         false
+    }
+
+    /// Whether the pass path is on (tests).
+    #[cfg(test)]
+    pub(super) fn pass_is_local(&self) -> bool {
+        self.pass_lag.load(Ordering::Relaxed) != PASS_OFF
     }
 
     /// The pass path of the rest: disabled (passes), shared (a leased permit at the coarse time
