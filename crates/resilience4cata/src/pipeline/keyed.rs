@@ -157,7 +157,7 @@ impl<K, T, E, M> KeyedPipeline<K, T, E, M> {
     ///     .retry()
     ///     .bulkhead()
     ///     .build::<u32, std::io::Error>()?
-    ///     .rules(|p| p.retry_on(|e| e.kind() == std::io::ErrorKind::TimedOut).fallback(|_, _| Ok(0)));
+    ///     .rules(|p| p.retry_on(|e| e.kind() == std::io::ErrorKind::TimedOut).fallback(|_| Ok(0)));
     /// let mut calls = 0;
     /// let answer = per_tenant.execute_for("t1", || { calls += 1; Err(std::io::Error::other("down")) });
     /// assert_eq!((answer?, calls), (0, 1)); // not retried, answered by the fallback
