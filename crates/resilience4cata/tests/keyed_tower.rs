@@ -52,7 +52,9 @@ fn each_api_key_has_its_own_limiter_through_the_layer() {
         }
         let refused = service.clone().oneshot(request("a", 9)).await;
         match rejection(&refused) {
-            Some(Rejection::RateLimitExceeded { retry_after, .. }) => assert_eq!(*retry_after, Duration::from_millis(500)),
+            Some(Rejection::RateLimitExceeded { retry_after, .. }) => {
+                assert_eq!(*retry_after, Duration::from_millis(500))
+            }
             other => panic!("expected RateLimitExceeded, got {other:?}"),
         }
         assert_eq!(service.clone().oneshot(request("b", 1)).await.unwrap(), 1, "key b is served");
@@ -97,12 +99,11 @@ fn retries_resend_a_copy_and_the_breaker_opens_per_key() {
         .unwrap();
     let calls = Arc::new(AtomicU32::new(0));
     let counted = Arc::clone(&calls);
-    let service = per_host.layer().key_by(|req: &Request| req.api_key.clone()).layer(tower::service_fn(
-        move |req: Request| {
+    let service =
+        per_host.layer().key_by(|req: &Request| req.api_key.clone()).layer(tower::service_fn(move |req: Request| {
             counted.fetch_add(1, Ordering::Relaxed);
             async move { if req.api_key == "down" { Err(Io::other("refused")) } else { Ok(req.body) } }
-        },
-    ));
+        }));
     runtime().block_on(async {
         assert!(service.clone().oneshot(request("down", 1)).await.is_err());
         assert_eq!(calls.load(Ordering::Relaxed), 2, "two attempts, each with its copy of the request");
@@ -127,8 +128,8 @@ fn a_full_table_refuses_a_new_key_through_the_layer() {
         .unwrap();
     let gate = Arc::new(tokio::sync::Notify::new());
     let waiting = Arc::clone(&gate);
-    let service = per_tenant.layer().key_by(|req: &Request| req.api_key.clone()).layer(tower::service_fn(
-        move |req: Request| {
+    let service =
+        per_tenant.layer().key_by(|req: &Request| req.api_key.clone()).layer(tower::service_fn(move |req: Request| {
             let gate = Arc::clone(&waiting);
             async move {
                 if req.body == 0 {
@@ -136,8 +137,7 @@ fn a_full_table_refuses_a_new_key_through_the_layer() {
                 }
                 Ok::<_, Io>(req.body)
             }
-        },
-    ));
+        }));
     runtime().block_on(async {
         let held = service.clone().oneshot(request("t1", 0));
         let newcomer = async {
