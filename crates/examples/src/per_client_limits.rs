@@ -161,17 +161,23 @@ pub fn app(limits: Arc<ClientLimits>) -> Router {
 }
 
 /// Serves the app on `listener` (with each connection's address, for `ConnectInfo`), on a
-/// registry of its own; returns the registry (for handles and snapshots) and the server's task.
+/// registry of its own on the system clock; returns the registry (for handles and snapshots) and
+/// the server's task.
 pub fn serve(listener: TcpListener, limits: Limits) -> Result<(Registry, JoinHandle<()>), RegistryError> {
     let registry = Registry::builder().build()?;
-    let app = app(Arc::new(ClientLimits::new(&registry, limits)?));
-    let server = tokio::spawn(async move {
+    let server = serve_on(listener, &registry, limits)?;
+    Ok((registry, server))
+}
+
+/// [`serve`] with the limits in `registry` (a test's, on the manual clock).
+pub fn serve_on(listener: TcpListener, registry: &Registry, limits: Limits) -> Result<JoinHandle<()>, RegistryError> {
+    let app = app(Arc::new(ClientLimits::new(registry, limits)?));
+    Ok(tokio::spawn(async move {
         let service = app.into_make_service_with_connect_info::<SocketAddr>();
         if let Err(e) = axum::serve(listener, service).await {
             eprintln!("server stopped: {e}");
         }
-    });
-    Ok((registry, server))
+    }))
 }
 
 #[cfg(test)]
