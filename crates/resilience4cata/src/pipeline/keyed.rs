@@ -31,7 +31,7 @@ use crate::rejection::ResilienceError;
 /// (`registry.rate_limiter(id).unwrap().key("\"tenant-a\"")`). The retry, hedge, timeout and
 /// fallback are not keyed. At most `max_keys` keys are kept per policy (default 10,000): a new key
 /// at the cap replaces the least recently used key at rest, or, when none is, the call is refused
-/// with [`Rejection::KeysExhausted`] without running (fail closed: a flood of keys never resets a
+/// with [`Rejection::KeysExhausted`](crate::Rejection::KeysExhausted) without running (fail closed: a flood of keys never resets a
 /// limit). That refusal is never retried and reaches the fallback like any refusal.
 ///
 /// `K` is the owned key type (`Hash + Eq + Clone + Debug + Send + Sync + 'static`); a call takes
