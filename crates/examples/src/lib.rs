@@ -6,3 +6,4 @@
 
 pub mod adaptive_limit_sim;
 pub mod demo;
+pub mod per_client_limits;

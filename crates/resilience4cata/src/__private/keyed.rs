@@ -127,7 +127,19 @@ macro_rules! keyed {
             site: Site<'_>,
             attrs: crate::$module::$builder,
         ) -> Result<$keyed, RegistryError> {
-            Ok($keyed { core: keyed_core::<crate::$module::policy::$policy>(registry, site, attrs)? })
+            Ok($keyed { core: keyed_core::<crate::$module::policy::$policy>(registry, site.into(), attrs)? })
+        }
+
+        impl $keyed {
+            /// Builds the keyed instance of a site whose named configuration is known only at run
+            /// time (a keyed pipeline's `…_config(name)`).
+            pub(crate) fn build(
+                registry: &Registry,
+                site: KeyedSite<'_>,
+                attrs: crate::$module::$builder,
+            ) -> Result<$keyed, RegistryError> {
+                Ok($keyed { core: keyed_core::<crate::$module::policy::$policy>(registry, site, attrs)? })
+            }
         }
     )*};
 }
@@ -139,11 +151,20 @@ keyed! {
     keyed_adaptive_limit: KeyedAdaptiveLimitPolicy over adaptive_limit::AdaptiveLimitPolicy(AdaptiveLimitConfigBuilder);
 }
 
+/// A keyed site as the registry's store takes it: id, `name`, named configuration, async.
+pub(crate) type KeyedSite<'a> = (&'a str, Option<&'a str>, Option<&'a str>, bool);
+
+impl<'a> From<Site<'a>> for KeyedSite<'a> {
+    fn from(site: Site<'a>) -> Self {
+        (site.id, site.name, site.config, site.is_async)
+    }
+}
+
 /// The keyed instance of a site: resolved and checked like an unkeyed one, registered under its
 /// id, its keys kept beside it.
 fn keyed_core<P: Registered + crate::kit::KeyedKind>(
     registry: &Registry,
-    site: Site<'_>,
+    site: KeyedSite<'_>,
     attrs: P::Builder,
 ) -> Result<Arc<KeyedCore<P>>, RegistryError>
 where
@@ -165,6 +186,6 @@ where
         }
         Ok(Arc::new(KeyedCore::<P>::new(instance, inner, config)))
     };
-    let view = store.keyed(registry, (site.id, site.name, site.config, site.is_async), attrs, make)?;
+    let view = store.keyed(registry, site, attrs, make)?;
     Ok(view.as_any().downcast::<KeyedCore<P>>().unwrap_or_else(|_| unreachable!("one kind per store")))
 }

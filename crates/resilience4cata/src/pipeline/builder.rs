@@ -13,10 +13,14 @@ use std::sync::Arc;
 
 use super::execute::{AsyncPipeline, Pipeline, find_rejection};
 use super::guards::{GuardSet, Guards};
+use super::keyed_set::KeyedSet;
 use super::order::{self, Policy, Step};
 use super::preset::Preset;
 use super::rules::FindRejection;
-use super::typestate::{AsyncOnly, BuilderTypestate, Hedged, Plain, Rejecting};
+use super::typestate::{AsyncOnly, BuilderTypestate, Hedged, Plain, Rejecting, Unkeyed};
+use crate::__private::{
+    KeyedAdaptiveLimitPolicy, KeyedBulkheadPolicy, KeyedCircuitBreakerPolicy, KeyedRateLimiterPolicy,
+};
 use crate::error::{RegistryError, codes};
 use crate::registry::{Layer, Registered, Registry, for_each_pipeline_policy};
 use crate::{Rejection, ResilienceError};
@@ -72,14 +76,14 @@ impl<B: Layer> Wanted<B> {
 
 /// How to put a refusal into `E` and find one in it: `E::from_rejection` and `E::rejection`,
 /// captured where `E: ResilienceError` is required.
-type Rejections<E> = (fn(Rejection) -> E, FindRejection<E>);
+pub(super) type Rejections<E> = (fn(Rejection) -> E, FindRejection<E>);
 
 /// How to make `E` from a chaos fault's name (`E::from_variant_name`, and whether it knows the
 /// name), captured where `E: ResilienceError` is required; used only with the feature `chaos`.
-type Faults<E> = (fn(&str) -> Option<E>, fn(&str) -> bool);
+pub(super) type Faults<E> = (fn(&str) -> Option<E>, fn(&str) -> bool);
 
 /// `E`'s [`Faults`].
-fn faults_of<E: ResilienceError>() -> Faults<E> {
+pub(super) fn faults_of<E: ResilienceError>() -> Faults<E> {
     (E::from_variant_name, |name| E::from_variant_name(name).is_some())
 }
 
@@ -109,16 +113,16 @@ fn faults_of<E: ResilienceError>() -> Faults<E> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct PipelineBuilder<'r, K = Plain> {
+pub struct PipelineBuilder<'r, K = Plain, Key = Unkeyed> {
     registry: &'r Registry,
     id: String,
     /// `.scope(…)`: the pipeline's instance id becomes `<scope>/<id>`.
     scope: Option<String>,
     wants: Wants,
-    kind: PhantomData<fn() -> K>,
+    kind: PhantomData<fn() -> (K, Key)>,
 }
 
-impl<K> fmt::Debug for PipelineBuilder<'_, K> {
+impl<K, Key> fmt::Debug for PipelineBuilder<'_, K, Key> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PipelineBuilder")
             .field("id", &self.id)
@@ -131,6 +135,17 @@ impl<K> fmt::Debug for PipelineBuilder<'_, K> {
 impl<'r> PipelineBuilder<'r, Plain> {
     pub(super) fn new(registry: &'r Registry, id: String) -> Self {
         PipelineBuilder { registry, id, scope: None, wants: Wants::default(), kind: PhantomData }
+    }
+
+    /// The same builder for a keyed pipeline (`PipelineBuilder::keyed`).
+    pub(super) fn into_keyed<Key>(self) -> PipelineBuilder<'r, Plain, Key> {
+        PipelineBuilder {
+            registry: self.registry,
+            id: self.id,
+            scope: self.scope,
+            wants: self.wants,
+            kind: PhantomData,
+        }
     }
 }
 
@@ -148,7 +163,7 @@ macro_rules! policy_methods {
         /// # Ok::<(), resilience4cata::RegistryError>(())
         /// ```
         #[must_use = "the policy is on the returned builder; this one is consumed"]
-        pub fn $policy(mut self) -> PipelineBuilder<'r, $next> {
+        pub fn $policy(mut self) -> PipelineBuilder<'r, $next, Key> {
             Wanted::add(&mut self.wants.$policy);
             self.into_kind()
         }
@@ -161,7 +176,7 @@ macro_rules! policy_methods {
         /// # Ok::<(), resilience4cata::RegistryError>(())
         /// ```
         #[must_use = "the policy is on the returned builder; this one is consumed"]
-        pub fn $config(mut self, name: impl Into<String>) -> PipelineBuilder<'r, $next> {
+        pub fn $config(mut self, name: impl Into<String>) -> PipelineBuilder<'r, $next, Key> {
             Wanted::config(&mut self.wants.$policy, name.into());
             self.into_kind()
         }
@@ -175,7 +190,7 @@ macro_rules! policy_methods {
         /// # Ok::<(), resilience4cata::RegistryError>(())
         /// ```
         #[must_use = "the policy is on the returned builder; this one is consumed"]
-        pub fn $with(mut self, f: impl FnOnce($builder) -> $builder) -> PipelineBuilder<'r, $next> {
+        pub fn $with(mut self, f: impl FnOnce($builder) -> $builder) -> PipelineBuilder<'r, $next, Key> {
             Wanted::with(&mut self.wants.$policy, f);
             self.into_kind()
         }
@@ -230,7 +245,7 @@ macro_rules! builder_parts {
             preset_order: Option<Vec<Policy>>,
         }
 
-        impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
+        impl<'r, K: BuilderTypestate, Key> PipelineBuilder<'r, K, Key> {
             $(policy_methods!($module, $config, $with, $builder => $next, $what, [$($example),*]);)*
         }
     };
@@ -249,8 +264,8 @@ macro_rules! builder_parts {
 
 for_each_pipeline_policy!(builder_parts);
 
-impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
-    fn into_kind<K2>(self) -> PipelineBuilder<'r, K2> {
+impl<'r, K: BuilderTypestate, Key> PipelineBuilder<'r, K, Key> {
+    fn into_kind<K2>(self) -> PipelineBuilder<'r, K2, Key> {
         PipelineBuilder {
             registry: self.registry,
             id: self.id,
@@ -366,7 +381,7 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
     /// # Ok::<(), resilience4cata::RegistryError>(())
     /// ```
     #[must_use = "the preset is on the returned builder; this one is consumed"]
-    pub fn preset<P: Preset>(mut self, preset: P) -> PipelineBuilder<'r, K::AsyncOnly> {
+    pub fn preset<P: Preset>(mut self, preset: P) -> PipelineBuilder<'r, K::AsyncOnly, Key> {
         let layers = preset.layers();
         Wanted::preset(&mut self.wants.retry, layers.retry);
         Wanted::preset(&mut self.wants.hedge, layers.hedge);
@@ -386,6 +401,20 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
         rejections: Option<Rejections<E>>,
         faults: Option<Faults<E>>,
     ) -> Result<Pipeline<T, E, M>, RegistryError> {
+        let (pipeline, _) = self.resolve_keyed(false, is_async, rejections, faults)?;
+        Ok(pipeline)
+    }
+
+    /// [`resolve`](Self::resolve), and with `keyed` the keyable policies (breaker, rate limiter,
+    /// adaptive limit, bulkhead) resolved as keyed instances (SPEC §15): they are left out of the
+    /// pipeline's guards, which each call fills with its key's own (`keyed.rs`).
+    pub(super) fn resolve_keyed<T, E, M>(
+        self,
+        keyed: bool,
+        is_async: bool,
+        rejections: Option<Rejections<E>>,
+        faults: Option<Faults<E>>,
+    ) -> Result<(Pipeline<T, E, M>, KeyedSet), RegistryError> {
         let id = match self.scope {
             Some(scope) if scope.is_empty() => {
                 return Err(RegistryError::new(codes::INVALID_VALUE, Some(&self.id), "a scope must not be empty"));
@@ -425,8 +454,9 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
             ));
         }
         let retry = wants.resolve_retry(registry, id, is_async)?;
+        let keys = if keyed { wants.resolve_keyed(registry, id, is_async)? } else { KeyedSet::default() };
         let set = wants.resolve_guards(registry, id, is_async)?;
-        let guards = rejections.filter(|_| set.any()).map(|(wrap, find)| Guards::new(set, wrap, find));
+        let guards = rejections.filter(|_| set.any() || keys.any()).map(|(wrap, find)| Guards::new(set, wrap, find));
         let async_waits = registry.inner().timer.can_sleep_async();
         #[allow(unused_mut)]
         let mut pipeline =
@@ -438,7 +468,28 @@ impl<'r, K: BuilderTypestate> PipelineBuilder<'r, K> {
         }
         #[cfg(not(feature = "chaos"))]
         let _ = faults;
-        Ok(pipeline)
+        Ok((pipeline, keys))
+    }
+}
+
+impl Wants {
+    /// The keyable policies asked for, taken out and resolved as keyed instances under `id`, in
+    /// nesting order (a keyed pipeline's; the other policies stay unkeyed).
+    fn resolve_keyed(&mut self, registry: &Registry, id: &str, is_async: bool) -> Result<KeyedSet, RegistryError> {
+        Ok(KeyedSet {
+            circuit_breaker: Wanted::resolve(self.circuit_breaker.take(), |config, attrs| {
+                KeyedCircuitBreakerPolicy::build(registry, (id, None, config, is_async), attrs)
+            })?,
+            rate_limiter: Wanted::resolve(self.rate_limiter.take(), |config, attrs| {
+                KeyedRateLimiterPolicy::build(registry, (id, None, config, is_async), attrs)
+            })?,
+            adaptive_limit: Wanted::resolve(self.adaptive_limit.take(), |config, attrs| {
+                KeyedAdaptiveLimitPolicy::build(registry, (id, None, config, is_async), attrs)
+            })?,
+            bulkhead: Wanted::resolve(self.bulkhead.take(), |config, attrs| {
+                KeyedBulkheadPolicy::build(registry, (id, None, config, is_async), attrs)
+            })?,
+        })
     }
 }
 

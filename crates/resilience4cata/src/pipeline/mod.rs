@@ -103,6 +103,8 @@ mod execute;
 mod fallback;
 mod fallback_methods;
 mod guards;
+mod keyed;
+mod keyed_set;
 mod order;
 mod preset;
 mod reordered;
@@ -113,11 +115,13 @@ mod typestate;
 
 pub use builder::PipelineBuilder;
 pub use execute::{AsyncPipeline, Pipeline};
+pub use keyed::{AsyncKeyedPipeline, KeyedPipeline};
 pub use order::Policy;
 pub use preset::Preset;
 pub(crate) use preset::{PresetLayers, sealed::PresetParts};
 #[cfg(feature = "tower")]
 pub use tower::{
-    ByClone, CloneFn, CloneRequest, CloneWith, PipelineLayer, PipelineService, ResilientService, ResponseFuture,
+    ByClone, CloneFn, CloneRequest, CloneWith, KeyBy, KeyedPipelineLayer, KeyedResponseFuture, KeyedService, NoKeyBy,
+    PipelineLayer, PipelineService, ResilientService, ResponseFuture,
 };
-pub use typestate::{AsyncOnly, Blocking, BuilderTypestate, Hedged, Plain, Rejecting, SyncOrAsync};
+pub use typestate::{AsyncOnly, Blocking, BuilderTypestate, Hedged, Keyed, Plain, Rejecting, SyncOrAsync, Unkeyed};

@@ -8,6 +8,9 @@
 //! cancelled). A [`Pipeline`](super::Pipeline)'s third parameter is [`SyncOrAsync`] (the default)
 //! or [`AsyncOnly`].
 
+use std::fmt;
+use std::marker::PhantomData;
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -44,6 +47,32 @@ pub enum AsyncOnly {}
 /// The mode of a pipeline without a timeout: both `execute` and `execute_async`.
 #[derive(Debug)]
 pub enum SyncOrAsync {}
+
+/// A builder of a pipeline without keys: every policy has one instance (the default).
+#[derive(Debug)]
+pub enum Unkeyed {}
+
+/// A builder of a keyed pipeline ([`PipelineBuilder::keyed`](super::PipelineBuilder::keyed),
+/// SPEC §15): its breaker, rate limiter, adaptive limit and bulkhead keep one state per key `K`,
+/// chosen per call; `build` makes a [`KeyedPipeline`](super::KeyedPipeline).
+///
+/// ```
+/// use resilience4cata::pipeline::{Keyed, PipelineBuilder};
+/// use resilience4cata::{Pipeline, Registry};
+///
+/// let registry = Registry::builder().build()?;
+/// let builder: PipelineBuilder<'_, _, Keyed<String>> = Pipeline::builder(&registry, "per-tenant").keyed();
+/// let tenants = builder.rate_limiter().build::<u32, std::io::Error>()?;
+/// assert_eq!(tenants.execute_for("tenant-a", || Ok(1))?, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Keyed<K>(PhantomData<fn(&K)>, Unkeyed);
+
+impl<K> fmt::Debug for Keyed<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Keyed")
+    }
+}
 
 /// The modes whose pipelines run blocking calls (`execute`): [`SyncOrAsync`] only. Sealed.
 #[diagnostic::on_unimplemented(

@@ -30,6 +30,7 @@
 
 mod backpressure;
 mod future;
+mod keyed;
 
 use std::fmt;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ use tower_service::Service;
 use self::backpressure::Backpressure;
 pub use self::future::ResponseFuture;
 use self::future::{Attempt, Later, max_attempts};
+pub use self::keyed::{KeyBy, KeyedPipelineLayer, KeyedResponseFuture, KeyedService, NoKeyBy};
 use super::Pipeline;
 use super::guards::Reserved;
 use super::typestate::SyncOrAsync;
