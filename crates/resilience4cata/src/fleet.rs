@@ -48,10 +48,14 @@ pub(crate) fn lease_or_tenth(lease: Option<u32>, total: u32) -> u32 {
     lease.unwrap_or((total / 10).max(1))
 }
 
-/// What a policy's fleet link is built from: its instance, the store's timeout, the registry's
-/// timer, and where its [`SharedStateEvent`]s go (see [`link`]).
+/// What a policy's fleet link is built from: its instance (and, for one key of a keyed instance,
+/// the key's text), the store's timeout, the registry's timer, and where its [`SharedStateEvent`]s
+/// go (see [`link`]).
 pub(crate) struct LinkParts {
     pub(crate) instance: Arc<str>,
+    /// The key's text when the link is one key's of a keyed instance (SPEC §15): the store keeps
+    /// that key's fleet state apart from the other keys'.
+    pub(crate) key: Option<Arc<str>>,
     pub(crate) store_timeout: Duration,
     pub(crate) timer: Arc<Timer>,
     pub(crate) events: SharedPublisher,
@@ -71,11 +75,12 @@ pub(crate) trait Fleet: Send + Sync {
 
 /// The shared-state wiring every shared policy does alike when its instance is built: when the
 /// instance is `shared` and `enabled` and the registry has a `store`, builds its link with `new`,
-/// hands it to the store, and returns it for the instance's state; otherwise `None`.
+/// hands it to the store, and returns it for the instance's state; otherwise `None`. `key` is the
+/// key's text for one key of a keyed instance (`None` unkeyed).
 pub(crate) fn link<L: Any + Send + Sync>(
     store: Option<&dyn Fleet>,
     (enabled, shared): (bool, bool),
-    instance: &Arc<str>,
+    (instance, key): (&Arc<str>, Option<Arc<str>>),
     timer: &Arc<Timer>,
     listeners: &Listeners,
     new: impl FnOnce(LinkParts) -> L,
@@ -83,6 +88,7 @@ pub(crate) fn link<L: Any + Send + Sync>(
     let store = store.filter(|_| shared && enabled)?;
     let link = Arc::new(new(LinkParts {
         instance: Arc::clone(instance),
+        key,
         store_timeout: store.store_timeout(),
         timer: Arc::clone(timer),
         events: SharedPublisher::new(listeners),
@@ -95,20 +101,28 @@ pub(crate) fn link<L: Any + Send + Sync>(
 /// (degraded: the policy decides on local state alone), and where `Degraded` / `Recovered` go.
 pub(crate) struct FleetLink {
     instance: Arc<str>,
+    key: Option<Arc<str>>,
     policy: SharedPolicy,
     degraded: AtomicBool,
     events: SharedPublisher,
 }
 
 impl FleetLink {
-    pub(crate) fn new(instance: Arc<str>, policy: SharedPolicy, events: SharedPublisher) -> Self {
-        FleetLink { instance, policy, degraded: AtomicBool::new(false), events }
+    pub(crate) fn new(parts: (Arc<str>, Option<Arc<str>>), policy: SharedPolicy, events: SharedPublisher) -> Self {
+        let (instance, key) = parts;
+        FleetLink { instance, key, policy, degraded: AtomicBool::new(false), events }
     }
 
     /// The instance id.
     #[inline]
     pub(crate) fn instance(&self) -> &str {
         &self.instance
+    }
+
+    /// The key's text, for one key of a keyed instance (`None` unkeyed).
+    #[inline]
+    pub(crate) fn key(&self) -> Option<&str> {
+        self.key.as_deref()
     }
 
     /// Whether the policy decides on local state because the store could not be reached.
@@ -154,7 +168,7 @@ impl FleetPool {
     /// A pool that wants its first refill at once, before the first call.
     pub(crate) fn new(parts: LinkParts, policy: SharedPolicy) -> Self {
         FleetPool {
-            link: FleetLink::new(parts.instance, policy, parts.events),
+            link: FleetLink::new((parts.instance, parts.key), policy, parts.events),
             signal: Signal::new(true),
             store_timeout: parts.store_timeout,
             timer: parts.timer,
@@ -362,8 +376,11 @@ mod tests {
         let instance: Arc<str> = Arc::from("p");
         let store = Counting(AtomicU32::new(0));
         let build = |store: Option<&dyn Fleet>, flags| {
-            link(store, flags, &instance, &timer, &listeners, |parts| {
-                Counted(FleetLink::new(parts.instance, SharedPolicy::Bulkhead, parts.events), parts.store_timeout)
+            link(store, flags, (&instance, None), &timer, &listeners, |parts| {
+                Counted(
+                    FleetLink::new((parts.instance, parts.key), SharedPolicy::Bulkhead, parts.events),
+                    parts.store_timeout,
+                )
             })
         };
         assert!(build(None, (true, true)).is_none(), "no store");

@@ -23,9 +23,6 @@ pub(crate) trait KeyedKind: PolicyKind + AtRest + Clone + Send + Sync {
     /// `max_keys` of a configuration.
     fn max_keys(config: &ConfigOf<Self>) -> u32;
 
-    /// `shared` of a configuration (a keyed instance cannot be shared yet).
-    fn shared(config: &ConfigOf<Self>) -> bool;
-
     /// A snapshot of the instance as a whole: `of` (its most recently used key's, or the
     /// registered instance's while it has none) with the table's counts and the sums over keys
     /// (`keys`: every key's snapshot).
