@@ -143,6 +143,13 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The same, without the fleet store: what the instance a keyed site registers is made with
+    /// (SPEC §15: its keys share through the store, each under its own key; the instance that
+    /// stands for them holds no fleet state). Made when such an instance is built, never on a call.
+    pub(crate) fn unshared(&self) -> Inner {
+        Inner { timer: Arc::clone(&self.timer), seed: self.seed, listeners: self.listeners.clone(), shared: None }
+    }
+
     /// `R4C-REG-011` unless the registry was given a shared store.
     pub(crate) fn require_shared_store(&self, id: &str) -> Result<(), RegistryError> {
         match self.shared {
