@@ -113,6 +113,64 @@ fn sixty_limiters_spread_over_three_masters_each_within_the_fleet_bound() {
     );
 }
 
+#[test]
+fn a_keyed_limiters_keys_spread_over_three_masters_each_within_the_per_key_bound() {
+    const PROCESSES: usize = 3;
+    const KEYS: usize = 6;
+    const PERMITS: usize = 20;
+    const RUN_MS: u128 = 2_000;
+    const ID: &str = "fleet::keyed_limiter";
+    let _turn = one_at_a_time();
+    let Some(cluster) = RedisCluster::start() else { return };
+    // Three OS processes, each sharing the keyed limiter and calling its keys k0 … k5 once a
+    // millisecond; the hash tag holds the key text, so the keys spread over the masters.
+    let start_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() + 1_500;
+    let members: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
+                .args(["keyed-limiter".into(), cluster.urls().join(","), ID.into(), PERMITS.to_string()])
+                .args([KEYS.to_string(), start_at.to_string(), RUN_MS.to_string()])
+                .env("R4C_STORE_TIMEOUT_MS", "100")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn member")
+        })
+        .collect();
+    let mut admitted = vec![Vec::<u128>::new(); KEYS];
+    for member in members {
+        let out = member.wait_with_output().expect("member runs");
+        assert!(out.status.success(), "member failed: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains("degraded"), "the cluster was up the whole time:\n{text}");
+        assert!(text.contains("errors 0"), "no caller saw an error:\n{text}");
+        for line in text.lines().filter_map(|l| l.strip_prefix("ok ")) {
+            let (at, key) = line.split_once(' ').unwrap();
+            admitted[key.strip_prefix('k').unwrap().parse::<usize>().unwrap()].push(at.parse().unwrap());
+        }
+    }
+
+    let per_node: Vec<Vec<String>> =
+        (0..3).map(|node| cluster.keys(node, &format!("r4c:{{rate_limiter:{ID}:*"))).collect();
+    eprintln!("keys of the keyed limiter per master: {per_node:?}");
+    assert!(per_node.iter().all(|keys| keys.len() == 2), "two of the six keys on each master: {per_node:?}");
+    for (node, keys) in per_node.iter().enumerate() {
+        for key in keys {
+            assert_eq!(cluster.node_of_key(key), node, "{key} is where its slot is");
+        }
+    }
+
+    let bound = PERMITS + PROCESSES.min(PERMITS); // leases of one per key
+    let quota = PERMITS * RUN_MS as usize / 1_000;
+    for (key, all) in admitted.iter_mut().enumerate() {
+        all.sort_unstable();
+        let worst = worst_second(all);
+        eprintln!("k{key}: admitted {} of {quota}; worst sliding second {worst} (bound {bound})", all.len());
+        assert!(worst <= bound, "k{key}: {worst} calls in one sliding second, bound {bound}");
+        assert!(all.len() * 10 >= quota * 8, "k{key}: only {} of {quota} permits used", all.len());
+    }
+}
+
 /// Ids `<name>-<n>` of `policy` whose keys fall on masters 0, 1 and 2, in that order.
 fn one_per_master(cluster: &RedisCluster, policy: &str, name: &str) -> Vec<String> {
     let mut found: Vec<Option<String>> = vec![None; 3];
