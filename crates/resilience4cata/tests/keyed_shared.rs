@@ -11,15 +11,16 @@ use resilience4cata::bulkhead::BulkheadConfigBuilder;
 use resilience4cata::circuit_breaker::CircuitBreakerConfigBuilder;
 use resilience4cata::codes;
 use resilience4cata::rate_limiter::RateLimiterConfigBuilder;
-use resilience4cata::shared::{BreakerLink, LeasePool, SharedStore, SlotPool};
+use resilience4cata::shared::{BreakerLink, LeasePool, SharedStateEvent, SharedStore, SlotPool};
 use resilience4cata::{Registry, Rejection};
 
 /// What the store was handed: `(policy, instance, key, lease)` per link.
 type Handed = Arc<Mutex<Vec<(&'static str, String, Option<String>, u32)>>>;
 
-/// A fleet of one that grants every lease in full and records each link.
+/// A fleet of one that grants every lease in full and records each link (and keeps the limiters'
+/// pools, to degrade them by hand).
 #[derive(Debug, Default)]
-struct Recording(Handed);
+struct Recording(Handed, Arc<Mutex<Vec<Arc<LeasePool>>>>);
 
 impl SharedStore for Recording {
     fn store_timeout(&self) -> Duration {
@@ -28,6 +29,7 @@ impl SharedStore for Recording {
 
     fn share_rate_limiter(&self, pool: Arc<LeasePool>) {
         self.note("rate_limiter", pool.instance(), pool.key(), pool.lease());
+        self.1.lock().unwrap().push(Arc::clone(&pool));
         std::thread::spawn(move || {
             loop {
                 pool.wait_wanted_blocking();
@@ -60,7 +62,7 @@ fn site(id: &str) -> Site<'_> {
 fn each_key_of_a_shared_keyed_instance_has_its_own_fleet_link_named_by_its_text() {
     let handed = Handed::default();
     let registry = Registry::builder()
-        .shared_state(Recording(Arc::clone(&handed)))
+        .shared_state(Recording(Arc::clone(&handed), Arc::default()))
         .rate_limiter_instance("api", |r| r.shared(true).permits(100))
         .rate_limiter_instance("leased", |r| r.shared(true).permits(100).lease(7))
         .circuit_breaker_instance("hosts", |c| c.shared(true).permitted_calls_in_half_open(2))
@@ -97,7 +99,7 @@ fn each_key_of_a_shared_keyed_instance_has_its_own_fleet_link_named_by_its_text(
 fn an_unkeyed_shared_instance_still_leases_a_tenth_and_has_no_key() {
     let handed = Handed::default();
     let registry = Registry::builder()
-        .shared_state(Recording(Arc::clone(&handed)))
+        .shared_state(Recording(Arc::clone(&handed), Arc::default()))
         .rate_limiter_instance("prices", |r| r.shared(true).permits(100))
         .build()
         .unwrap();
@@ -124,7 +126,7 @@ fn a_shared_keyed_instance_without_a_store_is_r4c_reg_011() {
 fn a_key_at_the_cap_is_refused_before_any_fleet_link_is_made() {
     let handed = Handed::default();
     let registry = Registry::builder()
-        .shared_state(Recording(Arc::clone(&handed)))
+        .shared_state(Recording(Arc::clone(&handed), Arc::default()))
         .bulkhead_instance("tenants", |b| b.shared(true).max_keys(1))
         .build()
         .unwrap();
@@ -133,4 +135,35 @@ fn a_key_at_the_cap_is_refused_before_any_fleet_link_is_made() {
     let _in_flight = held.acquire().unwrap();
     assert!(matches!(bulkhead.for_key("b"), Err(Rejection::KeysExhausted { .. })));
     assert_eq!(handed.lock().unwrap().len(), 1, "only a's link");
+}
+
+#[test]
+fn a_keyed_instance_publishes_degraded_when_its_first_key_degrades_and_recovered_when_its_last_recovers() {
+    let pools: Arc<Mutex<Vec<Arc<LeasePool>>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<SharedStateEvent>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let registry = Registry::builder()
+        .shared_state(Recording(Handed::default(), Arc::clone(&pools)))
+        .listen(move |e: &SharedStateEvent| sink.lock().unwrap().push(e.clone()))
+        .rate_limiter_instance("api", |r| r.shared(true).permits(100))
+        .build()
+        .unwrap();
+    let limiter = p::keyed_rate_limiter(&registry, site("api"), RateLimiterConfigBuilder::new()).unwrap();
+    for key in ["a", "b", "c"] {
+        limiter.for_key(key).unwrap().acquire().unwrap();
+    }
+    let pools = pools.lock().unwrap().clone();
+    let degraded = |seen: &Mutex<Vec<SharedStateEvent>>| -> Vec<bool> {
+        seen.lock().unwrap().iter().map(SharedStateEvent::is_degraded).collect()
+    };
+    pools.iter().for_each(|pool| pool.degrade());
+    assert_eq!(degraded(&seen), [true], "one Degraded for the instance, not one per key");
+    assert_eq!(seen.lock().unwrap()[0].instance(), "api");
+    pools[0].recover();
+    pools[1].recover();
+    assert_eq!(degraded(&seen), [true], "a key is still degraded");
+    pools[2].recover();
+    assert_eq!(degraded(&seen), [true, false], "the last key recovered: Recovered");
+    pools[1].degrade();
+    assert_eq!(degraded(&seen), [true, false, true], "the next outage publishes again");
 }

@@ -154,7 +154,7 @@ where
     // `shared = true` works per key (SPEC §15): each key's state builds its own fleet link, named
     // by the key's text, as an unkeyed instance builds one (`new_state`).
     let make = |instance: Arc<str>, config: crate::kit::ConfigOf<P>| -> Result<Arc<dyn KeyedView<P>>, RegistryError> {
-        Ok(Arc::new(KeyedCore::<P>::new(instance, inner, config)))
+        Ok(Arc::new(KeyedCore::<P>::new(instance, &inner, config)))
     };
     let view = store.keyed(registry, (site.id, site.name, site.config, site.is_async), attrs, make)?;
     Ok(view.as_any().downcast::<KeyedCore<P>>().unwrap_or_else(|_| unreachable!("one kind per store")))

@@ -77,11 +77,7 @@ impl fmt::Debug for BreakerLink {
 impl BreakerLink {
     pub(crate) fn new(parts: LinkParts, wait_in_open: Duration, permitted: u32) -> Self {
         BreakerLink {
-            link: FleetLink::new(
-                (parts.instance, parts.key),
-                crate::events::SharedPolicy::CircuitBreaker,
-                parts.events,
-            ),
+            link: FleetLink::new(&parts, crate::events::SharedPolicy::CircuitBreaker),
             wait_in_open,
             permitted,
             opened_at: AtomicU64::new(0),

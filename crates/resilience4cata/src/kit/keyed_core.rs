@@ -40,9 +40,11 @@ pub(crate) struct KeyedCore<P: PolicyKind> {
 }
 
 impl<P: KeyedKind> KeyedCore<P> {
-    pub(crate) fn new(instance: Arc<str>, inner: Arc<Inner>, config: ConfigOf<P>) -> Self {
+    /// A keyed instance of the registry whose build context is `inner`; its keys report their
+    /// fleet outages together ([`Inner::grouped`]).
+    pub(crate) fn new(instance: Arc<str>, inner: &Inner, config: ConfigOf<P>) -> Self {
         let table = KeyedTable::new(P::max_keys(&config));
-        KeyedCore { instance, inner, config: Mutex::new(config), table }
+        KeyedCore { instance, inner: Arc::new(inner.grouped()), config: Mutex::new(config), table }
     }
 
     /// The key's facade, held for the call; a new key is made (or refused, `KeysExhausted`).

@@ -259,6 +259,7 @@ mod tests {
         LinkParts {
             instance: Arc::from("p"),
             key: None,
+            outage: None,
             store_timeout: Duration::from_millis(25),
             timer: Arc::new(Clock::from(clock).into_timer()),
             events: SharedPublisher::new(listeners),
