@@ -28,10 +28,35 @@
 //! `<prefix>:<policy>:<instance id>` and all expire; the Lua scripts are files of this crate
 //! (`scripts/`), loaded once at connect and run with `EVALSHA`.
 //!
+//! Keyed instances (one state per tenant, API key or host, `key = …`) are shared *per key*: with
+//! `shared = true` each key of a keyed rate limiter, breaker or bulkhead has its own fleet state,
+//! under `<prefix>:<policy>:<instance id>:<key text>` ([`RedisStore::key_for`]); a keyed limiter
+//! leases one permit at a time unless `lease` says otherwise, so the fleet bound holds per key
+//! with small per-key quotas; a process subscribes once per keyed breaker instance, not once per
+//! key. The repository's `docs/keyed.md` ("Shared across a fleet") has the details and numbers.
+//!
+//! ```no_run
+//! use resilience4cata::Registry;
+//! use resilience4cata_redis::RedisStore;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = RedisStore::connect("redis://127.0.0.1:6379").await?;
+//! assert_eq!(store.key_for("rate_limiter", "api", "\"acme\""), "r4c:rate_limiter:api:\"acme\"");
+//! let registry = Registry::builder()
+//!     .shared_state(store)
+//!     // 5 calls/s per tenant for the whole fleet, for the method whose
+//!     // `#[rate_limiter(key = tenant)]` has this id.
+//!     .rate_limiter_instance("api", |r| r.shared(true).permits(5))
+//!     .build()?;
+//! # Ok(()) }
+//! ```
+//!
 //! A Redis Cluster is one call away: [`RedisStore::connect_cluster`] (or
 //! [`RedisStore::cluster_builder`]) with the URLs of some of its nodes. The instances then spread
 //! over the cluster's shards by their hash slot, and each instance's keys carry a hash tag
-//! (`<prefix>:{<policy>:<instance id>}`) so a script that touches two of them runs on one node.
+//! (`<prefix>:{<policy>:<instance id>}`) so a script that touches two of them runs on one node. A
+//! keyed instance's tag holds the key text too (`<prefix>:{<policy>:<instance id>:<key text>}`):
+//! each key's keys share a slot, and the keys of one instance spread over every shard.
 //!
 //! ```no_run
 //! use resilience4cata_redis::RedisStore;
