@@ -261,8 +261,11 @@ pub(crate) struct Groups(Arc<Mutex<HashMap<String, Arc<Group>>>>);
 /// subscription to the instance's channel serves them all ([`listen_group`]).
 #[derive(Default)]
 pub(crate) struct Group {
-    breakers: Mutex<HashMap<Arc<str>, (Weak<BreakerLink>, String)>>,
+    breakers: Mutex<Members>,
 }
+
+/// A group's breakers: key text → (the key's link, its Open key).
+type Members = HashMap<Arc<str>, (Weak<BreakerLink>, String)>;
 
 impl Groups {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Group>>> {
@@ -305,7 +308,7 @@ impl Groups {
 }
 
 impl Group {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, (Weak<BreakerLink>, String)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Members> {
         self.breakers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -132,7 +132,7 @@ fn three_processes_share_each_keys_quota_within_the_bound_and_an_untouched_key_k
         assert!(!text.contains("degraded"), "Redis was up the whole time:\n{text}");
         assert!(text.contains("errors 0"), "no caller saw an error:\n{text}");
     }
-    let bound = PERMITS + (PROCESSES * 1).min(PERMITS); // the keyed default lease is 1
+    let bound = PERMITS + PROCESSES.min(PERMITS); // processes × lease, the keyed default lease being 1
     let quota = PERMITS * RUN_MS / 1_000;
     for (key, admitted) in admitted_by_key(&texts, KEYS).iter().enumerate() {
         let worst = worst_second(admitted);
@@ -320,7 +320,7 @@ fn a_keyed_limiter_with_redis_down_decides_each_key_locally_and_never_fails_a_ca
     assert_eq!(degraded, 1, "one Degraded for the instance, not one per key: {:?}", seen.lock().unwrap());
     redis.restart();
     let back = Instant::now();
-    while !seen.lock().unwrap().last().is_some_and(|e| !e.is_degraded()) {
+    while seen.lock().unwrap().last().is_none_or(SharedStateEvent::is_degraded) {
         let _ = api.call("a");
         assert!(back.elapsed() < Duration::from_secs(5), "Recovered after Redis came back: {:?}", seen.lock().unwrap());
         std::thread::sleep(Duration::from_millis(10));

@@ -440,10 +440,7 @@ mod tests {
         let store = Counting(AtomicU32::new(0));
         let build = |store: Option<&dyn Fleet>, flags| {
             link(store, flags, (&instance, None), &timer, &listeners, |parts| {
-                Counted(
-                    FleetLink::new((parts.instance, parts.key), SharedPolicy::Bulkhead, parts.events),
-                    parts.store_timeout,
-                )
+                Counted(FleetLink::new(&parts, SharedPolicy::Bulkhead), parts.store_timeout)
             })
         };
         assert!(build(None, (true, true)).is_none(), "no store");
