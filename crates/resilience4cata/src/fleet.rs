@@ -192,9 +192,7 @@ impl FleetLink {
             });
         }
     }
-}
 
-impl FleetLink {
     /// Whether this link's change to `degraded` changes its instance's: always unkeyed; for a key,
     /// when it is the first of its instance's keys to degrade or the last to recover.
     fn instance_changes(&self, degraded: bool) -> bool {
