@@ -28,10 +28,35 @@
 //! `<prefix>:<policy>:<instance id>` and all expire; the Lua scripts are files of this crate
 //! (`scripts/`), loaded once at connect and run with `EVALSHA`.
 //!
+//! Keyed instances (one state per tenant, API key or host, `key = …`) are shared *per key*: with
+//! `shared = true` each key of a keyed rate limiter, breaker or bulkhead has its own fleet state,
+//! under `<prefix>:<policy>:<instance id>:<key text>` ([`RedisStore::key_for`]); a keyed limiter
+//! leases one permit at a time unless `lease` says otherwise, so the fleet bound holds per key
+//! with small per-key quotas; a process subscribes once per keyed breaker instance, not once per
+//! key. The repository's `docs/keyed.md` ("Shared across a fleet") has the details and numbers.
+//!
+//! ```no_run
+//! use resilience4cata::Registry;
+//! use resilience4cata_redis::RedisStore;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = RedisStore::connect("redis://127.0.0.1:6379").await?;
+//! assert_eq!(store.key_for("rate_limiter", "api", "\"acme\""), "r4c:rate_limiter:api:\"acme\"");
+//! let registry = Registry::builder()
+//!     .shared_state(store)
+//!     // 5 calls/s per tenant for the whole fleet, for the method whose
+//!     // `#[rate_limiter(key = tenant)]` has this id.
+//!     .rate_limiter_instance("api", |r| r.shared(true).permits(5))
+//!     .build()?;
+//! # Ok(()) }
+//! ```
+//!
 //! A Redis Cluster is one call away: [`RedisStore::connect_cluster`] (or
 //! [`RedisStore::cluster_builder`]) with the URLs of some of its nodes. The instances then spread
 //! over the cluster's shards by their hash slot, and each instance's keys carry a hash tag
-//! (`<prefix>:{<policy>:<instance id>}`) so a script that touches two of them runs on one node.
+//! (`<prefix>:{<policy>:<instance id>}`) so a script that touches two of them runs on one node. A
+//! keyed instance's tag holds the key text too (`<prefix>:{<policy>:<instance id>:<key text>}`):
+//! each key's keys share a slot, and the keys of one instance spread over every shard.
 //!
 //! ```no_run
 //! use resilience4cata_redis::RedisStore;
@@ -82,6 +107,8 @@ struct Inner {
     connection: Arc<conn::Conn>,
     /// This process's id in breaker messages (its own come back on the channel).
     sender: Arc<str>,
+    /// The keyed breakers of this process, one group per keyed instance: one subscription each.
+    groups: circuit_breaker::Groups,
     runtime: tokio::runtime::Handle,
     /// Dropping it ends the background thread.
     _stop: tokio::sync::oneshot::Sender<()>,
@@ -260,6 +287,7 @@ impl RedisStoreBuilder {
             connection: Arc::new(connection),
             cluster,
             sender: Arc::from(format!("{:x}-{:x}", std::process::id(), unique())),
+            groups: circuit_breaker::Groups::default(),
             runtime: handle,
             _stop: stop,
         };
@@ -368,6 +396,22 @@ impl RedisStore {
     pub fn key(&self, policy: &str, instance: &str) -> String {
         key(&self.inner.prefix, policy, instance, self.inner.cluster)
     }
+
+    /// The key of one key of a keyed instance (SPEC §15; `key` is the key's text, its `Debug`
+    /// form, so a `&str` key reads with its quotes): `<prefix>:<policy>:<instance id>:<key>` on one
+    /// server, `<prefix>:{<policy>:<instance id>:<key>}` on a cluster. The hash tag holds the key
+    /// text, so each key's own keys (a breaker's Open key and its `…:probes`) share one slot, and
+    /// the keys of one instance spread over every shard.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), resilience4cata_redis::ConnectError> {
+    /// let store = resilience4cata_redis::RedisStore::connect("redis://127.0.0.1").await?;
+    /// assert_eq!(store.key_for("rate_limiter", "api", "\"acme\""), "r4c:rate_limiter:api:\"acme\"");
+    /// # Ok(()) }
+    /// ```
+    pub fn key_for(&self, policy: &str, instance: &str, key: &str) -> String {
+        keyed(&self.inner.prefix, policy, instance, key, self.inner.cluster)
+    }
 }
 
 impl SharedStore for RedisStore {
@@ -376,33 +420,74 @@ impl SharedStore for RedisStore {
     }
 
     fn share_rate_limiter(&self, pool: Arc<LeasePool>) {
-        let key = self.key("rate_limiter", pool.instance());
+        let key = self.key_of("rate_limiter", pool.instance(), pool.key());
         let refill = rate_limiter::refill(pool, Arc::clone(&self.inner.connection), key, self.inner.store_timeout);
         self.inner.runtime.spawn(refill);
     }
 
     fn share_bulkhead(&self, pool: Arc<SlotPool>) {
-        let key = self.key("bulkhead", pool.instance());
+        let key = self.key_of("bulkhead", pool.instance(), pool.key());
         let keep = bulkhead::keep(pool, Arc::clone(&self.inner.connection), key, self.inner.store_timeout);
         self.inner.runtime.spawn(keep);
     }
 
     fn share_circuit_breaker(&self, link: Arc<BreakerLink>) {
-        let open = self.key("circuit_breaker", link.instance());
-        let keys =
-            circuit_breaker::Keys { probes: format!("{open}:probes"), open, sender: Arc::clone(&self.inner.sender) };
-        let timeout = self.inner.store_timeout;
-        let conn = &self.inner.connection;
+        let open = self.key_of("circuit_breaker", link.instance(), link.key());
+        // An unkeyed breaker's channel is its Open key; the keys of a keyed instance share one
+        // channel, `<instance's key>:keys`, whose messages name the key.
+        let channel = match link.key() {
+            Some(_) => format!("{}:keys", self.key("circuit_breaker", link.instance())),
+            None => open.clone(),
+        };
+        let keys = circuit_breaker::Keys {
+            probes: format!("{open}:probes"),
+            open,
+            channel,
+            key: link.key().map(Arc::from),
+            sender: Arc::clone(&self.inner.sender),
+        };
+        let (timeout, conn) = (self.inner.store_timeout, &self.inner.connection);
         let publish = circuit_breaker::publish(Arc::clone(&link), Arc::clone(conn), keys.clone(), timeout);
         self.inner.runtime.spawn(publish);
-        let listen = circuit_breaker::listen(link, Arc::clone(conn), keys, timeout);
-        self.inner.runtime.spawn(listen);
+        match &keys.key {
+            None => {
+                let listen = circuit_breaker::listen(link, Arc::clone(conn), keys, timeout);
+                self.inner.runtime.spawn(listen);
+            }
+            Some(key) => {
+                let joined = self.inner.groups.join(&keys.channel, Arc::clone(key), &link, keys.open.clone());
+                if let Some(group) = joined {
+                    let groups = self.inner.groups.clone();
+                    let listen = circuit_breaker::listen_group(group, groups, Arc::clone(conn), keys, timeout);
+                    self.inner.runtime.spawn(listen);
+                }
+            }
+        }
+    }
+}
+
+impl RedisStore {
+    /// The key of an instance, or of one key of a keyed instance.
+    fn key_of(&self, policy: &str, instance: &str, key: Option<&str>) -> String {
+        match key {
+            Some(text) => self.key_for(policy, instance, text),
+            None => self.key(policy, instance),
+        }
     }
 }
 
 /// `<prefix>:<policy>:<instance>`, or on a cluster `<prefix>:{<policy>:<instance>}`.
 fn key(prefix: &str, policy: &str, instance: &str, cluster: bool) -> String {
     if cluster { format!("{prefix}:{{{policy}:{instance}}}") } else { format!("{prefix}:{policy}:{instance}") }
+}
+
+/// `<prefix>:<policy>:<instance>:<key>`, or on a cluster `<prefix>:{<policy>:<instance>:<key>}`.
+fn keyed(prefix: &str, policy: &str, instance: &str, key: &str, cluster: bool) -> String {
+    if cluster {
+        format!("{prefix}:{{{policy}:{instance}:{key}}}")
+    } else {
+        format!("{prefix}:{policy}:{instance}:{key}")
+    }
 }
 
 /// A number no other store of this process (nor, with the process id, of another) has: the
@@ -437,6 +522,20 @@ mod tests {
             (0..100).map(|i| of(super::key("r4c", "rate_limiter", &format!("id-{i}"), true).as_bytes())).collect();
         assert!(slots.len() > 90, "100 instances in {} slots", slots.len());
         assert_eq!(super::key("r4c", "bulkhead", "db", false), "r4c:bulkhead:db", "one server: as before");
+    }
+
+    #[test]
+    fn on_a_cluster_each_key_of_a_keyed_instance_keeps_its_keys_in_one_slot_and_keys_spread() {
+        use crate::slot::of;
+        for text in ["\"a.example\"", "7", "(7, \"eu\")", "\"}\"", "\"{x}\"", ""] {
+            let open = super::keyed("r4c", "circuit_breaker", "hosts", text, true);
+            assert_eq!(of(open.as_bytes()), of(format!("{open}:probes").as_bytes()), "{open}");
+        }
+        let slots: std::collections::HashSet<u16> = (0..100)
+            .map(|i| of(super::keyed("r4c", "rate_limiter", "api", &format!("\"tenant-{i}\""), true).as_bytes()))
+            .collect();
+        assert!(slots.len() > 90, "100 keys of one instance in {} slots", slots.len());
+        assert_eq!(super::keyed("r4c", "bulkhead", "db", "\"t\"", false), "r4c:bulkhead:db:\"t\"");
     }
 
     #[test]

@@ -51,6 +51,11 @@ pub(crate) async fn refill(pool: Arc<LeasePool>, conn: Arc<Conn>, key: String, t
                 continue;
             }
         }
+        if Arc::strong_count(&pool) == 1 {
+            // Only this task holds the pool: its instance (or its key, evicted at rest) is gone,
+            // and a permit leased now would be taken from the fleet for nobody.
+            return;
+        }
         match lease(&conn, &key, constants, pool.wanted_permits(), timeout).await {
             Ok((granted, retry_after)) => {
                 failures = 0;

@@ -113,6 +113,134 @@ fn sixty_limiters_spread_over_three_masters_each_within_the_fleet_bound() {
     );
 }
 
+#[test]
+fn a_keyed_limiters_keys_spread_over_three_masters_each_within_the_per_key_bound() {
+    const PROCESSES: usize = 3;
+    const KEYS: usize = 6;
+    const PERMITS: usize = 20;
+    const RUN_MS: u128 = 2_000;
+    const ID: &str = "fleet::keyed_limiter";
+    let _turn = one_at_a_time();
+    let Some(cluster) = RedisCluster::start() else { return };
+    // Three OS processes, each sharing the keyed limiter and calling its keys k0 … k5 once a
+    // millisecond; the hash tag holds the key text, so the keys spread over the masters.
+    let start_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() + 1_500;
+    let members: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
+                .args(["keyed-limiter".into(), cluster.urls().join(","), ID.into(), PERMITS.to_string()])
+                .args([KEYS.to_string(), start_at.to_string(), RUN_MS.to_string()])
+                .env("R4C_STORE_TIMEOUT_MS", "100")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn member")
+        })
+        .collect();
+    let mut admitted = vec![Vec::<u128>::new(); KEYS];
+    for member in members {
+        let out = member.wait_with_output().expect("member runs");
+        assert!(out.status.success(), "member failed: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains("degraded"), "the cluster was up the whole time:\n{text}");
+        assert!(text.contains("errors 0"), "no caller saw an error:\n{text}");
+        for line in text.lines().filter_map(|l| l.strip_prefix("ok ")) {
+            let (at, key) = line.split_once(' ').unwrap();
+            admitted[key.strip_prefix('k').unwrap().parse::<usize>().unwrap()].push(at.parse().unwrap());
+        }
+    }
+
+    let per_node: Vec<Vec<String>> =
+        (0..3).map(|node| cluster.keys(node, &format!("r4c:{{rate_limiter:{ID}:*"))).collect();
+    eprintln!("keys of the keyed limiter per master: {per_node:?}");
+    assert!(per_node.iter().all(|keys| keys.len() == 2), "two of the six keys on each master: {per_node:?}");
+    for (node, keys) in per_node.iter().enumerate() {
+        for key in keys {
+            assert_eq!(cluster.node_of_key(key), node, "{key} is where its slot is");
+        }
+    }
+
+    let bound = PERMITS + PROCESSES.min(PERMITS); // leases of one per key
+    let quota = PERMITS * RUN_MS as usize / 1_000;
+    for (key, all) in admitted.iter_mut().enumerate() {
+        all.sort_unstable();
+        let worst = worst_second(all);
+        eprintln!("k{key}: admitted {} of {quota}; worst sliding second {worst} (bound {bound})", all.len());
+        assert!(worst <= bound, "k{key}: {worst} calls in one sliding second, bound {bound}");
+        assert!(all.len() * 10 >= quota * 8, "k{key}: only {} of {quota} permits used", all.len());
+    }
+}
+
+#[derive(Debug, resilience4cata::ResilienceError)]
+enum HostDown {
+    Down,
+    #[rejection]
+    Refused(Rejection),
+}
+
+/// A keyed breaker: one per host, chosen per call.
+#[resilience4cata::resilient]
+trait Hosts {
+    #[circuit_breaker(name = "cluster::hosts", key = host, window_size = 5, minimum_calls = 5, wait_in_open = "5s")]
+    fn get(&self, host: &str, fail: bool) -> Result<(), HostDown>;
+}
+
+struct HostsBackend;
+
+impl Hosts for HostsBackend {
+    fn get(&self, _host: &str, fail: bool) -> Result<(), HostDown> {
+        if fail { Err(HostDown::Down) } else { Ok(()) }
+    }
+}
+
+#[test]
+fn a_keyed_breaker_opens_each_host_on_every_master_through_one_channel() {
+    let _turn = one_at_a_time();
+    let Some(cluster) = RedisCluster::start() else { return };
+    // Hosts whose keys fall on masters 0, 1 and 2, and one more that nobody fails.
+    let mut hosts: Vec<Option<String>> = vec![None; 3];
+    for i in 0.. {
+        let host = format!("host-{i}");
+        let node = cluster.node_of_key(&format!("r4c:{{circuit_breaker:cluster::hosts:{host:?}}}"));
+        hosts[node].get_or_insert(host);
+        if hosts.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    let hosts: Vec<String> = hosts.into_iter().map(Option::unwrap).collect();
+    let registry = |cluster: &RedisCluster| {
+        Registry::builder()
+            .shared_state(store(cluster))
+            .circuit_breaker_instance("cluster::hosts", |c| c.shared(true))
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (registry(&cluster), registry(&cluster));
+    let (api_a, api_b) =
+        (ResilientHosts::new(HostsBackend, &a).unwrap(), ResilientHosts::new(HostsBackend, &b).unwrap());
+    // B has every host (and the bystander) before A opens any: one subscription for all of them.
+    for host in hosts.iter().map(String::as_str).chain(["bystander"]) {
+        api_b.get(host, false).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for (node, host) in hosts.iter().enumerate() {
+        for _ in 0..5 {
+            let _ = api_a.get(host, true);
+        }
+        assert!(matches!(api_a.get(host, false), Err(HostDown::Refused(_))), "{host}: A opened on its failures");
+        let since = Instant::now();
+        while !matches!(api_b.get(host, false), Err(HostDown::Refused(Rejection::CallNotPermitted { .. }))) {
+            assert!(since.elapsed() < Duration::from_secs(2), "{host} (master {node}): B never refused");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        eprintln!("{host} (master {node}): B refused {:?} after A opened", since.elapsed());
+        let open_key = format!("r4c:{{circuit_breaker:cluster::hosts:{host:?}}}");
+        let holders: Vec<usize> = (0..3).filter(|&n| cluster.keys(n, &open_key).contains(&open_key)).collect();
+        assert_eq!(holders, [node], "{open_key} is on its slot's master only");
+    }
+    assert!(api_b.get("bystander", false).is_ok(), "a host nobody failed stays closed");
+}
+
 /// Ids `<name>-<n>` of `policy` whose keys fall on masters 0, 1 and 2, in that order.
 fn one_per_master(cluster: &RedisCluster, policy: &str, name: &str) -> Vec<String> {
     let mut found: Vec<Option<String>> = vec![None; 3];

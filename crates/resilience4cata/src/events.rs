@@ -96,7 +96,7 @@ macro_rules! event_parts {
 
         /// The listeners of every event type, as registered on the builder, and the subscribers
         /// that attach after build.
-        #[derive(Default)]
+        #[derive(Clone, Default)]
         #[allow(unreachable_pub)] // named by the sealed `Event` machinery only
         #[doc(hidden)]
         pub struct Listeners {

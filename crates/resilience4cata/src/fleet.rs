@@ -8,7 +8,7 @@
 //! paths, is `shared.rs`, above the policies. See `shared.rs` for how it works.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -19,6 +19,7 @@ use crate::clock::Timer;
 use crate::events::{Hub, Listener, Listeners, SharedPolicy, SharedStateEvent};
 
 /// Where [`SharedStateEvent`]s go: the registry's listeners and subscribers.
+#[derive(Clone)]
 pub(crate) struct SharedPublisher {
     listeners: Box<[Listener<SharedStateEvent>]>,
     hub: Arc<Hub>,
@@ -48,10 +49,16 @@ pub(crate) fn lease_or_tenth(lease: Option<u32>, total: u32) -> u32 {
     lease.unwrap_or((total / 10).max(1))
 }
 
-/// What a policy's fleet link is built from: its instance, the store's timeout, the registry's
-/// timer, and where its [`SharedStateEvent`]s go (see [`link`]).
+/// What a policy's fleet link is built from: its instance (and, for one key of a keyed instance,
+/// the key's text), the store's timeout, the registry's timer, and where its [`SharedStateEvent`]s
+/// go (see [`link`]).
 pub(crate) struct LinkParts {
     pub(crate) instance: Arc<str>,
+    /// The key's text when the link is one key's of a keyed instance (SPEC §15): the store keeps
+    /// that key's fleet state apart from the other keys'.
+    pub(crate) key: Option<Arc<str>>,
+    /// Where a key's link reports its outages (its keyed instance's [`Outage`]).
+    pub(crate) outage: Option<Arc<Outage>>,
     pub(crate) store_timeout: Duration,
     pub(crate) timer: Arc<Timer>,
     pub(crate) events: SharedPublisher,
@@ -67,15 +74,49 @@ pub(crate) trait Fleet: Send + Sync {
 
     /// Starts sharing `link`, a policy's fleet link: called once, when the instance is built.
     fn share(&self, link: Arc<dyn Any + Send + Sync>);
+
+    /// The outage count the links built through this store report to (see [`Grouped`]): `None`,
+    /// each link publishes its own `Degraded` / `Recovered`.
+    fn outage(&self) -> Option<Arc<Outage>> {
+        None
+    }
+}
+
+/// How many links of one keyed instance are degraded (SPEC §15: each key has its own link). The
+/// instance publishes `Degraded` when the first of them degrades and `Recovered` when the last
+/// recovers, once per outage for the instance rather than once per key.
+#[derive(Debug, Default)]
+pub(crate) struct Outage(AtomicU32);
+
+/// The store as one keyed instance's keys see it: the registry's store, and the instance's
+/// [`Outage`] every key's link reports to.
+pub(crate) struct Grouped {
+    pub(crate) store: Arc<dyn Fleet>,
+    pub(crate) outage: Arc<Outage>,
+}
+
+impl Fleet for Grouped {
+    fn store_timeout(&self) -> Duration {
+        self.store.store_timeout()
+    }
+
+    fn share(&self, link: Arc<dyn Any + Send + Sync>) {
+        self.store.share(link);
+    }
+
+    fn outage(&self) -> Option<Arc<Outage>> {
+        Some(Arc::clone(&self.outage))
+    }
 }
 
 /// The shared-state wiring every shared policy does alike when its instance is built: when the
 /// instance is `shared` and `enabled` and the registry has a `store`, builds its link with `new`,
-/// hands it to the store, and returns it for the instance's state; otherwise `None`.
+/// hands it to the store, and returns it for the instance's state; otherwise `None`. `key` is the
+/// key's text for one key of a keyed instance (`None` unkeyed).
 pub(crate) fn link<L: Any + Send + Sync>(
     store: Option<&dyn Fleet>,
     (enabled, shared): (bool, bool),
-    instance: &Arc<str>,
+    (instance, key): (&Arc<str>, Option<Arc<str>>),
     timer: &Arc<Timer>,
     listeners: &Listeners,
     new: impl FnOnce(LinkParts) -> L,
@@ -83,6 +124,8 @@ pub(crate) fn link<L: Any + Send + Sync>(
     let store = store.filter(|_| shared && enabled)?;
     let link = Arc::new(new(LinkParts {
         instance: Arc::clone(instance),
+        key,
+        outage: store.outage(),
         store_timeout: store.store_timeout(),
         timer: Arc::clone(timer),
         events: SharedPublisher::new(listeners),
@@ -95,20 +138,30 @@ pub(crate) fn link<L: Any + Send + Sync>(
 /// (degraded: the policy decides on local state alone), and where `Degraded` / `Recovered` go.
 pub(crate) struct FleetLink {
     instance: Arc<str>,
+    key: Option<Arc<str>>,
+    /// The keyed instance's outage count this link reports to (`None`: it publishes alone).
+    outage: Option<Arc<Outage>>,
     policy: SharedPolicy,
     degraded: AtomicBool,
     events: SharedPublisher,
 }
 
 impl FleetLink {
-    pub(crate) fn new(instance: Arc<str>, policy: SharedPolicy, events: SharedPublisher) -> Self {
-        FleetLink { instance, policy, degraded: AtomicBool::new(false), events }
+    pub(crate) fn new(parts: &LinkParts, policy: SharedPolicy) -> Self {
+        let (instance, key, outage) = (Arc::clone(&parts.instance), parts.key.clone(), parts.outage.clone());
+        FleetLink { instance, key, outage, policy, degraded: AtomicBool::new(false), events: parts.events.clone() }
     }
 
     /// The instance id.
     #[inline]
     pub(crate) fn instance(&self) -> &str {
         &self.instance
+    }
+
+    /// The key's text, for one key of a keyed instance (`None` unkeyed).
+    #[inline]
+    pub(crate) fn key(&self) -> Option<&str> {
+        self.key.as_deref()
     }
 
     /// Whether the policy decides on local state because the store could not be reached.
@@ -127,15 +180,37 @@ impl FleetLink {
         self.set_degraded(false);
     }
 
-    /// Moves `degraded` to `to`, publishing `Degraded` / `Recovered` only on a change.
+    /// Moves `degraded` to `to`, publishing `Degraded` / `Recovered` only on a change (of a keyed
+    /// instance's key: only when it is the first key to degrade or the last to recover).
     fn set_degraded(&self, to: bool) {
-        if self.degraded.swap(to, Ordering::AcqRel) != to {
+        if self.degraded.swap(to, Ordering::AcqRel) != to && self.instance_changes(to) {
             let (instance, policy) = (Arc::clone(&self.instance), self.policy);
             self.events.emit(if to {
                 SharedStateEvent::Degraded { instance, policy }
             } else {
                 SharedStateEvent::Recovered { instance, policy }
             });
+        }
+    }
+
+    /// Whether this link's change to `degraded` changes its instance's: always unkeyed; for a key,
+    /// when it is the first of its instance's keys to degrade or the last to recover.
+    fn instance_changes(&self, degraded: bool) -> bool {
+        match &self.outage {
+            None => true,
+            Some(outage) if degraded => outage.0.fetch_add(1, Ordering::AcqRel) == 0,
+            Some(outage) => outage.0.fetch_sub(1, Ordering::AcqRel) == 1,
+        }
+    }
+}
+
+impl Drop for FleetLink {
+    /// A key's link dropped while degraded (its key evicted) leaves its instance's outage count.
+    fn drop(&mut self) {
+        if let Some(outage) = &self.outage
+            && *self.degraded.get_mut()
+        {
+            outage.0.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
@@ -154,7 +229,7 @@ impl FleetPool {
     /// A pool that wants its first refill at once, before the first call.
     pub(crate) fn new(parts: LinkParts, policy: SharedPolicy) -> Self {
         FleetPool {
-            link: FleetLink::new(parts.instance, policy, parts.events),
+            link: FleetLink::new(&parts, policy),
             signal: Signal::new(true),
             store_timeout: parts.store_timeout,
             timer: parts.timer,
@@ -362,8 +437,8 @@ mod tests {
         let instance: Arc<str> = Arc::from("p");
         let store = Counting(AtomicU32::new(0));
         let build = |store: Option<&dyn Fleet>, flags| {
-            link(store, flags, &instance, &timer, &listeners, |parts| {
-                Counted(FleetLink::new(parts.instance, SharedPolicy::Bulkhead, parts.events), parts.store_timeout)
+            link(store, flags, (&instance, None), &timer, &listeners, |parts| {
+                Counted(FleetLink::new(&parts, SharedPolicy::Bulkhead), parts.store_timeout)
             })
         };
         assert!(build(None, (true, true)).is_none(), "no store");

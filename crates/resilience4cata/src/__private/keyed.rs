@@ -172,19 +172,10 @@ where
 {
     let store = P::store(registry);
     let inner = registry.inner_arc();
+    // `shared = true` works per key (SPEC §15): each key's state builds its own fleet link, named
+    // by the key's text, as an unkeyed instance builds one (`new_state`).
     let make = |instance: Arc<str>, config: crate::kit::ConfigOf<P>| -> Result<Arc<dyn KeyedView<P>>, RegistryError> {
-        if P::shared(&config) {
-            return Err(RegistryError::new(
-                crate::error::codes::INVALID_VALUE,
-                Some(&instance),
-                format!(
-                    "`shared = true` on a keyed {} is not supported yet (per-key fleet state is planned, \
-                     docs/keyed.md): remove `shared` or the `key`",
-                    P::NAME
-                ),
-            ));
-        }
-        Ok(Arc::new(KeyedCore::<P>::new(instance, inner, config)))
+        Ok(Arc::new(KeyedCore::<P>::new(instance, &inner, config)))
     };
     let view = store.keyed(registry, site, attrs, make)?;
     Ok(view.as_any().downcast::<KeyedCore<P>>().unwrap_or_else(|_| unreachable!("one kind per store")))

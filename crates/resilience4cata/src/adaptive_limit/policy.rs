@@ -119,10 +119,6 @@ impl crate::kit::KeyedKind for AdaptiveLimitPolicy {
         config.max_keys
     }
 
-    fn shared(_config: &AdaptiveLimitConfig) -> bool {
-        false
-    }
-
     fn whole(
         of: AdaptiveLimitSnapshot,
         counts: crate::kit::KeyCounts,

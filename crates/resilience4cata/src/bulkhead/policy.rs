@@ -393,7 +393,7 @@ policy_kind! {
     ) -> BulkheadState {
         let store = inner.shared.as_deref();
         let (enabled, shared) = (config.enabled, config.shared);
-        let pool = fleet::link(store, (enabled, shared), &instance, &inner.timer, &inner.listeners, |parts| {
+        let pool = fleet::link(store, (enabled, shared), (&instance, events.key()), &inner.timer, &inner.listeners, |parts| {
             SlotPool::new(parts, &config)
         });
         let mut state = BulkheadState::new(instance, config, Arc::clone(&inner.timer), events);
@@ -449,10 +449,6 @@ impl crate::kit::KeyedKind for BulkheadPolicy {
 
     fn max_keys(config: &BulkheadConfig) -> u32 {
         config.max_keys
-    }
-
-    fn shared(config: &BulkheadConfig) -> bool {
-        config.shared
     }
 
     fn whole(of: BulkheadSnapshot, counts: crate::kit::KeyCounts, keys: &[BulkheadSnapshot]) -> BulkheadSnapshot {

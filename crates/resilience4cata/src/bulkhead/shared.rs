@@ -64,6 +64,12 @@ impl SlotPool {
         self.fleet.link.instance()
     }
 
+    /// The key's text when this pool is one key's of a keyed instance (SPEC §15; `None` unkeyed):
+    /// the store keeps each key's fleet state under its own key.
+    pub fn key(&self) -> Option<&str> {
+        self.fleet.link.key()
+    }
+
     /// The fleet-wide cap (`max_concurrent_calls`).
     pub fn max_concurrent_calls(&self) -> u32 {
         self.max

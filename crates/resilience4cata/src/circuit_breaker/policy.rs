@@ -151,7 +151,7 @@ policy_kind! {
         events: Publisher<CircuitBreakerEvent>,
     ) -> CircuitBreakerState {
         let (c, store) = (&config, inner.shared.as_deref());
-        let link = fleet::link(store, (c.enabled, c.shared), &instance, &inner.timer, &inner.listeners, |parts| {
+        let link = fleet::link(store, (c.enabled, c.shared), (&instance, events.key()), &inner.timer, &inner.listeners, |parts| {
             BreakerLink::new(parts, c.wait_in_open, c.permitted_calls_in_half_open)
         });
         let state = CircuitBreakerState::new(Arc::clone(&instance), config, Arc::clone(&inner.timer), events);
@@ -205,10 +205,6 @@ impl crate::kit::KeyedKind for CircuitBreakerPolicy {
 
     fn max_keys(config: &CircuitBreakerConfig) -> u32 {
         config.max_keys
-    }
-
-    fn shared(config: &CircuitBreakerConfig) -> bool {
-        config.shared
     }
 
     fn whole(

@@ -77,7 +77,7 @@ impl fmt::Debug for BreakerLink {
 impl BreakerLink {
     pub(crate) fn new(parts: LinkParts, wait_in_open: Duration, permitted: u32) -> Self {
         BreakerLink {
-            link: FleetLink::new(parts.instance, crate::events::SharedPolicy::CircuitBreaker, parts.events),
+            link: FleetLink::new(&parts, crate::events::SharedPolicy::CircuitBreaker),
             wait_in_open,
             permitted,
             opened_at: AtomicU64::new(0),
@@ -98,6 +98,13 @@ impl BreakerLink {
     /// The instance id.
     pub fn instance(&self) -> &str {
         self.link.instance()
+    }
+
+    /// The key's text when this is one key's breaker of a keyed instance (SPEC §15; `None`
+    /// unkeyed): the store keeps each key's Open and probe round apart, and tells the fleet which
+    /// key opened.
+    pub fn key(&self) -> Option<&str> {
+        self.link.key()
     }
 
     /// How long an Open lasts (the published key expires after it).

@@ -23,9 +23,6 @@ pub(crate) trait KeyedKind: PolicyKind + AtRest + Clone + Send + Sync {
     /// `max_keys` of a configuration.
     fn max_keys(config: &ConfigOf<Self>) -> u32;
 
-    /// `shared` of a configuration (a keyed instance cannot be shared yet).
-    fn shared(config: &ConfigOf<Self>) -> bool;
-
     /// A snapshot of the instance as a whole: `of` (its most recently used key's, or the
     /// registered instance's while it has none) with the table's counts and the sums over keys
     /// (`keys`: every key's snapshot).
@@ -43,9 +40,11 @@ pub(crate) struct KeyedCore<P: PolicyKind> {
 }
 
 impl<P: KeyedKind> KeyedCore<P> {
-    pub(crate) fn new(instance: Arc<str>, inner: Arc<Inner>, config: ConfigOf<P>) -> Self {
+    /// A keyed instance of the registry whose build context is `inner`; its keys report their
+    /// fleet outages together ([`Inner::grouped`]).
+    pub(crate) fn new(instance: Arc<str>, inner: &Inner, config: ConfigOf<P>) -> Self {
         let table = KeyedTable::new(P::max_keys(&config));
-        KeyedCore { instance, inner, config: Mutex::new(config), table }
+        KeyedCore { instance, inner: Arc::new(inner.grouped()), config: Mutex::new(config), table }
     }
 
     /// The key's facade, held for the call; a new key is made (or refused, `KeysExhausted`).

@@ -143,6 +143,24 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The same, without the fleet store: what the instance a keyed site registers is made with
+    /// (SPEC §15: its keys share through the store, each under its own key; the instance that
+    /// stands for them holds no fleet state). Made when such an instance is built, never on a call.
+    pub(crate) fn unshared(&self) -> Inner {
+        Inner { timer: Arc::clone(&self.timer), seed: self.seed, listeners: self.listeners.clone(), shared: None }
+    }
+
+    /// The same, for the keys of one keyed instance: their fleet links report their outages to
+    /// one count, so the instance publishes `Degraded` / `Recovered` once per outage, not once per
+    /// key (SPEC §15). Made when the keyed instance is built.
+    pub(crate) fn grouped(&self) -> Inner {
+        let shared = self.shared.as_ref().map(|store| {
+            let outage = Arc::default();
+            Arc::new(crate::fleet::Grouped { store: Arc::clone(store), outage }) as Arc<dyn Fleet>
+        });
+        Inner { shared, ..self.unshared() }
+    }
+
     /// `R4C-REG-011` unless the registry was given a shared store.
     pub(crate) fn require_shared_store(&self, id: &str) -> Result<(), RegistryError> {
         match self.shared {

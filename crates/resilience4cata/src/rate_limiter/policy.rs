@@ -203,7 +203,7 @@ policy_kind! {
     ) -> RateLimiterState {
         let store = inner.shared.as_deref();
         let (enabled, shared) = (config.enabled, config.shared);
-        let pool = fleet::link(store, (enabled, shared), &instance, &inner.timer, &inner.listeners, |parts| {
+        let pool = fleet::link(store, (enabled, shared), (&instance, events.key()), &inner.timer, &inner.listeners, |parts| {
             LeasePool::new(parts, &config)
         });
         let mut state = RateLimiterState::new(instance, config, Arc::clone(&inner.timer), events);
@@ -259,10 +259,6 @@ impl crate::kit::KeyedKind for RateLimiterPolicy {
 
     fn max_keys(config: &RateLimiterConfig) -> u32 {
         config.max_keys
-    }
-
-    fn shared(config: &RateLimiterConfig) -> bool {
-        config.shared
     }
 
     fn whole(

@@ -63,13 +63,19 @@ impl fmt::Debug for LeasePool {
 }
 
 impl LeasePool {
-    /// A pool that wants its first lease at once, before the first call.
+    /// A pool that wants its first lease at once, before the first call. One key's pool of a keyed
+    /// instance leases one permit at a time unless `lease` is set (SPEC §15: small per-key quotas
+    /// stay exact).
     pub(crate) fn new(parts: LinkParts, config: &RateLimiterConfig) -> Self {
+        let lease = match parts.key {
+            Some(_) => config.lease.unwrap_or(1),
+            None => config.lease(),
+        };
         LeasePool {
             fleet: FleetPool::new(parts, crate::events::SharedPolicy::RateLimiter),
             permits: config.permits,
             period: config.period,
-            lease: config.lease(),
+            lease,
             word: AtomicU64::new(0),
             exhausted_until: AtomicU64::new(0),
             interval: nanos(config.period).div_ceil(u64::from(config.permits.max(1))).max(1),
@@ -80,6 +86,12 @@ impl LeasePool {
     /// The instance id (the store's key is made from it).
     pub fn instance(&self) -> &str {
         self.fleet.link.instance()
+    }
+
+    /// The key's text when this pool is one key's of a keyed instance (SPEC §15; `None` unkeyed):
+    /// the store keeps each key's fleet state under its own key.
+    pub fn key(&self) -> Option<&str> {
+        self.fleet.link.key()
     }
 
     /// The fleet-wide quota: `permits` per [`period`](Self::period).
@@ -246,6 +258,8 @@ mod tests {
     fn parts(clock: &ManualClock, listeners: &Listeners) -> LinkParts {
         LinkParts {
             instance: Arc::from("p"),
+            key: None,
+            outage: None,
             store_timeout: Duration::from_millis(25),
             timer: Arc::new(Clock::from(clock).into_timer()),
             events: SharedPublisher::new(listeners),

@@ -71,7 +71,11 @@ pub(crate) trait Registered: PolicyKind {
         let site = SiteRecord { config: config.map(str::to_owned), attrs, is_async };
         let state = store.instances.get_or_create(Self::NAME, id, resolved, site, |instance, config| {
             let events = Publisher::new(&inner.listeners, &instance);
-            Self::new_state(inner, instance, config, events)
+            match keyed && inner.shared.is_some() {
+                // A keyed site's registered instance: its keys link to the fleet, it does not.
+                true => Self::new_state(&inner.unshared(), instance, config, events),
+                false => Self::new_state(inner, instance, config, events),
+            }
         })?;
         Ok(Self::from_state(state))
     }

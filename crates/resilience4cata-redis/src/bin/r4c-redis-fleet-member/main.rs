@@ -19,12 +19,17 @@
 //! Takes `<slots>` slots of the shared bulkhead `<instance>` (fleet cap `<max>`), prints `holding`
 //! and holds them until killed.
 //!
+//! `r4c-redis-fleet-member keyed-limiter|keyed-breaker|keyed-hold …`: the keyed modes (SPEC §15),
+//! described in `keyed.rs`.
+//!
 //! `r4c-redis-fleet-member breaker <url> <instance> <fail|succeed> <start_at_unix_ms> <run_ms>`
 //!
 //! Shares the breaker `<instance>` (window 5, wait_in_open 1.5 s, 2 half-open probes) and calls it
 //! every millisecond: `fail` fails until its own breaker opens (`opened <unix µs>`), then succeeds
 //! like `succeed`. Prints `first_refusal <unix µs>`, one `probe <unix µs>` per call that ran while
 //! the breaker was half-open, and `state <final state>`.
+
+mod keyed;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -54,8 +59,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.first().map(String::as_str) == Some("breaker") {
         return breaker(&args[1..]);
     }
-    if args.first().map(String::as_str) == Some("hold") {
-        return hold(&args[1..]);
+    match args.first().map(String::as_str) {
+        Some("hold") => return hold(&args[1..]),
+        Some("keyed-limiter") => return keyed::limiter(&args[1..]),
+        Some("keyed-breaker") => return keyed::breaker(&args[1..]),
+        Some("keyed-hold") => return keyed::hold(&args[1..]),
+        _ => {}
     }
     let [url, instance, permits, lease, start_at, run_ms] = args.as_slice() else {
         return Err(
