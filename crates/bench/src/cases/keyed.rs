@@ -10,7 +10,8 @@
 //! loop, on the caller's key (`_2t`) or on a key of its own (`_2t_apart`, the contender's closure
 //! is the second of the pair its constructor returns).
 //!
-//! [`bytes_per_key`] is the memory side: net bytes of `N` new keys, divided by `N`.
+//! [`ours_bytes_per_key`] and [`governor_bytes_per_key`] are the memory side: net bytes of `N` new
+//! keys, divided by `N`.
 
 use std::num::NonZeroU32;
 
@@ -224,8 +225,12 @@ pub struct BytesPerKey {
 /// ```
 pub fn ours_bytes_per_key(keys: u64) -> BytesPerKey {
     let keyed = ours(&[], &[]);
-    let u64_key = per_key(keys, |i| drop(keyed.api.by_id(i, 0)));
-    let str_key = per_key(keys, |i| drop(keyed.api.by_name(&format!("tenant-{i:05}"), 0)));
+    let u64_key = per_key(keys, |i| {
+        let _ = keyed.api.by_id(i, 0);
+    });
+    let str_key = per_key(keys, |i| {
+        let _ = keyed.api.by_name(&format!("tenant-{i:05}"), 0);
+    });
     BytesPerKey { u64_key, str_key }
 }
 
@@ -238,8 +243,12 @@ pub fn ours_bytes_per_key(keys: u64) -> BytesPerKey {
 pub fn governor_bytes_per_key(keys: u64) -> BytesPerKey {
     let by_id: DefaultKeyedRateLimiter<u64> = governor(&[]);
     let by_name: DefaultKeyedRateLimiter<String> = governor(&[]);
-    let u64_key = per_key(keys, |i| drop(by_id.check_key(&i)));
-    let str_key = per_key(keys, |i| drop(by_name.check_key(&format!("tenant-{i:05}"))));
+    let u64_key = per_key(keys, |i| {
+        let _ = by_id.check_key(&i);
+    });
+    let str_key = per_key(keys, |i| {
+        let _ = by_name.check_key(&format!("tenant-{i:05}"));
+    });
     BytesPerKey { u64_key, str_key }
 }
 

@@ -460,6 +460,15 @@ mod tests {
     }
 
     #[test]
+    fn no_two_shards_share_a_cache_line() {
+        let t = table(4);
+        for pair in t.shards.windows(2) {
+            let (a, b) = (&pair[0] as *const Shard<Flag> as usize, &pair[1] as *const Shard<Flag> as usize);
+            assert!(b - a >= 128 && a % 128 == 0, "shards at {a:#x} and {b:#x}");
+        }
+    }
+
+    #[test]
     fn a_huge_key_text_is_cut_at_256_bytes() {
         let text = key_text(&"é".repeat(1000));
         assert!(text.ends_with('…'));
