@@ -6,7 +6,8 @@ usage: crates/bench/table.py CALLGRIND_OUTPUT [CRITERION_DIR]
 CALLGRIND_OUTPUT is what `crates/bench/callgrind.sh` printed (saved to a file); CRITERION_DIR
 defaults to target/criterion. Time is criterion's median of the per-call sample means, with the
 smallest and largest sample; "x anchor" is the anchor's figure divided by the case's (above 1:
-faster than the anchor). Cases without a figure show a dash. The user-shaped rows (groups user_*)
+faster than the anchor; the keyed rows are each compared with governor's row of the same key
+type and threads). Cases without a figure show a dash. The user-shaped rows (groups user_*)
 have their own tables: `cargo run -p bench --bin chart -- --table`.
 """
 import json
@@ -25,6 +26,10 @@ ANCHORS = {
     "adaptive_limit_pass": "tower_resilience_adaptive_async",
     "timeout_pass": "tokio_timeout_async",
     "full_stack": "tower_resilience_async",
+}
+# Groups whose rows each have their own anchor: the row of the same name with `ours` replaced.
+TWIN_ANCHORS = {
+    "keyed_rate_limiter_pass": ("ours_", "governor_"),
 }
 
 
@@ -72,7 +77,11 @@ def main():
         group, name = case_id.split("/", 1)
         if group.startswith("user_"):
             continue  # the user-shaped rows: `cargo run -p bench --bin chart -- --table`
-        anchor = f"{group}/{ANCHORS.get(group, '')}"
+        if group in TWIN_ANCHORS:
+            ours, theirs = TWIN_ANCHORS[group]
+            anchor = f"{group}/{name.replace(ours, theirs, 1)}"
+        else:
+            anchor = f"{group}/{ANCHORS.get(group, '')}"
         t = criterion(root, group, name)
         ta = criterion(root, *anchor.split("/", 1))
         i = instr.get(case_id)

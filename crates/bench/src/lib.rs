@@ -164,6 +164,12 @@ impl Run {
     /// Like [`drive`](Self::drive), while a second thread makes the same calls on the same instance
     /// for the whole measured loop. Only the calling thread's loop is timed.
     pub fn drive_contended<F: Fn() + Sync>(&mut self, call: F) {
+        self.drive_contended_apart(&call, &call);
+    }
+
+    /// Like [`drive_contended`](Self::drive_contended), the second thread making its own calls
+    /// (`contender`: the same instance on another key, in the keyed rows).
+    pub fn drive_contended_apart<F: Fn() + Sync, G: Fn() + Sync>(&mut self, call: F, contender: G) {
         let stop = AtomicBool::new(false);
         let started = Barrier::new(2);
         std::thread::scope(|scope| {
@@ -172,7 +178,7 @@ impl Run {
                 started.wait();
                 while !stop.load(Ordering::Relaxed) {
                     for _ in 0..64 {
-                        call();
+                        contender();
                     }
                 }
             });
@@ -278,6 +284,18 @@ macro_rules! case {
     ($group:literal, $name:literal, $form:ident, $ctor:path, contended) => {
         Case { group: $group, name: $name, form: Form::$form, threads: 2, body: |run| run.drive_contended($ctor()) }
     };
+    ($group:literal, $name:literal, $form:ident, $ctor:path, apart) => {
+        Case {
+            group: $group,
+            name: $name,
+            form: Form::$form,
+            threads: 2,
+            body: |run| {
+                let (call, contender) = $ctor();
+                run.drive_contended_apart(call, contender)
+            },
+        }
+    };
     ($group:literal, $name:literal, Sync, $ctor:path, user) => {
         Case { group: $group, name: $name, form: Form::Sync, threads: 1, body: |run| run.drive($ctor()) }
     };
@@ -345,6 +363,20 @@ pub static CASES: &[Case] = &[
     case!("rate_limiter_pass", "tower_rate_limit_async", Async, cases::limits::tower_rate_limit),
     case!("rate_limiter_pass", "tower_resilience_async", Async, cases::limits::tower_resilience_rate_limiter),
     case!("rate_limiter_pass", "governor_sync_2t", Sync, cases::limits::governor_shared, contended),
+    // A keyed rate limiter (SPEC §15), an existing key, permits to spare: ours (`key = …`) beside
+    // governor's keyed limiter (`RateLimiter::keyed`, on `DashMap`), same quota.
+    case!("keyed_rate_limiter_pass", "ours_str_sync", Sync, cases::keyed::ours_str_sync),
+    case!("keyed_rate_limiter_pass", "ours_u64_sync", Sync, cases::keyed::ours_u64_sync),
+    case!("keyed_rate_limiter_pass", "governor_str_sync", Sync, cases::keyed::governor_str_sync),
+    case!("keyed_rate_limiter_pass", "governor_u64_sync", Sync, cases::keyed::governor_u64_sync),
+    case!("keyed_rate_limiter_pass", "ours_str_sync_2t", Sync, cases::keyed::ours_str_shared, contended),
+    case!("keyed_rate_limiter_pass", "governor_str_sync_2t", Sync, cases::keyed::governor_str_shared, contended),
+    case!("keyed_rate_limiter_pass", "ours_str_sync_2t_apart", Sync, cases::keyed::ours_str_apart, apart),
+    case!("keyed_rate_limiter_pass", "governor_str_sync_2t_apart", Sync, cases::keyed::governor_str_apart, apart),
+    case!("keyed_rate_limiter_pass", "ours_u64_sync_2t", Sync, cases::keyed::ours_u64_shared, contended),
+    case!("keyed_rate_limiter_pass", "governor_u64_sync_2t", Sync, cases::keyed::governor_u64_shared, contended),
+    case!("keyed_rate_limiter_pass", "ours_u64_sync_2t_apart", Sync, cases::keyed::ours_u64_apart, apart),
+    case!("keyed_rate_limiter_pass", "governor_u64_sync_2t_apart", Sync, cases::keyed::governor_u64_apart, apart),
     // Bulkhead with room to spare.
     case!("bulkhead_pass", "ours_sync", Sync, cases::ours_guarded::bulkhead_sync),
     case!("bulkhead_pass", "ours_async", Async, cases::ours_guarded::bulkhead_async),

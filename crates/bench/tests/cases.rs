@@ -71,3 +71,54 @@ fn our_cases_allocate_nothing_per_call() {
         assert_eq!(case.run(1_000).allocations, 0, "{} allocated", case.id());
     }
 }
+
+#[test]
+fn the_keyed_rows_set_ours_beside_governor_in_every_shape() {
+    let names: Vec<&str> = bench::group("keyed_rate_limiter_pass").map(|case| case.name).collect();
+    for key in ["str", "u64"] {
+        for shape in ["sync", "sync_2t", "sync_2t_apart"] {
+            for anchor in ["ours", "governor"] {
+                let name = format!("{anchor}_{key}_{shape}");
+                assert!(names.contains(&name.as_str()), "{name} missing from {names:?}");
+            }
+        }
+    }
+    for case in bench::group("keyed_rate_limiter_pass") {
+        assert_eq!(case.threads, if case.name.contains("_2t") { 2 } else { 1 }, "{}", case.id());
+    }
+}
+
+#[test]
+fn the_apart_driver_runs_the_contender_on_its_own_calls() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let (caller, contender) = (AtomicU64::new(0), AtomicU64::new(0));
+    let mut run =
+        bench::Run { iters: 1_000, warmup: 16, elapsed: Default::default(), cpu: Default::default(), allocations: 0 };
+    run.drive_contended_apart(
+        || {
+            caller.fetch_add(1, Ordering::Relaxed);
+        },
+        || {
+            contender.fetch_add(1, Ordering::Relaxed);
+        },
+    );
+    assert_eq!(caller.load(Ordering::Relaxed), 1_016, "the measured thread makes only its own calls");
+    // The contender may stop before its first batch of 64 when the measured loop is quick: only
+    // its calls are in its counter.
+    assert_eq!(contender.load(Ordering::Relaxed) % 64, 0);
+}
+
+#[test]
+fn a_new_key_is_counted_in_bytes_per_key_and_an_existing_one_is_not() {
+    let (ours, governor) =
+        (bench::cases::keyed::ours_bytes_per_key(2_000), bench::cases::keyed::governor_bytes_per_key(2_000));
+    // A `u64` key keeps at least the key and a state word in either table; a `String` key its
+    // 12 bytes more.
+    for figures in [ours, governor] {
+        assert!(figures.u64_key >= 16.0, "{figures:?}");
+        assert!(figures.str_key >= figures.u64_key + 12.0 - 1.0, "{figures:?}");
+    }
+    // An existing key's call keeps nothing.
+    let case = bench::find("keyed_rate_limiter_pass/ours_str_sync").expect("the row exists");
+    assert_eq!(case.run(1_000).allocations, 0);
+}

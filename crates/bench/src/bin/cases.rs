@@ -5,13 +5,17 @@
 //! cases list                  every case id (group/name), one a line, with its form and threads
 //! cases run ID N              build case ID, warm it up, make N calls, exit
 //! cases allocs [ID...]        allocations per call on the calling thread (all cases by default)
+//! cases bytes-per-key [N]     net bytes per key of a keyed rate limiter, ours and governor's,
+//!                             after N new keys of each kind (default 100000)
 //! ```
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cases list | cases run GROUP/NAME ITERATIONS | cases allocs [GROUP/NAME...]");
+    eprintln!(
+        "usage: cases list | cases run GROUP/NAME ITERATIONS | cases allocs [GROUP/NAME...] | cases bytes-per-key [N]"
+    );
     ExitCode::from(2)
 }
 
@@ -49,6 +53,22 @@ fn main() -> ExitCode {
             for case in chosen {
                 println!("{}\t{}", case.id(), case.allocations_per_call(10_000));
             }
+            ExitCode::SUCCESS
+        }
+        ["bytes-per-key", rest @ ..] => {
+            let keys = match rest {
+                [] => 100_000,
+                [n] => match n.parse::<u64>() {
+                    Ok(n) if n > 0 => n,
+                    _ => return usage(),
+                },
+                _ => return usage(),
+            };
+            let ours = bench::cases::keyed::ours_bytes_per_key(keys);
+            let governor = bench::cases::keyed::governor_bytes_per_key(keys);
+            println!("{keys} keys\tu64 key\tString key (12 bytes)");
+            println!("ours\t{:.0}\t{:.0}", ours.u64_key, ours.str_key);
+            println!("governor\t{:.0}\t{:.0}", governor.u64_key, governor.str_key);
             ExitCode::SUCCESS
         }
         _ => usage(),

@@ -23,6 +23,7 @@ pub mod adaptive;
 pub mod baseline;
 pub mod breaker;
 pub mod hedge;
+pub mod keyed;
 pub mod limits;
 pub mod ours;
 pub mod ours_class;
