@@ -4,6 +4,7 @@
 //! [`Registry::subscribe`]: crate::Registry::subscribe
 
 mod config;
+mod key_use;
 mod shared_state;
 mod subscription;
 
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::ConfigEvent;
+pub(crate) use key_use::KeyUse;
 pub use shared_state::{SharedPolicy, SharedStateEvent};
 pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
@@ -508,8 +510,9 @@ pub(crate) fn isolated(observe: impl FnOnce()) {
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E: Published> {
     listeners: Box<[Listener<E>]>,
-    /// The key of a keyed instance's key (SPEC §15), which its events carry.
-    key: Option<Arc<str>>,
+    /// The key of a keyed instance's key (SPEC §15): its text, which its events carry, and its
+    /// refusal mark.
+    key: Option<Arc<KeyUse>>,
     hub: Arc<Hub>,
     #[cfg(feature = "metrics")]
     metrics: <E as Published>::Metrics,
@@ -523,13 +526,22 @@ impl<E: Published> Publisher<E> {
     }
 
     /// The publisher of one key of a keyed instance (SPEC §15): its events carry `key`.
-    pub(crate) fn keyed(listeners: &Listeners, instance: &Arc<str>, key: Arc<str>) -> Self {
+    pub(crate) fn keyed(listeners: &Listeners, instance: &Arc<str>, key: Arc<KeyUse>) -> Self {
         Publisher { key: Some(key), ..Self::new(listeners, instance) }
     }
 
     /// The key the events carry (`None` for an unkeyed instance); read only to build an event.
     pub(crate) fn key(&self) -> Option<Arc<str>> {
-        self.key.clone()
+        self.key.as_ref().map(|key| Arc::clone(key.text()))
+    }
+
+    /// The policy refused a call (called from its cold refusal path): for a key of a keyed
+    /// instance, that call is not a use of the key (SPEC §15); nothing for an unkeyed instance.
+    #[inline]
+    pub(crate) fn refused(&self) {
+        if let Some(key) = &self.key {
+            key.refuse();
+        }
     }
 
     /// A publisher outside any registry, for unit tests of one state machine.
