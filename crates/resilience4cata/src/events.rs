@@ -63,8 +63,8 @@ macro_rules! event_kind {
             type Metrics = $metrics;
 
             #[cfg(feature = "metrics")]
-            fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-                $register(instance)
+            fn register_metrics(labels: &crate::metric_handles::MetricLabels) -> Self::Metrics {
+                $register(labels)
             }
         }
     };
@@ -469,7 +469,7 @@ pub(crate) trait Published: Event {
     type Metrics: Send + Sync;
 
     #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics;
+    fn register_metrics(labels: &crate::metric_handles::MetricLabels) -> Self::Metrics;
 }
 
 /// Panics of listeners, `tracing` subscribers and `metrics` recorders caught while publishing, in
@@ -522,12 +522,16 @@ impl<E: Published> Publisher<E> {
     /// The publisher of one instance: its listeners, the registry's subscribers, and (feature
     /// `metrics`) its metric handles.
     pub(crate) fn new(listeners: &Listeners, instance: &Arc<str>) -> Self {
-        Self::with(<E as sealed::Sealed>::listeners_in(listeners), Arc::clone(&listeners.hub), instance)
+        Self::with(<E as sealed::Sealed>::listeners_in(listeners), Arc::clone(&listeners.hub), instance, None)
     }
 
-    /// The publisher of one key of a keyed instance (SPEC §15): its events carry `key`.
-    pub(crate) fn keyed(listeners: &Listeners, instance: &Arc<str>, key: Arc<KeyUse>) -> Self {
-        Publisher { key: Some(key), ..Self::new(listeners, instance) }
+    /// The publisher of one key of a keyed instance (SPEC §15): its events carry `key`; its
+    /// metrics are the instance's series, or (`key_metrics`) series of their own with a `key` label.
+    pub(crate) fn keyed(listeners: &Listeners, instance: &Arc<str>, key: Arc<KeyUse>, key_metrics: bool) -> Self {
+        let label = key_metrics.then(|| Arc::clone(key.text()));
+        let hub = Arc::clone(&listeners.hub);
+        let publisher = Self::with(<E as sealed::Sealed>::listeners_in(listeners), hub, instance, label.as_deref());
+        Publisher { key: Some(key), ..publisher }
     }
 
     /// The key the events carry (`None` for an unkeyed instance); read only to build an event.
@@ -547,18 +551,18 @@ impl<E: Published> Publisher<E> {
     /// A publisher outside any registry, for unit tests of one state machine.
     #[cfg(test)]
     pub(crate) fn detached(listeners: &[Listener<E>], instance: &Arc<str>) -> Self {
-        Self::with(listeners, Arc::default(), instance)
+        Self::with(listeners, Arc::default(), instance, None)
     }
 
-    fn with(listeners: &[Listener<E>], hub: Arc<Hub>, instance: &Arc<str>) -> Self {
+    fn with(listeners: &[Listener<E>], hub: Arc<Hub>, instance: &Arc<str>, key_label: Option<&str>) -> Self {
         #[cfg(not(feature = "metrics"))]
-        let _ = instance;
+        let _ = (instance, key_label);
         Publisher {
             listeners: listeners.into(),
             key: None,
             hub,
             #[cfg(feature = "metrics")]
-            metrics: <E as Published>::register_metrics(instance),
+            metrics: <E as Published>::register_metrics(&crate::metric_handles::MetricLabels::new(instance, key_label)),
         }
     }
 

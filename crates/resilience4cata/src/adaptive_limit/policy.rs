@@ -123,6 +123,10 @@ impl crate::kit::KeyedKind for AdaptiveLimitPolicy {
         false
     }
 
+    fn key_metrics(config: &AdaptiveLimitConfig) -> bool {
+        config.key_metrics
+    }
+
     fn whole(
         of: AdaptiveLimitSnapshot,
         counts: crate::kit::KeyCounts,

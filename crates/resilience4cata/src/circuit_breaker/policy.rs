@@ -211,6 +211,10 @@ impl crate::kit::KeyedKind for CircuitBreakerPolicy {
         config.shared
     }
 
+    fn key_metrics(config: &CircuitBreakerConfig) -> bool {
+        config.key_metrics
+    }
+
     fn whole(
         of: CircuitBreakerSnapshot,
         counts: crate::kit::KeyCounts,

@@ -26,6 +26,9 @@ pub(crate) trait KeyedKind: PolicyKind + AtRest + Clone + Send + Sync {
     /// `shared` of a configuration (a keyed instance cannot be shared yet).
     fn shared(config: &ConfigOf<Self>) -> bool;
 
+    /// `key_metrics` of a configuration: a `key` label on each key's metrics.
+    fn key_metrics(config: &ConfigOf<Self>) -> bool;
+
     /// A snapshot of the instance as a whole: `of` (its most recently served key's, where a
     /// refused call is not a use; the most recently looked-up key's if that one was forgotten or
     /// none was served yet; the registered instance's while it has no key) with the table's counts and the sums over keys
@@ -76,7 +79,7 @@ impl<P: KeyedKind> KeyedCore<P> {
     /// A new key's facade over its own state, made with the instance's configuration.
     fn make(&self, key: Arc<KeyUse>) -> P {
         let config = self.config().clone();
-        let events = Publisher::keyed(&self.inner.listeners, &self.instance, key);
+        let events = Publisher::keyed(&self.inner.listeners, &self.instance, key, P::key_metrics(&config));
         P::from_state(Arc::new(P::new_state(&self.inner, Arc::clone(&self.instance), config, events)))
     }
 

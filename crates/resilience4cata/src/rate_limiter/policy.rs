@@ -265,6 +265,10 @@ impl crate::kit::KeyedKind for RateLimiterPolicy {
         config.shared
     }
 
+    fn key_metrics(config: &RateLimiterConfig) -> bool {
+        config.key_metrics
+    }
+
     fn whole(
         of: RateLimiterSnapshot,
         counts: crate::kit::KeyCounts,
