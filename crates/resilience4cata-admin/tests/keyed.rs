@@ -256,3 +256,55 @@ async fn the_dashboard_shows_a_keyed_card_with_its_keys_live() {
     browser.await.unwrap();
     println!("screenshot: {}", shot.display());
 }
+
+/// `expression` evaluated inside the keyed breaker's card (`card` is the element), as text.
+fn in_breaker_card(expression: &str) -> String {
+    format!(
+        "(() => {{ const card = document.querySelector('article[data-policy=\"circuit_breaker\"][data-instance=\"{BREAKER}\"]'); \
+         return card ? String({expression}) : ''; }})()"
+    )
+}
+
+/// The line of `key` in the breaker's card, as a JS expression (`li`), matched on its text.
+fn key_line(key: &str) -> String {
+    format!("[...card.querySelectorAll('ol.keys li')].find(li => li.dataset.key === {})", serde_json::to_string(key).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_forces_one_key_of_a_keyed_breaker_open_from_the_page() {
+    if !cdp::available() {
+        return;
+    }
+    let (registry, api, _clock) = api();
+    for host in ["a.example", "b/c d.example"] {
+        api.fetch(host, false).unwrap();
+    }
+    let server = start(&registry, AdminOptions::new().token(TOKEN)).await;
+    let url = server.url();
+    let handle = registry.circuit_breaker(BREAKER).unwrap();
+    let browser = tokio::task::spawn_blocking(move || {
+        let mut browser = cdp::Browser::launch();
+        browser.navigate(&url);
+        let target = "\"b/c d.example\"";
+        let state = in_breaker_card(&format!("{}?.querySelector('b').textContent ?? ''", key_line(target)));
+        browser.poll(&state, |s| s == "closed");
+        let click = |action: &str| {
+            in_breaker_card(&format!(
+                "({}.querySelector('button[data-action=\"{action}\"]').click(), 'clicked')",
+                key_line(target)
+            ))
+        };
+        browser.eval(&format!("document.getElementById('token').value = '{TOKEN}'"));
+        browser.eval(&click("force-open"));
+        browser.poll(&state, |s| s == "forced open");
+        assert_eq!(handle.key(target).unwrap().snapshot().state, State::ForcedOpen, "the page reached the key");
+        assert_eq!(handle.key("\"a.example\"").unwrap().snapshot().state, State::Closed, "and that key only");
+        let other = in_breaker_card(&format!("{}.querySelector('b').textContent", key_line("\"a.example\"")));
+        assert_eq!(browser.eval(&other), "closed");
+        browser.eval(&click("reset"));
+        browser.poll(&state, |s| s == "closed");
+        assert_eq!(handle.key(target).unwrap().snapshot().state, State::Closed);
+        assert!(browser.errors.is_empty(), "console errors: {:?}", browser.errors);
+    });
+    browser.await.unwrap();
+}
