@@ -18,6 +18,7 @@ use std::ops::Deref;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
+use crossbeam_utils::CachePadded;
 use hashbrown::HashTable;
 
 use crate::events::KeyUse;
@@ -136,8 +137,9 @@ pub(crate) struct KeyedTable<P> {
     /// Advanced once per new key: the stamps' clock (so the pass path stores, never adds).
     epoch: AtomicU64,
     /// The serial of the key whose call was last served, not refused (0: none yet): the key a
-    /// keyed instance's snapshot shows (SPEC §15). Stored when a call's hold ends.
-    served: AtomicU64,
+    /// keyed instance's snapshot shows (SPEC §15). Stored when a call's hold ends, so on a line of
+    /// its own: the lookup's fields (shards, hasher, epoch) stay shared-clean for every thread.
+    served: CachePadded<AtomicU64>,
     len: AtomicU32,
     max_keys: AtomicU32,
     evicted: AtomicU64,
@@ -163,7 +165,7 @@ impl<P: AtRest> KeyedTable<P> {
             shards: (0..SHARDS).map(|_| RwLock::new(HashTable::new())).collect(),
             hasher: RandomState::new(),
             epoch: AtomicU64::new(0),
-            served: AtomicU64::new(0),
+            served: CachePadded::new(AtomicU64::new(0)),
             len: AtomicU32::new(0),
             max_keys: AtomicU32::new(max_keys),
             evicted: AtomicU64::new(0),
@@ -185,7 +187,7 @@ impl<P: AtRest> KeyedTable<P> {
         if slot.stamp.load(Relaxed) != epoch {
             slot.stamp.store(epoch, Relaxed);
         }
-        Some(KeyRef { slot, served: &self.served })
+        Some(KeyRef { slot, served: &*self.served })
     }
 
     /// The key's slot, made with `make(its text and mark)` if the key is new: at the cap the least
@@ -231,7 +233,7 @@ impl<P: AtRest> KeyedTable<P> {
         let slot = Arc::new(Slot { hash, key: Box::new(owned), mark, policy, stamp: AtomicU64::new(epoch) });
         self.write(hash).insert_unique(hash, Arc::clone(&slot), |s| s.hash);
         self.len.fetch_add(1, Relaxed);
-        Ok(KeyRef { slot, served: &self.served })
+        Ok(KeyRef { slot, served: &*self.served })
     }
 
     /// Evicts the oldest candidate still at rest, scanning for a new batch when the last one is
