@@ -267,7 +267,10 @@ fn in_breaker_card(expression: &str) -> String {
 
 /// The line of `key` in the breaker's card, as a JS expression (`li`), matched on its text.
 fn key_line(key: &str) -> String {
-    format!("[...card.querySelectorAll('ol.keys li')].find(li => li.dataset.key === {})", serde_json::to_string(key).unwrap())
+    format!(
+        "[...card.querySelectorAll('ol.keys li')].find(li => li.dataset.key === {})",
+        serde_json::to_string(key).unwrap()
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
