@@ -187,7 +187,7 @@ impl<P: AtRest> KeyedTable<P> {
         if slot.stamp.load(Relaxed) != epoch {
             slot.stamp.store(epoch, Relaxed);
         }
-        Some(KeyRef { slot, served: &*self.served })
+        Some(KeyRef { slot, served: &self.served })
     }
 
     /// The key's slot, made with `make(its text and mark)` if the key is new: at the cap the least
@@ -233,7 +233,7 @@ impl<P: AtRest> KeyedTable<P> {
         let slot = Arc::new(Slot { hash, key: Box::new(owned), mark, policy, stamp: AtomicU64::new(epoch) });
         self.write(hash).insert_unique(hash, Arc::clone(&slot), |s| s.hash);
         self.len.fetch_add(1, Relaxed);
-        Ok(KeyRef { slot, served: &*self.served })
+        Ok(KeyRef { slot, served: &self.served })
     }
 
     /// Evicts the oldest candidate still at rest, scanning for a new batch when the last one is
