@@ -9,12 +9,14 @@
 //! | `GET /events` | Server-Sent Events, one JSON object per policy event |
 //! | `GET /metrics` | Prometheus text exposition of every instance |
 //! | `POST /circuit-breakers/{id}/{force-open,disable,reset}` | only with a token: the breaker's manual controls |
+//! | `POST /circuit-breakers/{id}/keys/{key}/{force-open,disable,reset}` | only with a token: the same, on one key of a keyed breaker (by its text) |
 //! | `PUT /config` | only with a token: a TOML body applied live (`Registry::update_toml`): `200` with the changed instances, `400` with the coded error |
 //!
 //! The admin reads the registry only through `snapshot()` and `subscribe()` (and writes it only
 //! through `update_toml()`, for `PUT /config`), so it attaches to a running registry and costs
 //! the policies nothing while nobody watches. Instance ids in paths are percent-encoded
-//! (`/circuit-breakers/host-a%2Fshop%3A%3AApi%3A%3Aget/reset`).
+//! (`/circuit-breakers/host-a%2Fshop%3A%3AApi%3A%3Aget/reset`), and so are key texts
+//! (`/circuit-breakers/hosts/keys/%22a.example%22/force-open` for the `&str` key `"a.example"`).
 //!
 //! # Security
 //! - Without [`AdminOptions::token`] the endpoint is read-only: the control routes (the breaker
@@ -48,6 +50,7 @@ mod control;
 mod counters;
 mod events;
 mod exporter;
+mod keys;
 mod metrics;
 mod options;
 mod page;
@@ -100,6 +103,7 @@ pub fn router(registry: Registry, options: AdminOptions) -> Router {
     if state.options.token.is_some() {
         let control = Router::new()
             .route("/circuit-breakers/{id}/{action}", post(control::control))
+            .route("/circuit-breakers/{id}/keys/{key}/{action}", post(control::control_key))
             .route("/config", put(config::put_config))
             .route_layer(from_fn_with_state(Arc::clone(&state), auth::same_origin_and_token));
         app = app.merge(control);

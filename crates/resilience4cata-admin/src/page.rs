@@ -9,6 +9,7 @@ use axum::response::IntoResponse;
 use serde::Serialize;
 
 use crate::counters::Counts;
+use crate::keys::AdminSnapshot;
 use crate::state::AdminState;
 
 /// The page: markup, style and script in one file, no external request of any kind.
@@ -22,14 +23,14 @@ const INITIAL_MARK: &str = "{\"initial\":null}";
 /// that could only answer 404.
 #[derive(Serialize)]
 struct Initial<'a> {
-    snapshot: &'a resilience4cata::RegistrySnapshot,
+    snapshot: &'a AdminSnapshot,
     counters: &'a Counts,
     controls: bool,
 }
 
 pub(crate) async fn page(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
-    let snapshot = state.registry.snapshot();
-    let counters = state.counts(&snapshot);
+    let snapshot = AdminSnapshot::of(&state.registry);
+    let counters = state.counts(&snapshot.registry);
     let initial = Initial { snapshot: &snapshot, counters: &counters, controls: state.options.token.is_some() };
     (
         [
@@ -65,8 +66,8 @@ mod tests {
         let registry = Registry::builder().build().unwrap();
         let id = "</script><script>alert(1)</script>";
         let _p = Pipeline::builder(&registry, id).circuit_breaker().build::<u32, std::io::Error>().unwrap();
-        let snapshot = registry.snapshot();
-        let counters = Counts::default().with_registered(&snapshot);
+        let snapshot = AdminSnapshot::of(&registry);
+        let counters = Counts::default().with_registered(&snapshot.registry);
         let page = render(&Initial { snapshot: &snapshot, counters: &counters, controls: false });
         assert!(!page.contains(INITIAL_MARK));
         assert!(!page.contains(id), "the id is escaped");

@@ -4,6 +4,7 @@
 //! [`Registry::subscribe`]: crate::Registry::subscribe
 
 mod config;
+mod key_use;
 mod shared_state;
 mod subscription;
 
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::ConfigEvent;
+pub(crate) use key_use::KeyUse;
 pub use shared_state::{SharedPolicy, SharedStateEvent};
 pub use subscription::Subscription;
 pub(crate) use subscription::{Hub, any_subscription};
@@ -61,8 +63,8 @@ macro_rules! event_kind {
             type Metrics = $metrics;
 
             #[cfg(feature = "metrics")]
-            fn register_metrics(instance: &Arc<str>) -> Self::Metrics {
-                $register(instance)
+            fn register_metrics(labels: &crate::metric_handles::MetricLabels) -> Self::Metrics {
+                $register(labels)
             }
         }
     };
@@ -467,7 +469,7 @@ pub(crate) trait Published: Event {
     type Metrics: Send + Sync;
 
     #[cfg(feature = "metrics")]
-    fn register_metrics(instance: &Arc<str>) -> Self::Metrics;
+    fn register_metrics(labels: &crate::metric_handles::MetricLabels) -> Self::Metrics;
 }
 
 /// Panics of listeners, `tracing` subscribers and `metrics` recorders caught while publishing, in
@@ -508,8 +510,9 @@ pub(crate) fn isolated(observe: impl FnOnce()) {
 /// What one policy instance publishes to: nothing is built unless someone listens.
 pub(crate) struct Publisher<E: Published> {
     listeners: Box<[Listener<E>]>,
-    /// The key of a keyed instance's key (SPEC §15), which its events carry.
-    key: Option<Arc<str>>,
+    /// The key of a keyed instance's key (SPEC §15): its text, which its events carry, and its
+    /// refusal mark.
+    key: Option<Arc<KeyUse>>,
     hub: Arc<Hub>,
     #[cfg(feature = "metrics")]
     metrics: <E as Published>::Metrics,
@@ -519,34 +522,47 @@ impl<E: Published> Publisher<E> {
     /// The publisher of one instance: its listeners, the registry's subscribers, and (feature
     /// `metrics`) its metric handles.
     pub(crate) fn new(listeners: &Listeners, instance: &Arc<str>) -> Self {
-        Self::with(<E as sealed::Sealed>::listeners_in(listeners), Arc::clone(&listeners.hub), instance)
+        Self::with(<E as sealed::Sealed>::listeners_in(listeners), Arc::clone(&listeners.hub), instance, None)
     }
 
-    /// The publisher of one key of a keyed instance (SPEC §15): its events carry `key`.
-    pub(crate) fn keyed(listeners: &Listeners, instance: &Arc<str>, key: Arc<str>) -> Self {
-        Publisher { key: Some(key), ..Self::new(listeners, instance) }
+    /// The publisher of one key of a keyed instance (SPEC §15): its events carry `key`; its
+    /// metrics are the instance's series, or (`key_metrics`) series of their own with a `key` label.
+    pub(crate) fn keyed(listeners: &Listeners, instance: &Arc<str>, key: Arc<KeyUse>, key_metrics: bool) -> Self {
+        let label = key_metrics.then(|| Arc::clone(key.text()));
+        let hub = Arc::clone(&listeners.hub);
+        let publisher = Self::with(<E as sealed::Sealed>::listeners_in(listeners), hub, instance, label.as_deref());
+        Publisher { key: Some(key), ..publisher }
     }
 
     /// The key the events carry (`None` for an unkeyed instance); read only to build an event.
     pub(crate) fn key(&self) -> Option<Arc<str>> {
-        self.key.clone()
+        self.key.as_ref().map(|key| Arc::clone(key.text()))
+    }
+
+    /// The policy refused a call (called from its cold refusal path): for a key of a keyed
+    /// instance, that call is not a use of the key (SPEC §15); nothing for an unkeyed instance.
+    #[inline]
+    pub(crate) fn refused(&self) {
+        if let Some(key) = &self.key {
+            key.refuse();
+        }
     }
 
     /// A publisher outside any registry, for unit tests of one state machine.
     #[cfg(test)]
     pub(crate) fn detached(listeners: &[Listener<E>], instance: &Arc<str>) -> Self {
-        Self::with(listeners, Arc::default(), instance)
+        Self::with(listeners, Arc::default(), instance, None)
     }
 
-    fn with(listeners: &[Listener<E>], hub: Arc<Hub>, instance: &Arc<str>) -> Self {
+    fn with(listeners: &[Listener<E>], hub: Arc<Hub>, instance: &Arc<str>, key_label: Option<&str>) -> Self {
         #[cfg(not(feature = "metrics"))]
-        let _ = instance;
+        let _ = (instance, key_label);
         Publisher {
             listeners: listeners.into(),
             key: None,
             hub,
             #[cfg(feature = "metrics")]
-            metrics: <E as Published>::register_metrics(instance),
+            metrics: <E as Published>::register_metrics(&crate::metric_handles::MetricLabels::new(instance, key_label)),
         }
     }
 

@@ -205,3 +205,60 @@ fn keyed_bulkheads_and_adaptive_limits_count_per_key() {
     assert!(matches!(x.acquire(), Err(Rejection::LimitExceeded { .. })));
     assert!(limit.for_key(&2u8).unwrap().acquire().is_ok());
 }
+
+/// SPEC §15: a keyed instance's snapshot shows its most recently used key, where a refused call is
+/// not a use. Key a spends its burst, key b is served once, then a is refused: the instance shows
+/// b's permits. Sixteen instances, so a choice that ignored refusals (a and b tie on the lookup
+/// stamp, ordered by their hashes) would show a's in about half of them.
+#[test]
+fn a_refused_call_is_not_a_use_for_the_instance_snapshot() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    for n in 0..16 {
+        let id = format!("mru-{n}");
+        let keyed = limiter(&registry, &id, 3, 10);
+        for _ in 0..3 {
+            keyed.for_key("a").unwrap().acquire().unwrap();
+        }
+        keyed.for_key("b").unwrap().acquire().unwrap();
+        let refused = keyed.for_key("a").unwrap().acquire();
+        assert!(matches!(refused, Err(Rejection::RateLimitExceeded { .. })), "{refused:?}");
+        let handle = registry.rate_limiter(&id).unwrap();
+        assert_eq!(handle.snapshot().available_permits, 2, "{id}: b's permits, not the refused a's");
+        assert_eq!(handle.key("\"a\"").unwrap().snapshot().available_permits, 0);
+    }
+    let keyed = limiter(&registry, "mru-later", 1, 10);
+    keyed.for_key("a").unwrap().acquire().unwrap();
+    keyed.for_key("b").unwrap().acquire().unwrap();
+    clock.advance(Duration::from_secs(1));
+    assert!(keyed.for_key("b").unwrap().acquire().is_ok());
+    assert!(keyed.for_key("b").unwrap().acquire().is_err());
+    keyed.for_key("a").unwrap().acquire().unwrap(); // served: a use again
+    assert_eq!(registry.rate_limiter("mru-later").unwrap().snapshot().available_permits, 0);
+}
+
+/// The same rule for a breaker: a's breaker is open and refuses, b's served a call: the instance
+/// shows Closed (b's state), and a's served call after its wait shows a's Half-open.
+#[test]
+fn a_keyed_breaker_shows_its_last_served_key_not_the_one_it_refused() {
+    let clock = ManualClock::new();
+    let registry = testing::registry(&clock).build().unwrap();
+    let b = CircuitBreakerConfigBuilder::new()
+        .window_size(2)
+        .minimum_calls(2)
+        .wait_in_open(Duration::from_secs(10))
+        .permitted_calls_in_half_open(2);
+    let keyed = p::keyed_circuit_breaker(&registry, site("mru-hosts"), b).unwrap();
+    for _ in 0..2 {
+        keyed.for_key("a").unwrap().acquire().unwrap().record(p::Outcome::Failure);
+    }
+    keyed.for_key("b").unwrap().acquire().unwrap().record(p::Outcome::Success);
+    for _ in 0..3 {
+        assert!(matches!(keyed.for_key("a").unwrap().acquire(), Err(Rejection::CallNotPermitted { .. })));
+    }
+    let handle = registry.circuit_breaker("mru-hosts").unwrap();
+    assert_eq!(handle.snapshot().state, State::Closed, "b's state: a's refusals are not uses");
+    clock.advance(Duration::from_secs(10));
+    keyed.for_key("a").unwrap().acquire().unwrap().record(p::Outcome::Success);
+    assert_eq!(handle.snapshot().state, State::HalfOpen);
+}

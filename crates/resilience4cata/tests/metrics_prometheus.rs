@@ -141,3 +141,40 @@ fn every_series_exists_at_zero_before_the_first_call() {
     assert_eq!(after[&series("fallback_applied_total", PRICE, None)], 1.0);
     assert_eq!(after[&series("retry_gave_up_total", PRICE, Some(("reason", "refused")))], 0.0);
 }
+
+/// SPEC §15: a keyed instance's metrics get a `key` label only with `key_metrics = true`. Off (the
+/// default), its keys record into the instance's series, so their figures add up there; on, each
+/// key has series of its own, labelled with its text.
+#[test]
+fn a_keyed_instance_has_a_key_label_only_with_key_metrics() {
+    use resilience4cata::__private::{self as p, Site};
+    use resilience4cata::rate_limiter::RateLimiterConfigBuilder;
+
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let clock = ManualClock::new();
+    let limiter = |registry: &resilience4cata::Registry, id: &'static str, key_metrics: bool| {
+        let b = RateLimiterConfigBuilder::new().permits(1).key_metrics(key_metrics);
+        p::keyed_rate_limiter(registry, Site { id, name: None, config: None, is_async: false }, b).unwrap()
+    };
+    let (off, on) = metrics::with_local_recorder(&recorder, || {
+        let registry = testing::registry(&clock).build().unwrap();
+        (limiter(&registry, "keys-off", false), limiter(&registry, "keys-on", true))
+    });
+    metrics::with_local_recorder(&recorder, || {
+        for keyed in [&off, &on] {
+            keyed.for_key(&1u32).unwrap().acquire().unwrap();
+            keyed.for_key(&2u32).unwrap().acquire().unwrap();
+            assert!(keyed.for_key(&1u32).unwrap().acquire().is_err());
+        }
+    });
+    let after = scrape(&recorder);
+    assert_eq!(after[&series("rate_limiter_permitted_total", "keys-off", None)], 2.0, "summed over keys");
+    assert_eq!(after[&series("rate_limiter_rejected_total", "keys-off", None)], 1.0);
+    let keyed = |name: &str, key: &str| series(name, "keys-on", Some(("key", key)));
+    assert_eq!(after[&keyed("rate_limiter_permitted_total", "1")], 1.0);
+    assert_eq!(after[&keyed("rate_limiter_permitted_total", "2")], 1.0);
+    assert_eq!(after[&keyed("rate_limiter_rejected_total", "1")], 1.0);
+    assert_eq!(after.get(&keyed("rate_limiter_rejected_total", "2")), Some(&0.0));
+    let off_keys: Vec<_> = after.keys().filter(|s| s.contains("keys-off") && s.contains("key=")).collect();
+    assert!(off_keys.is_empty(), "no per-key series by default: {off_keys:?}");
+}

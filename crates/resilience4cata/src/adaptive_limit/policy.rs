@@ -119,6 +119,10 @@ impl crate::kit::KeyedKind for AdaptiveLimitPolicy {
         config.max_keys
     }
 
+    fn key_metrics(config: &AdaptiveLimitConfig) -> bool {
+        config.key_metrics
+    }
+
     fn whole(
         of: AdaptiveLimitSnapshot,
         counts: crate::kit::KeyCounts,

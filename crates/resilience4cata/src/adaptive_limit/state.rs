@@ -370,6 +370,7 @@ impl AdaptiveLimitState {
 
     #[cold]
     fn refuse(&self) -> Rejection {
+        self.events.refused();
         publish!(self.events, |m| m.rejected(), || AdaptiveLimitEvent::Rejected {
             instance: Arc::clone(&self.instance),
             key: self.events.key()

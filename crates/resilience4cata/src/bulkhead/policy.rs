@@ -451,6 +451,10 @@ impl crate::kit::KeyedKind for BulkheadPolicy {
         config.max_keys
     }
 
+    fn key_metrics(config: &BulkheadConfig) -> bool {
+        config.key_metrics
+    }
+
     fn whole(of: BulkheadSnapshot, counts: crate::kit::KeyCounts, keys: &[BulkheadSnapshot]) -> BulkheadSnapshot {
         BulkheadSnapshot {
             keys: counts.keys,

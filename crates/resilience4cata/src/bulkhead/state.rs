@@ -360,6 +360,7 @@ impl BulkheadState {
 
     #[cold]
     pub(super) fn refuse(&self) -> Rejection {
+        self.events.refused();
         publish!(self.events, |m| m.rejected(), || BulkheadEvent::Rejected {
             instance: Arc::clone(&self.instance),
             key: self.events.key()

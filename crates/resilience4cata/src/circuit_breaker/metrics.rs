@@ -1,11 +1,10 @@
 //! Circuit breaker counters through the `metrics` facade (feature `metrics`).
 
-use std::sync::Arc;
-
 use metrics::Counter;
 
 use super::State;
 use super::snapshot::STATES;
+use crate::metric_handles::MetricLabels;
 
 /// One instance's handles: increments never allocate.
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Event` machinery
@@ -19,17 +18,17 @@ pub struct CircuitBreakerMetrics {
 }
 
 impl CircuitBreakerMetrics {
-    pub(crate) fn register(instance: &Arc<str>) -> Self {
-        let id = instance.to_string();
-        let calls = |outcome: &'static str| metrics::counter!("resilience4cata_circuit_breaker_calls_total", "instance" => id.clone(), "outcome" => outcome);
+    pub(crate) fn register(labels: &MetricLabels) -> Self {
+        let calls =
+            |outcome| metrics::counter!("resilience4cata_circuit_breaker_calls_total", labels.and("outcome", outcome));
         CircuitBreakerMetrics {
             successes: calls("success"),
             failures: calls("failure"),
             ignored: calls("ignored"),
             not_permitted: calls("not_permitted"),
-            slow: metrics::counter!("resilience4cata_circuit_breaker_slow_calls_total", "instance" => id.clone()),
+            slow: metrics::counter!("resilience4cata_circuit_breaker_slow_calls_total", labels.get()),
             transitions: STATES.map(|(_, to)| {
-                metrics::counter!("resilience4cata_circuit_breaker_transitions_total", "instance" => id.clone(), "to" => to)
+                metrics::counter!("resilience4cata_circuit_breaker_transitions_total", labels.and("to", to))
             }),
         }
     }

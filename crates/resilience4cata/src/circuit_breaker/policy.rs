@@ -207,6 +207,10 @@ impl crate::kit::KeyedKind for CircuitBreakerPolicy {
         config.max_keys
     }
 
+    fn key_metrics(config: &CircuitBreakerConfig) -> bool {
+        config.key_metrics
+    }
+
     fn whole(
         of: CircuitBreakerSnapshot,
         counts: crate::kit::KeyCounts,

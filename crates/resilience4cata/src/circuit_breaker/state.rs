@@ -359,6 +359,7 @@ impl CircuitBreakerState {
     #[cold]
     fn refuse(&self) -> Rejection {
         self.not_permitted.fetch_add(1, Ordering::Relaxed);
+        self.events.refused();
         publish!(self.events, |m| m.not_permitted(), || CircuitBreakerEvent::CallNotPermitted {
             instance: Arc::clone(&self.instance),
             key: self.events.key()

@@ -1,9 +1,9 @@
 //! Hedge counters through the `metrics` facade (feature `metrics`): the names the admin's
 //! `/metrics` uses too (docs/metrics.md).
 
-use std::sync::Arc;
-
 use metrics::Counter;
+
+use crate::metric_handles::MetricLabels;
 
 /// The `outcome` label of `resilience4cata_hedge_hedged_calls_total`, by how a hedged call ended.
 const OUTCOMES: [&str; 3] = ["won_by_extra", "won_by_first", "all_failed"];
@@ -16,12 +16,11 @@ pub struct HedgeMetrics {
 }
 
 impl HedgeMetrics {
-    pub(crate) fn register(instance: &Arc<str>) -> Self {
-        let id = instance.to_string();
+    pub(crate) fn register(labels: &MetricLabels) -> Self {
         HedgeMetrics {
-            extra_attempts: metrics::counter!("resilience4cata_hedge_extra_attempts_total", "instance" => id.clone()),
+            extra_attempts: metrics::counter!("resilience4cata_hedge_extra_attempts_total", labels.get()),
             hedged_calls: OUTCOMES.map(|outcome| {
-                metrics::counter!("resilience4cata_hedge_hedged_calls_total", "instance" => id.clone(), "outcome" => outcome)
+                metrics::counter!("resilience4cata_hedge_hedged_calls_total", labels.and("outcome", outcome))
             }),
         }
     }

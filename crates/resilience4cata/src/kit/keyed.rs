@@ -14,12 +14,14 @@ use std::any::Any;
 use std::borrow::Borrow;
 use std::fmt::{self, Debug, Write as _};
 use std::hash::{BuildHasher, Hash, RandomState};
-use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
+use crossbeam_utils::CachePadded;
 use hashbrown::HashTable;
+
+use crate::events::KeyUse;
 
 /// Shards of a table: enough that two threads on different keys rarely share a shard (and so its
 /// lock word) at 2–8 cores.
@@ -33,12 +35,12 @@ pub(crate) const KEY_TEXT_MAX: usize = 256;
 /// more new keys (a flood of keys while every key is busy costs `SCAN_SHARE` slot visits each).
 const SCAN_SHARE: u64 = 16;
 
-/// One key's entry: its owned key (type-erased), its text, the policy facade over its own state,
-/// and the use stamp eviction orders by.
+/// One key's entry: its owned key (type-erased), its text and refusal mark (shared with its
+/// publisher), the policy facade over its own state, and the use stamp eviction orders by.
 pub(crate) struct Slot<P> {
     hash: u64,
     key: Box<dyn Any + Send + Sync>,
-    text: Arc<str>,
+    mark: Arc<KeyUse>,
     policy: P,
     /// The table's epoch at this key's last use (a relaxed store, only when it changed).
     stamp: AtomicU64,
@@ -47,7 +49,7 @@ pub(crate) struct Slot<P> {
 impl<P> Slot<P> {
     /// The key's `Debug` text (at most [`KEY_TEXT_MAX`] bytes and `…`).
     pub(crate) fn text(&self) -> &Arc<str> {
-        &self.text
+        self.mark.text()
     }
 
     /// The key's own policy facade.
@@ -65,16 +67,24 @@ impl<P> Slot<P> {
 
 /// The call's hold on one key: derefs to the key's policy facade, so every method of the unkeyed
 /// facade works through it. While it lives the key is in flight (never evicted); dropping it ends
-/// that.
+/// that, and makes the key its table's most recently served unless the policy refused the call.
 pub struct KeyRef<'a, P> {
     slot: Arc<Slot<P>>,
-    table: PhantomData<&'a ()>,
+    /// The table's most recently served key (its serial).
+    served: &'a AtomicU64,
 }
 
 impl<P> KeyRef<'_, P> {
     /// The key's text (its `Debug` form, truncated at 256 bytes with `…`).
     pub fn key_text(&self) -> &str {
-        &self.slot.text
+        self.slot.text()
+    }
+}
+
+impl<P> Drop for KeyRef<'_, P> {
+    #[inline]
+    fn drop(&mut self) {
+        self.slot.mark.end_call(self.served);
     }
 }
 
@@ -89,7 +99,7 @@ impl<P> Deref for KeyRef<'_, P> {
 
 impl<P: Debug> Debug for KeyRef<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyRef").field("key", &self.slot.text).field("policy", &self.slot.policy).finish()
+        f.debug_struct("KeyRef").field("key", self.slot.text()).field("policy", &self.slot.policy).finish()
     }
 }
 
@@ -139,6 +149,10 @@ pub(crate) struct KeyedTable<P> {
     hasher: RandomState,
     /// Advanced once per new key: the stamps' clock (so the pass path stores, never adds).
     epoch: AtomicU64,
+    /// The serial of the key whose call was last served, not refused (0: none yet): the key a
+    /// keyed instance's snapshot shows (SPEC §15). Stored when a call's hold ends, so on a line of
+    /// its own: the lookup's fields (shards, hasher, epoch) stay shared-clean for every thread.
+    served: CachePadded<AtomicU64>,
     len: AtomicU32,
     max_keys: AtomicU32,
     evicted: AtomicU64,
@@ -164,6 +178,7 @@ impl<P: AtRest> KeyedTable<P> {
             shards: (0..SHARDS).map(|_| Shard(RwLock::new(HashTable::new()))).collect(),
             hasher: RandomState::new(),
             epoch: AtomicU64::new(0),
+            served: CachePadded::new(AtomicU64::new(0)),
             len: AtomicU32::new(0),
             max_keys: AtomicU32::new(max_keys),
             evicted: AtomicU64::new(0),
@@ -187,14 +202,18 @@ impl<P: AtRest> KeyedTable<P> {
         if slot.stamp.load(Relaxed) != epoch {
             slot.stamp.store(epoch, Relaxed);
         }
-        Some(KeyRef { slot, table: PhantomData })
+        Some(KeyRef { slot, served: &self.served })
     }
 
-    /// The key's slot, made with `make(key text)` if the key is new: at the cap the least
+    /// The key's slot, made with `make(its text and mark)` if the key is new: at the cap the least
     /// recently used key at rest is evicted first, and with none at rest the key is refused.
     /// `make` runs under the new-key mutex (a live update takes it too, so a key made during an
     /// update sees it or is reached by it).
-    pub(crate) fn get_or_create<Q>(&self, key: &Q, make: impl FnOnce(Arc<str>) -> P) -> Result<KeyRef<'_, P>, Exhausted>
+    pub(crate) fn get_or_create<Q>(
+        &self,
+        key: &Q,
+        make: impl FnOnce(Arc<KeyUse>) -> P,
+    ) -> Result<KeyRef<'_, P>, Exhausted>
     where
         Q: ?Sized + Hash + Eq + ToOwned,
         Q::Owned: Hash + Eq + Debug + Send + Sync + 'static,
@@ -207,7 +226,7 @@ impl<P: AtRest> KeyedTable<P> {
 
     #[cold]
     #[inline(never)]
-    fn create<Q>(&self, key: &Q, make: impl FnOnce(Arc<str>) -> P) -> Result<KeyRef<'_, P>, Exhausted>
+    fn create<Q>(&self, key: &Q, make: impl FnOnce(Arc<KeyUse>) -> P) -> Result<KeyRef<'_, P>, Exhausted>
     where
         Q: ?Sized + Hash + Eq + ToOwned,
         Q::Owned: Hash + Eq + Debug + Send + Sync + 'static,
@@ -224,11 +243,12 @@ impl<P: AtRest> KeyedTable<P> {
         let owned = key.to_owned();
         let text = key_text(&owned);
         let epoch = self.epoch.fetch_add(1, Relaxed) + 1;
-        let policy = make(Arc::clone(&text));
-        let slot = Arc::new(Slot { hash, key: Box::new(owned), text, policy, stamp: AtomicU64::new(epoch) });
+        let mark = Arc::new(KeyUse::new(text, epoch)); // epochs are unique per key and start at 1
+        let policy = make(Arc::clone(&mark));
+        let slot = Arc::new(Slot { hash, key: Box::new(owned), mark, policy, stamp: AtomicU64::new(epoch) });
         self.write(hash).insert_unique(hash, Arc::clone(&slot), |s| s.hash);
         self.len.fetch_add(1, Relaxed);
-        Ok(KeyRef { slot, table: PhantomData })
+        Ok(KeyRef { slot, served: &self.served })
     }
 
     /// Evicts the oldest candidate still at rest, scanning for a new batch when the last one is
@@ -359,8 +379,13 @@ impl<P> KeyedTable<P> {
     /// The slot whose key text is `text`.
     pub(crate) fn by_text(&self, text: &str) -> Option<Arc<Slot<P>>> {
         self.shards.iter().find_map(|shard| {
-            shard.read().unwrap_or_else(PoisonError::into_inner).iter().find(|slot| &*slot.text == text).cloned()
+            shard.read().unwrap_or_else(PoisonError::into_inner).iter().find(|slot| &**slot.text() == text).cloned()
         })
+    }
+
+    /// Whether `slot` is the key whose call was last served (a refused call is not a use).
+    pub(crate) fn last_served(&self, slot: &Slot<P>) -> bool {
+        slot.mark.serial() == self.served.load(Relaxed)
     }
 
     pub(crate) fn counts(&self) -> KeyCounts {

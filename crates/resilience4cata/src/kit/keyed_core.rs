@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::keyed::{AtRest, KeyCounts, KeyRef, KeyedTable};
 use super::{ConfigOf, Inner, PolicyKind};
-use crate::events::Publisher;
+use crate::events::{KeyUse, Publisher};
 use crate::rejection::Rejection;
 
 /// A policy kind whose instances can be keyed: the rate limiter, the breaker, the bulkhead and the
@@ -23,8 +23,12 @@ pub(crate) trait KeyedKind: PolicyKind + AtRest + Clone + Send + Sync {
     /// `max_keys` of a configuration.
     fn max_keys(config: &ConfigOf<Self>) -> u32;
 
-    /// A snapshot of the instance as a whole: `of` (its most recently used key's, or the
-    /// registered instance's while it has none) with the table's counts and the sums over keys
+    /// `key_metrics` of a configuration: a `key` label on each key's metrics.
+    fn key_metrics(config: &ConfigOf<Self>) -> bool;
+
+    /// A snapshot of the instance as a whole: `of` (its most recently served key's, where a
+    /// refused call is not a use; the most recently looked-up key's if that one was forgotten or
+    /// none was served yet; the registered instance's while it has no key) with the table's counts and the sums over keys
     /// (`keys`: every key's snapshot).
     fn whole(of: Self::Snapshot, counts: KeyCounts, keys: &[Self::Snapshot]) -> Self::Snapshot;
 }
@@ -72,9 +76,9 @@ impl<P: KeyedKind> KeyedCore<P> {
     }
 
     /// A new key's facade over its own state, made with the instance's configuration.
-    fn make(&self, text: Arc<str>) -> P {
+    fn make(&self, key: Arc<KeyUse>) -> P {
         let config = self.config().clone();
-        let events = Publisher::keyed(&self.inner.listeners, &self.instance, text);
+        let events = Publisher::keyed(&self.inner.listeners, &self.instance, key, P::key_metrics(&config));
         P::from_state(Arc::new(P::new_state(&self.inner, Arc::clone(&self.instance), config, events)))
     }
 
@@ -120,7 +124,8 @@ where
     fn snapshot(&self, registered: P::Snapshot) -> P::Snapshot {
         let all = self.table.recent(usize::MAX);
         let keys: Vec<P::Snapshot> = all.iter().map(|slot| P::snapshot(slot.policy().state())).collect();
-        let of = keys.first().cloned().unwrap_or(registered);
+        let served = all.iter().position(|slot| self.table.last_served(slot)).unwrap_or(0);
+        let of = keys.get(served).cloned().unwrap_or(registered);
         P::whole(of, self.table.counts(), &keys)
     }
 

@@ -124,8 +124,8 @@ macro_rules! policy_kind {
             type Metrics = super::metrics::$metrics;
 
             #[cfg(feature = "metrics")]
-            fn register_metrics(instance: &::std::sync::Arc<str>) -> Self::Metrics {
-                super::metrics::$metrics::register(instance)
+            fn register_metrics(labels: &$crate::metric_handles::MetricLabels) -> Self::Metrics {
+                super::metrics::$metrics::register(labels)
             }
         }
     };

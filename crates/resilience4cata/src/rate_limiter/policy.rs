@@ -261,6 +261,10 @@ impl crate::kit::KeyedKind for RateLimiterPolicy {
         config.max_keys
     }
 
+    fn key_metrics(config: &RateLimiterConfig) -> bool {
+        config.key_metrics
+    }
+
     fn whole(
         of: RateLimiterSnapshot,
         counts: crate::kit::KeyCounts,

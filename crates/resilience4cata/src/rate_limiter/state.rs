@@ -662,6 +662,7 @@ impl RateLimiterState {
     #[cold]
     pub(super) fn refuse(&self, retry_after: u64) -> Rejection {
         let retry_after = Duration::from_nanos(retry_after);
+        self.events.refused();
         publish!(self.events, |m| m.rejected(), || RateLimiterEvent::Rejected {
             instance: Arc::clone(&self.instance),
             key: self.events.key(),

@@ -1,10 +1,9 @@
 //! Retry counters through the `metrics` facade (feature `metrics`).
 
-use std::sync::Arc;
-
 use metrics::Counter;
 
 use super::GiveUpReason;
+use crate::metric_handles::MetricLabels;
 
 const REASONS: [(GiveUpReason, &str); 7] = [
     (GiveUpReason::MaxAttempts, "max_attempts"),
@@ -24,12 +23,11 @@ pub struct RetryMetrics {
 }
 
 impl RetryMetrics {
-    pub(crate) fn register(instance: &Arc<str>) -> Self {
-        let id = instance.to_string();
+    pub(crate) fn register(labels: &MetricLabels) -> Self {
         RetryMetrics {
-            retries: metrics::counter!("resilience4cata_retry_retries_total", "instance" => id.clone()),
+            retries: metrics::counter!("resilience4cata_retry_retries_total", labels.get()),
             gave_up: REASONS.map(|(_, reason)| {
-                metrics::counter!("resilience4cata_retry_gave_up_total", "instance" => id.clone(), "reason" => reason)
+                metrics::counter!("resilience4cata_retry_gave_up_total", labels.and("reason", reason))
             }),
         }
     }
