@@ -10,12 +10,13 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod cases;
+pub mod contended;
 pub mod exec;
 pub mod report;
 
 use std::hint::black_box;
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cpu_time::ThreadTime;
@@ -87,7 +88,8 @@ pub struct Case {
     pub name: &'static str,
     /// Sync or async.
     pub form: Form,
-    /// 1, or 2 when a contender thread hammers the same instance while the caller is measured.
+    /// 1, or 2 when contender threads hammer the same instance while the caller is measured: then
+    /// [`threads`] threads in all (2 unless `BENCH_THREADS` says more).
     pub threads: u8,
     /// Builds the case and drives it through `run`.
     pub body: fn(&mut Run),
@@ -101,7 +103,8 @@ impl Case {
 
     /// Builds the case, warms it up, then makes `iters` calls on the calling thread.
     pub fn run(&self, iters: u64) -> Run {
-        let mut run = Run { iters, warmup: 16, elapsed: Duration::ZERO, cpu: Duration::ZERO, allocations: 0 };
+        let mut run =
+            Run { iters, warmup: 16, elapsed: Duration::ZERO, cpu: Duration::ZERO, allocations: 0, contender_calls: 0 };
         // Entered before the case is built: some anchors read the tokio context when constructed.
         let _runtime = exec::enter();
         (self.body)(&mut run);
@@ -128,6 +131,10 @@ pub struct Run {
     pub cpu: Duration,
     /// Allocations made by the calling thread during the measured calls.
     pub allocations: u64,
+    /// Calls the contender threads made while the calling thread warmed up and measured (0 in a
+    /// single-thread row): about `(threads − 1) × iters` when they ran alongside it throughout,
+    /// far fewer when the machine's other load kept them off a core ([`Run::overlap`]).
+    pub contender_calls: u64,
 }
 
 impl Run {
@@ -147,6 +154,14 @@ impl Run {
         }
     }
 
+    /// The contender threads' calls per measured call and contender: near 1 when every thread
+    /// ran at the measured thread's pace throughout (a figure to trust), near 0 when they were
+    /// descheduled (the row then measured no contention). 0 in a single-thread row.
+    pub fn overlap(&self) -> f64 {
+        let contenders = (threads() - 1) as f64;
+        self.contender_calls as f64 / (contenders * (self.iters + self.warmup) as f64)
+    }
+
     /// Warms `call` up, then makes the measured calls.
     #[inline(never)]
     pub fn drive<F: FnMut()>(&mut self, mut call: F) {
@@ -161,25 +176,47 @@ impl Run {
         self.allocations = alloc::allocations() - allocated;
     }
 
-    /// Like [`drive`](Self::drive), while a second thread makes the same calls on the same instance
-    /// for the whole measured loop. Only the calling thread's loop is timed.
+    /// Like [`drive`](Self::drive), while contender threads make the same calls on the same
+    /// instance for the whole measured loop: [`threads`]` − 1` of them (one by default). Only the
+    /// calling thread's loop is timed.
     pub fn drive_contended<F: Fn() + Sync>(&mut self, call: F) {
+        self.drive_contended_each(|| &call);
+    }
+
+    /// [`drive_contended`](Self::drive_contended) for a shared instance whose callers cannot be
+    /// shared (a tower service polled through `&mut self`): every thread, the measured one
+    /// included, calls `make` once for its own caller (a clone of the service, sharing its state).
+    pub fn drive_contended_each<M, F>(&mut self, make: M)
+    where
+        M: Fn() -> F + Sync,
+        F: FnMut(),
+    {
+        let contenders = threads() - 1;
         let stop = AtomicBool::new(false);
-        let started = Barrier::new(2);
+        let started = Barrier::new(contenders + 1);
+        let made = AtomicU64::new(0);
         std::thread::scope(|scope| {
-            scope.spawn(|| {
-                let _runtime = exec::enter();
-                started.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..64 {
-                        call();
+            for _ in 0..contenders {
+                scope.spawn(|| {
+                    let _runtime = exec::enter();
+                    let mut call = make();
+                    started.wait();
+                    let mut calls = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..64 {
+                            call();
+                        }
+                        calls += 64;
                     }
-                }
-            });
+                    made.fetch_add(calls, Ordering::Relaxed);
+                });
+            }
+            let call = make();
             started.wait();
-            self.drive(&call);
+            self.drive(call);
             stop.store(true, Ordering::Relaxed);
         });
+        self.contender_calls = made.into_inner();
     }
 }
 
@@ -219,6 +256,18 @@ impl Run {
         self.elapsed = wall.elapsed();
         self.cpu = self.elapsed;
     }
+}
+
+/// How many threads call one instance at once in the contended rows (`Case::threads` above 1):
+/// the environment variable `BENCH_THREADS`, 2 when unset or below 2. Set it to the core count on a
+/// bigger machine (`docs/benchmarks.md`, "Contended rows").
+///
+/// ```
+/// assert!(bench::threads() >= 2);
+/// ```
+pub fn threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::env::var("BENCH_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2).max(2))
 }
 
 /// The awaited calls inside one `block_on`, in a function of their own so that callgrind's
@@ -277,6 +326,15 @@ macro_rules! case {
     };
     ($group:literal, $name:literal, $form:ident, $ctor:path, contended) => {
         Case { group: $group, name: $name, form: Form::$form, threads: 2, body: |run| run.drive_contended($ctor()) }
+    };
+    ($group:literal, $name:literal, $form:ident, $ctor:path, each) => {
+        Case {
+            group: $group,
+            name: $name,
+            form: Form::$form,
+            threads: 2,
+            body: |run| run.drive_contended_each($ctor()),
+        }
     };
     ($group:literal, $name:literal, Sync, $ctor:path, user) => {
         Case { group: $group, name: $name, form: Form::Sync, threads: 1, body: |run| run.drive($ctor()) }
@@ -388,6 +446,31 @@ pub static CASES: &[Case] = &[
     case!("full_stack", "ours_no_breaker_async", Async, cases::ours_guarded::stack_async),
     case!("full_stack", "tower_resilience_no_breaker_async", Async, cases::stack::tower_resilience_no_breaker_async),
     case!("full_stack", "tower_resilience_async", Async, cases::stack::tower_resilience_async),
+    // ---- The contended rows (`cases::contended`, issue 28): `bench::threads()` threads call one
+    // instance; each policy beside its anchors and beside the floor, one shared read-modify-write.
+    case!("contended", "floor_call", Sync, cases::contended::floor_call, contended),
+    case!("contended", "floor_fetch_add", Sync, cases::contended::floor_fetch_add, contended),
+    case!("contended", "floor_load_cas", Sync, cases::contended::floor_load_cas, contended),
+    case!("contended", "floor_add_sub", Sync, cases::contended::floor_add_sub, contended),
+    case!("contended", "retry_ours", Sync, cases::ours_guarded::retry_shared, contended),
+    case!("contended", "retry_backon", Sync, cases::contended::retry_backon, each),
+    case!("contended", "budget_ours", Sync, cases::ours::budget_shared, contended),
+    case!("contended", "budget_tower_tps", Sync, cases::retry::tower_tps_budget_shared, contended),
+    case!("contended", "breaker_ours", Sync, cases::ours_guarded::breaker_shared, contended),
+    case!("contended", "breaker_recloser", Sync, cases::breaker::recloser_shared, contended),
+    case!("contended", "breaker_failsafe", Sync, cases::breaker::failsafe_shared, contended),
+    case!("contended", "rate_limiter_ours", Sync, cases::ours_guarded::rate_limiter_shared, contended),
+    case!("contended", "rate_limiter_governor", Sync, cases::limits::governor_shared, contended),
+    case!("contended", "rate_limiter_tower_resilience", Async, cases::contended::tower_resilience_rate_limiter, each),
+    case!("contended", "bulkhead_ours", Sync, cases::ours_guarded::bulkhead_shared, contended),
+    case!("contended", "bulkhead_tokio_semaphore", Sync, cases::limits::tokio_semaphore_shared, contended),
+    case!("contended", "bulkhead_tower_concurrency_limit", Async, cases::contended::tower_concurrency_limit, each),
+    case!("contended", "adaptive_ours", Sync, cases::adaptive::aimd_shared, contended),
+    case!("contended", "adaptive_tower_resilience", Async, cases::contended::tower_resilience_adaptive, each),
+    case!("contended", "timeout_ours", Async, cases::ours_guarded::timeout_shared, contended),
+    case!("contended", "timeout_tokio", Async, cases::contended::tokio_timeout, contended),
+    case!("contended", "timeout_seatbelt", Async, cases::contended::seatbelt_timeout, contended),
+    case!("contended", "stack_ours", Sync, cases::ours_guarded::full_shared, contended),
     // ---- The user-shaped rows (`cases::user_shaped`): a `#[resilient]` trait over an
     // `#[inline(never)]` operation returning `Result<u32, MyError>`, results used, async calls
     // awaited in a loop inside one `block_on`. Groups `user_*`; `docs/benchmarks.md` quotes them first.

@@ -5,13 +5,20 @@
 //! cases list                  every case id (group/name), one a line, with its form and threads
 //! cases run ID N              build case ID, warm it up, make N calls, exit
 //! cases allocs [ID...]        allocations per call on the calling thread (all cases by default)
+//! cases time [PATTERN...]      ns per call of the cases whose id contains a pattern, without
+//!                              criterion: RUNS runs (default 7) of ITERS calls (default 200000),
+//!                              the median, min and max of the calling thread's CPU time per call,
+//!                              then the median wall time and the contenders' overlap
+//!                              (`Run::overlap`); contended rows use BENCH_THREADS threads
 //! ```
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cases list | cases run GROUP/NAME ITERATIONS | cases allocs [GROUP/NAME...]");
+    eprintln!(
+        "usage: cases list | cases run GROUP/NAME ITERATIONS | cases allocs [GROUP/NAME...] | cases time [PATTERN...]"
+    );
     ExitCode::from(2)
 }
 
@@ -48,6 +55,43 @@ fn main() -> ExitCode {
             };
             for case in chosen {
                 println!("{}\t{}", case.id(), case.allocations_per_call(10_000));
+            }
+            ExitCode::SUCCESS
+        }
+        ["time", patterns @ ..] => {
+            let env =
+                |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+            let (runs, iters) = (env("RUNS", 7).max(1), env("ITERS", 200_000).max(1));
+            println!(
+                "# case\tthreads\tcpu ns median\tmin\tmax\twall ns median\toverlap  ({runs} runs of {iters} calls)"
+            );
+            for case in bench::CASES {
+                let id = case.id();
+                if !patterns.is_empty() && !patterns.iter().any(|p| id.contains(p)) {
+                    continue;
+                }
+                let per_call = |d: std::time::Duration| d.as_secs_f64() * 1e9 / iters as f64;
+                let mut overlap = Vec::new();
+                let (mut cpu, mut wall): (Vec<f64>, Vec<f64>) = (0..runs)
+                    .map(|_| {
+                        let run = case.run(iters);
+                        overlap.push(run.overlap());
+                        (per_call(run.cpu), per_call(run.elapsed))
+                    })
+                    .unzip();
+                overlap.sort_by(f64::total_cmp);
+                cpu.sort_by(f64::total_cmp);
+                wall.sort_by(f64::total_cmp);
+                let threads = if case.threads > 1 { bench::threads() } else { 1 };
+                let mid = cpu.len() / 2;
+                println!(
+                    "{id}\t{threads}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.2}",
+                    cpu[mid],
+                    cpu[0],
+                    cpu[cpu.len() - 1],
+                    wall[mid],
+                    overlap[mid]
+                );
             }
             ExitCode::SUCCESS
         }
