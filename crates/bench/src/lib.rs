@@ -104,7 +104,7 @@ impl Case {
     /// Builds the case, warms it up, then makes `iters` calls on the calling thread.
     pub fn run(&self, iters: u64) -> Run {
         let mut run =
-            Run { iters, warmup: 16, elapsed: Duration::ZERO, cpu: Duration::ZERO, allocations: 0, contender_calls: 0 };
+            Run { iters, warmup: 16, elapsed: Duration::ZERO, cpu: Duration::ZERO, allocations: 0, overlap: 0.0 };
         // Entered before the case is built: some anchors read the tokio context when constructed.
         let _runtime = exec::enter();
         (self.body)(&mut run);
@@ -131,10 +131,11 @@ pub struct Run {
     pub cpu: Duration,
     /// Allocations made by the calling thread during the measured calls.
     pub allocations: u64,
-    /// Calls the contender threads made while the calling thread warmed up and measured (0 in a
-    /// single-thread row): about `(threads − 1) × iters` when they ran alongside it throughout,
-    /// far fewer when the machine's other load kept them off a core ([`Run::overlap`]).
-    pub contender_calls: u64,
+    /// The share of the measured thread's warm-up and loop (wall time) that the contender
+    /// threads spent running, their CPU time over it: near 1 when they ran alongside throughout (a
+    /// figure to trust), far below when the machine's other load kept them off a core (the row
+    /// then measured little contention). 0 in a single-thread row.
+    pub overlap: f64,
 }
 
 impl Run {
@@ -152,14 +153,6 @@ impl Run {
         } else {
             self.cpu
         }
-    }
-
-    /// The contender threads' calls per measured call and contender: near 1 when every thread
-    /// ran at the measured thread's pace throughout (a figure to trust), near 0 when they were
-    /// descheduled (the row then measured no contention). 0 in a single-thread row.
-    pub fn overlap(&self) -> f64 {
-        let contenders = (threads() - 1) as f64;
-        self.contender_calls as f64 / (contenders * (self.iters + self.warmup) as f64)
     }
 
     /// Warms `call` up, then makes the measured calls.
@@ -194,29 +187,30 @@ impl Run {
         let contenders = threads() - 1;
         let stop = AtomicBool::new(false);
         let started = Barrier::new(contenders + 1);
-        let made = AtomicU64::new(0);
-        std::thread::scope(|scope| {
+        let busy = AtomicU64::new(0);
+        let span = std::thread::scope(|scope| {
             for _ in 0..contenders {
                 scope.spawn(|| {
                     let _runtime = exec::enter();
                     let mut call = make();
                     started.wait();
-                    let mut calls = 0;
+                    let cpu = ThreadTime::now();
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..64 {
                             call();
                         }
-                        calls += 64;
                     }
-                    made.fetch_add(calls, Ordering::Relaxed);
+                    busy.fetch_add(cpu.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 });
             }
             let call = make();
             started.wait();
+            let span = Instant::now();
             self.drive(call);
             stop.store(true, Ordering::Relaxed);
+            span.elapsed()
         });
-        self.contender_calls = made.into_inner();
+        self.overlap = busy.into_inner() as f64 / (contenders as f64 * span.as_nanos().max(1) as f64);
     }
 }
 

@@ -6,7 +6,7 @@
 //! cases run ID N              build case ID, warm it up, make N calls, exit
 //! cases allocs [ID...]        allocations per call on the calling thread (all cases by default)
 //! cases time [PATTERN...]      ns per call of the cases whose id contains a pattern, without
-//!                              criterion: RUNS runs (default 7) of ITERS calls (default 200000),
+//!                              criterion: RUNS runs (default 5) of ITERS calls (default 2000000),
 //!                              the median, min and max of the calling thread's CPU time per call,
 //!                              then the median wall time and the contenders' overlap
 //!                              (`Run::overlap`); contended rows use BENCH_THREADS threads
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
         ["time", patterns @ ..] => {
             let env =
                 |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
-            let (runs, iters) = (env("RUNS", 7).max(1), env("ITERS", 200_000).max(1));
+            let (runs, iters) = (env("RUNS", 5).max(1), env("ITERS", 2_000_000).max(1));
             println!(
                 "# case\tthreads\tcpu ns median\tmin\tmax\twall ns median\toverlap  ({runs} runs of {iters} calls)"
             );
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
                 let (mut cpu, mut wall): (Vec<f64>, Vec<f64>) = (0..runs)
                     .map(|_| {
                         let run = case.run(iters);
-                        overlap.push(run.overlap());
+                        overlap.push(run.overlap);
                         (per_call(run.cpu), per_call(run.elapsed))
                     })
                     .unzip();
