@@ -154,13 +154,16 @@ const ANCHOR: RGBColor = RGBColor(160, 160, 160);
 const FLOOR: RGBColor = RGBColor(205, 205, 205);
 const GRID: RGBColor = RGBColor(228, 228, 228);
 
+/// One bar of the chart: its label, its colour and its figure (`None`: no figure).
+type ChartBar = (String, RGBColor, Option<f64>);
+
 /// The chart: per policy ours (blue), its anchors (grey) and its floor (light grey), ns per call on
 /// a logarithmic axis.
 ///
 /// # Errors
 /// When plotters fails to draw (it does not for an in-memory SVG; the error is passed on).
 pub fn svg(rows: &HashMap<String, (f64, f64)>, subtitle: &str) -> Result<String, Box<dyn std::error::Error>> {
-    let mut blocks: Vec<(&str, Vec<(String, RGBColor, Option<f64>)>)> = POLICIES
+    let mut blocks: Vec<(&str, Vec<ChartBar>)> = POLICIES
         .iter()
         .map(|p| {
             let mut bars = vec![("resilience4cata".to_owned(), OURS, ns(rows, p.ours))];

@@ -445,6 +445,7 @@ pub static CASES: &[Case] = &[
     case!("contended", "floor_call", Sync, cases::contended::floor_call, contended),
     case!("contended", "floor_fetch_add", Sync, cases::contended::floor_fetch_add, contended),
     case!("contended", "floor_load_cas", Sync, cases::contended::floor_load_cas, contended),
+    case!("contended", "floor_cas_first", Sync, cases::contended::floor_cas_first, contended),
     case!("contended", "floor_add_sub", Sync, cases::contended::floor_add_sub, contended),
     case!("contended", "retry_ours", Sync, cases::ours_guarded::retry_shared, contended),
     case!("contended", "retry_backon", Sync, cases::contended::retry_backon, each),

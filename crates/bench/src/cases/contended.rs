@@ -55,6 +55,23 @@ pub fn floor_load_cas() -> impl Fn() + Sync {
     }
 }
 
+/// [`floor_load_cas`] without the load: the first compare-and-set guesses (0, never the value
+/// after the first call), fails, and hands back the current value with the line already held for
+/// writing, so the second usually succeeds. What a compare-and-set pass path would pay under
+/// contention if it did not load first (alone, the failed attempt costs one more locked
+/// instruction per call).
+pub fn floor_cas_first() -> impl Fn() + Sync {
+    let word = Word::default();
+    move || {
+        let mut current = 0;
+        while let Err(actual) = word.0.compare_exchange_weak(current, current + 1, Ordering::AcqRel, Ordering::Acquire)
+        {
+            current = actual;
+        }
+        consume(work(opaque(1)));
+    }
+}
+
 /// The shape of a slot (bulkhead, adaptive limit): a `fetch_add` before the call and a
 /// `fetch_sub` after it, on the same word.
 pub fn floor_add_sub() -> impl Fn() + Sync {
