@@ -167,11 +167,9 @@ pub fn svg(rows: &HashMap<String, (f64, f64)>, subtitle: &str) -> Result<String,
         .iter()
         .map(|p| {
             let mut bars = vec![("resilience4cata".to_owned(), OURS, ns(rows, p.ours))];
-            bars.extend(
-                p.anchors
-                    .iter()
-                    .map(|a| (a.split_once('_').map_or(*a, |s| s.1).replace('_', " "), ANCHOR, ns(rows, a))),
-            );
+            bars.extend(p.anchors.iter().map(|a| {
+                (a.trim_start_matches(p.ours.trim_end_matches("ours")).replace('_', " "), ANCHOR, ns(rows, a))
+            }));
             bars.push((
                 format!("floor: {}", p.floor.trim_start_matches("floor_").replace('_', " ")),
                 FLOOR,

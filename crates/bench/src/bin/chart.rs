@@ -117,8 +117,8 @@ fn contended_chart(path: &std::path::Path, out: &std::path::Path) -> ExitCode {
     let header = text.lines().next().unwrap_or_default().trim_start_matches("# ");
     let threads = text.lines().nth(1).and_then(|line| line.split('\t').nth(1)).unwrap_or("?");
     let subtitle = format!(
-        "{threads} threads on one instance, the calling thread's CPU time (`cases time contended/`: {}). Drawn by `chart --contended`.",
-        header.split_once("  ").map_or("", |s| s.1)
+        "{threads} threads on one instance; the calling thread's CPU time, median of {} (`cases time contended/`). Drawn by `chart --contended`.",
+        header.split_once("  ").map_or("", |s| s.1).trim_matches(|c| c == '(' || c == ')')
     );
     let svg = match bench::contended::svg(&rows, &subtitle) {
         Ok(svg) => svg,
