@@ -74,8 +74,8 @@ pub enum Form {
     /// A future `.await`ed in a loop inside one `block_on` of the current-thread runtime, as a
     /// service awaits it (the user-shaped rows, [`Run::drive_awaited`]).
     Awaited,
-    /// A future awaited by two tasks at once on a two-worker multi-thread runtime
-    /// ([`Run::drive_multi_thread`]); time only.
+    /// A future awaited by one task per worker at once on a multi-thread runtime of [`threads`]
+    /// workers, two by default ([`Run::drive_multi_thread`]); time only.
     MultiThread,
 }
 
@@ -229,24 +229,24 @@ impl Run {
         self.allocations = alloc::allocations() - allocated;
     }
 
-    /// Warms `caller` up, then spawns two tasks on the two-worker multi-thread runtime
-    /// ([`exec::multi_thread_runtime`]), each awaiting `iters` calls, and waits for both. The time
-    /// is the wall time until both finished (per call: divided by `iters`, what each caller saw),
+    /// Warms `caller` up, then spawns one task per worker ([`threads`], two by default) on the
+    /// multi-thread runtime ([`exec::multi_thread_runtime`]), each awaiting `iters` calls, and waits
+    /// for all. The time is the wall time until all finished (per call: divided by `iters`, what each caller saw),
     /// in [`cpu`](Self::cpu) too since the calling thread only waits; allocations are not counted
     /// (they happen on the workers).
     pub fn drive_multi_thread<C: cases::user_shaped::multi_thread::Caller>(&mut self, caller: C) {
         let runtime = exec::multi_thread_runtime();
-        let both = |iters: u64| {
+        let all = |iters: u64| {
             runtime.block_on(async move {
-                let first = tokio::spawn(caller_loop(caller, iters));
-                let second = tokio::spawn(caller_loop(caller, iters));
-                first.await.expect("the first caller finishes");
-                second.await.expect("the second caller finishes");
+                let callers: Vec<_> = (0..threads()).map(|_| tokio::spawn(caller_loop(caller, iters))).collect();
+                for caller in callers {
+                    caller.await.expect("every caller finishes");
+                }
             })
         };
-        both(self.warmup);
+        all(self.warmup);
         let wall = Instant::now();
-        both(self.iters);
+        all(self.iters);
         self.elapsed = wall.elapsed();
         self.cpu = self.elapsed;
     }
