@@ -198,6 +198,11 @@ pub fn full_shared() -> impl Fn() + Sync {
     sync_case::<true, _>(|api, x| api.full(x))
 }
 
+/// [`stack_sync`] (the stack without its breaker), shared by the contended rows' threads.
+pub fn stack_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.stacked(x))
+}
+
 /// [`timeout_async`] on one instance shared by the contended rows' threads, each polling its own
 /// future once (inside the entered runtime).
 pub fn timeout_shared() -> impl Fn() + Sync {
