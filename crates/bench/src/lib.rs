@@ -467,6 +467,13 @@ pub static CASES: &[Case] = &[
     case!("contended", "timeout_seatbelt", Async, cases::contended::seatbelt_timeout, contended),
     case!("contended", "stack_ours", Sync, cases::ours_guarded::full_shared, contended),
     case!("contended", "stack_no_breaker_ours", Sync, cases::ours_guarded::stack_shared, contended),
+    case!(
+        "contended",
+        "limiter_then_bulkhead_ours",
+        Sync,
+        cases::ours_guarded::limiter_then_bulkhead_shared,
+        contended
+    ),
     // ---- The user-shaped rows (`cases::user_shaped`): a `#[resilient]` trait over an
     // `#[inline(never)]` operation returning `Result<u32, MyError>`, results used, async calls
     // awaited in a loop inside one `block_on`. Groups `user_*`; `docs/benchmarks.md` quotes them first.

@@ -203,6 +203,12 @@ pub fn stack_shared() -> impl Fn() + Sync {
     sync_case::<true, _>(|api, x| api.stacked(x))
 }
 
+/// The rate limiter's method, then the bulkhead's, in one call (two separate wrappers' instances,
+/// two calls of the delegate): the stack's two contended lines without the stack.
+pub fn limiter_then_bulkhead_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.limited(x).and_then(|y| api.bulkheaded(y)))
+}
+
 /// [`timeout_async`] on one instance shared by the contended rows' threads, each polling its own
 /// future once (inside the entered runtime).
 pub fn timeout_shared() -> impl Fn() + Sync {
