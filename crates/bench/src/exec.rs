@@ -23,12 +23,16 @@ pub fn runtime() -> &'static Runtime {
     })
 }
 
-/// The process-wide multi-thread runtime (two worker threads, timers enabled) of the user-shaped
-/// multi-thread rows.
+/// The process-wide multi-thread runtime (timers enabled) of the user-shaped multi-thread rows:
+/// [`threads`](crate::threads) workers, two unless `BENCH_THREADS` says more.
 pub fn multi_thread_runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
-        Builder::new_multi_thread().worker_threads(2).enable_time().build().expect("a two-worker tokio runtime builds")
+        Builder::new_multi_thread()
+            .worker_threads(crate::threads())
+            .enable_time()
+            .build()
+            .expect("a multi-thread tokio runtime builds")
     })
 }
 

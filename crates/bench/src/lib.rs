@@ -10,12 +10,13 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod cases;
+pub mod contended;
 pub mod exec;
 pub mod report;
 
 use std::hint::black_box;
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cpu_time::ThreadTime;
@@ -73,8 +74,8 @@ pub enum Form {
     /// A future `.await`ed in a loop inside one `block_on` of the current-thread runtime, as a
     /// service awaits it (the user-shaped rows, [`Run::drive_awaited`]).
     Awaited,
-    /// A future awaited by two tasks at once on a two-worker multi-thread runtime
-    /// ([`Run::drive_multi_thread`]); time only.
+    /// A future awaited by one task per worker at once on a multi-thread runtime of [`threads`]
+    /// workers, two by default ([`Run::drive_multi_thread`]); time only.
     MultiThread,
 }
 
@@ -87,7 +88,8 @@ pub struct Case {
     pub name: &'static str,
     /// Sync or async.
     pub form: Form,
-    /// 1, or 2 when a contender thread hammers the same instance while the caller is measured.
+    /// 1, or 2 when contender threads hammer the same instance while the caller is measured: then
+    /// [`threads`] threads in all (2 unless `BENCH_THREADS` says more).
     pub threads: u8,
     /// Builds the case and drives it through `run`.
     pub body: fn(&mut Run),
@@ -101,7 +103,8 @@ impl Case {
 
     /// Builds the case, warms it up, then makes `iters` calls on the calling thread.
     pub fn run(&self, iters: u64) -> Run {
-        let mut run = Run { iters, warmup: 16, elapsed: Duration::ZERO, cpu: Duration::ZERO, allocations: 0 };
+        let mut run =
+            Run { iters, warmup: 16, elapsed: Duration::ZERO, cpu: Duration::ZERO, allocations: 0, overlap: 0.0 };
         // Entered before the case is built: some anchors read the tokio context when constructed.
         let _runtime = exec::enter();
         (self.body)(&mut run);
@@ -128,6 +131,11 @@ pub struct Run {
     pub cpu: Duration,
     /// Allocations made by the calling thread during the measured calls.
     pub allocations: u64,
+    /// The share of the measured thread's warm-up and loop (wall time) that the contender
+    /// threads spent running, their CPU time over it: near 1 when they ran alongside throughout (a
+    /// figure to trust), far below when the machine's other load kept them off a core (the row
+    /// then measured little contention). 0 in a single-thread row.
+    pub overlap: f64,
 }
 
 impl Run {
@@ -161,31 +169,65 @@ impl Run {
         self.allocations = alloc::allocations() - allocated;
     }
 
-    /// Like [`drive`](Self::drive), while a second thread makes the same calls on the same instance
-    /// for the whole measured loop. Only the calling thread's loop is timed.
+    /// Like [`drive`](Self::drive), while contender threads make the same calls on the same
+    /// instance for the whole measured loop: [`threads`]` − 1` of them (one by default). Only the
+    /// calling thread's loop is timed.
     pub fn drive_contended<F: Fn() + Sync>(&mut self, call: F) {
-        self.drive_contended_apart(&call, &call);
+        self.drive_contended_each(|| &call);
     }
 
-    /// Like [`drive_contended`](Self::drive_contended), the second thread making its own calls
+    /// Like [`drive_contended`](Self::drive_contended), the contenders making their own calls
     /// (`contender`: the same instance on another key, in the keyed rows).
     pub fn drive_contended_apart<F: Fn() + Sync, G: Fn() + Sync>(&mut self, call: F, contender: G) {
+        self.drive_contended_split(|| &call, || &contender);
+    }
+
+    /// [`drive_contended`](Self::drive_contended) for a shared instance whose callers cannot be
+    /// shared (a tower service polled through `&mut self`): every thread, the measured one
+    /// included, calls `make` once for its own caller (a clone of the service, sharing its state).
+    pub fn drive_contended_each<M, F>(&mut self, make: M)
+    where
+        M: Fn() -> F + Sync,
+        F: FnMut(),
+    {
+        self.drive_contended_split(&make, &make);
+    }
+
+    /// The measured thread's caller from `measured`, each contender's from `contender`.
+    fn drive_contended_split<M, F, C, G>(&mut self, measured: M, contender: C)
+    where
+        M: Fn() -> F,
+        F: FnMut(),
+        C: Fn() -> G + Sync,
+        G: FnMut(),
+    {
+        let contenders = threads() - 1;
         let stop = AtomicBool::new(false);
-        let started = Barrier::new(2);
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                let _runtime = exec::enter();
-                started.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..64 {
-                        contender();
+        let started = Barrier::new(contenders + 1);
+        let busy = AtomicU64::new(0);
+        let span = std::thread::scope(|scope| {
+            for _ in 0..contenders {
+                scope.spawn(|| {
+                    let _runtime = exec::enter();
+                    let mut call = contender();
+                    started.wait();
+                    let cpu = ThreadTime::now();
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..64 {
+                            call();
+                        }
                     }
-                }
-            });
+                    busy.fetch_add(cpu.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                });
+            }
+            let call = measured();
             started.wait();
-            self.drive(&call);
+            let span = Instant::now();
+            self.drive(call);
             stop.store(true, Ordering::Relaxed);
+            span.elapsed()
         });
+        self.overlap = busy.into_inner() as f64 / (contenders as f64 * span.as_nanos().max(1) as f64);
     }
 }
 
@@ -204,27 +246,39 @@ impl Run {
         self.allocations = alloc::allocations() - allocated;
     }
 
-    /// Warms `caller` up, then spawns two tasks on the two-worker multi-thread runtime
-    /// ([`exec::multi_thread_runtime`]), each awaiting `iters` calls, and waits for both. The time
-    /// is the wall time until both finished (per call: divided by `iters`, what each caller saw),
+    /// Warms `caller` up, then spawns one task per worker ([`threads`], two by default) on the
+    /// multi-thread runtime ([`exec::multi_thread_runtime`]), each awaiting `iters` calls, and waits
+    /// for all. The time is the wall time until all finished (per call: divided by `iters`, what each caller saw),
     /// in [`cpu`](Self::cpu) too since the calling thread only waits; allocations are not counted
     /// (they happen on the workers).
     pub fn drive_multi_thread<C: cases::user_shaped::multi_thread::Caller>(&mut self, caller: C) {
         let runtime = exec::multi_thread_runtime();
-        let both = |iters: u64| {
+        let all = |iters: u64| {
             runtime.block_on(async move {
-                let first = tokio::spawn(caller_loop(caller, iters));
-                let second = tokio::spawn(caller_loop(caller, iters));
-                first.await.expect("the first caller finishes");
-                second.await.expect("the second caller finishes");
+                let callers: Vec<_> = (0..threads()).map(|_| tokio::spawn(caller_loop(caller, iters))).collect();
+                for caller in callers {
+                    caller.await.expect("every caller finishes");
+                }
             })
         };
-        both(self.warmup);
+        all(self.warmup);
         let wall = Instant::now();
-        both(self.iters);
+        all(self.iters);
         self.elapsed = wall.elapsed();
         self.cpu = self.elapsed;
     }
+}
+
+/// How many threads call one instance at once in the contended rows (`Case::threads` above 1):
+/// the environment variable `BENCH_THREADS`, 2 when unset or below 2. Set it to the core count on a
+/// bigger machine (`docs/benchmarks.md`, "Contended rows").
+///
+/// ```
+/// assert!(bench::threads() >= 2);
+/// ```
+pub fn threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::env::var("BENCH_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2).max(2))
 }
 
 /// The awaited calls inside one `block_on`, in a function of their own so that callgrind's
@@ -294,6 +348,15 @@ macro_rules! case {
                 let (call, contender) = $ctor();
                 run.drive_contended_apart(call, contender)
             },
+        }
+    };
+    ($group:literal, $name:literal, $form:ident, $ctor:path, each) => {
+        Case {
+            group: $group,
+            name: $name,
+            form: Form::$form,
+            threads: 2,
+            body: |run| run.drive_contended_each($ctor()),
         }
     };
     ($group:literal, $name:literal, Sync, $ctor:path, user) => {
@@ -420,6 +483,40 @@ pub static CASES: &[Case] = &[
     case!("full_stack", "ours_no_breaker_async", Async, cases::ours_guarded::stack_async),
     case!("full_stack", "tower_resilience_no_breaker_async", Async, cases::stack::tower_resilience_no_breaker_async),
     case!("full_stack", "tower_resilience_async", Async, cases::stack::tower_resilience_async),
+    // ---- The contended rows (`cases::contended`, issue 28): `bench::threads()` threads call one
+    // instance; each policy beside its anchors and beside the floor, one shared read-modify-write.
+    case!("contended", "floor_call", Sync, cases::contended::floor_call, contended),
+    case!("contended", "floor_fetch_add", Sync, cases::contended::floor_fetch_add, contended),
+    case!("contended", "floor_load_cas", Sync, cases::contended::floor_load_cas, contended),
+    case!("contended", "floor_cas_first", Sync, cases::contended::floor_cas_first, contended),
+    case!("contended", "floor_add_sub", Sync, cases::contended::floor_add_sub, contended),
+    case!("contended", "retry_ours", Sync, cases::ours_guarded::retry_shared, contended),
+    case!("contended", "retry_backon", Sync, cases::contended::retry_backon, each),
+    case!("contended", "budget_ours", Sync, cases::ours::budget_shared, contended),
+    case!("contended", "budget_tower_tps", Sync, cases::retry::tower_tps_budget_shared, contended),
+    case!("contended", "breaker_ours", Sync, cases::ours_guarded::breaker_shared, contended),
+    case!("contended", "breaker_recloser", Sync, cases::breaker::recloser_shared, contended),
+    case!("contended", "breaker_failsafe", Sync, cases::breaker::failsafe_shared, contended),
+    case!("contended", "rate_limiter_ours", Sync, cases::ours_guarded::rate_limiter_shared, contended),
+    case!("contended", "rate_limiter_governor", Sync, cases::limits::governor_shared, contended),
+    case!("contended", "rate_limiter_tower_resilience", Async, cases::contended::tower_resilience_rate_limiter, each),
+    case!("contended", "bulkhead_ours", Sync, cases::ours_guarded::bulkhead_shared, contended),
+    case!("contended", "bulkhead_tokio_semaphore", Sync, cases::limits::tokio_semaphore_shared, contended),
+    case!("contended", "bulkhead_tower_concurrency_limit", Async, cases::contended::tower_concurrency_limit, each),
+    case!("contended", "adaptive_ours", Sync, cases::adaptive::aimd_shared, contended),
+    case!("contended", "adaptive_tower_resilience", Async, cases::contended::tower_resilience_adaptive, each),
+    case!("contended", "timeout_ours", Async, cases::ours_guarded::timeout_shared, contended),
+    case!("contended", "timeout_tokio", Async, cases::contended::tokio_timeout, contended),
+    case!("contended", "timeout_seatbelt", Async, cases::contended::seatbelt_timeout, contended),
+    case!("contended", "stack_ours", Sync, cases::ours_guarded::full_shared, contended),
+    case!("contended", "stack_no_breaker_ours", Sync, cases::ours_guarded::stack_shared, contended),
+    case!(
+        "contended",
+        "limiter_then_bulkhead_ours",
+        Sync,
+        cases::ours_guarded::limiter_then_bulkhead_shared,
+        contended
+    ),
     // ---- The user-shaped rows (`cases::user_shaped`): a `#[resilient]` trait over an
     // `#[inline(never)]` operation returning `Result<u32, MyError>`, results used, async calls
     // awaited in a loop inside one `block_on`. Groups `user_*`; `docs/benchmarks.md` quotes them first.

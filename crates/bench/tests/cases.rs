@@ -92,8 +92,14 @@ fn the_keyed_rows_set_ours_beside_governor_in_every_shape() {
 fn the_apart_driver_runs_the_contender_on_its_own_calls() {
     use std::sync::atomic::{AtomicU64, Ordering};
     let (caller, contender) = (AtomicU64::new(0), AtomicU64::new(0));
-    let mut run =
-        bench::Run { iters: 1_000, warmup: 16, elapsed: Default::default(), cpu: Default::default(), allocations: 0 };
+    let mut run = bench::Run {
+        iters: 1_000,
+        warmup: 16,
+        elapsed: Default::default(),
+        cpu: Default::default(),
+        allocations: 0,
+        overlap: 0.0,
+    };
     run.drive_contended_apart(
         || {
             caller.fetch_add(1, Ordering::Relaxed);

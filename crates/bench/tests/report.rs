@@ -65,3 +65,49 @@ fn the_table_compares_ours_with_the_best_anchor_of_the_same_form() {
     assert!(row.ends_with("| 1.00 / 2.00 |"), "{row}");
     assert!(table.contains("| bare call | 40 | 1.0 |"), "{table}");
 }
+
+/// The contended table names every policy's row, anchors and floor that exist in `CASES`, and
+/// judges the stack against the sum of its parts less the extra delegate calls.
+#[test]
+fn the_contended_table_uses_rows_that_exist_and_sums_the_stack() {
+    use bench::contended::{POLICIES, STACK_PARTS};
+    for policy in POLICIES {
+        for name in [policy.ours, policy.floor].iter().chain(policy.anchors) {
+            assert!(bench::find(&format!("contended/{name}")).is_some(), "{name} is a contended case");
+        }
+    }
+    for name in STACK_PARTS.iter().chain(&["stack_ours", "floor_call"]) {
+        assert!(bench::find(&format!("contended/{name}")).is_some(), "{name} is a contended case");
+    }
+    let text = "# header\n\
+        contended/floor_call\t2\t2.0\t2\t2\t2\t1.00\n\
+        contended/retry_ours\t2\t3.0\t3\t3\t3\t1.00\n\
+        contended/breaker_ours\t2\t4.0\t4\t4\t4\t1.00\n\
+        contended/rate_limiter_ours\t2\t30.0\t30\t30\t30\t0.98\n\
+        contended/bulkhead_ours\t2\t50.0\t50\t50\t50\t0.97\n\
+        contended/stack_ours\t2\t80.0\t80\t80\t80\t0.99\n\
+        rate_limiter_pass/ours_sync\t1\t9.0\t9\t9\t9\t0.00\n";
+    let rows = bench::contended::parse(text);
+    assert_eq!(rows.len(), 6, "other groups and comments are skipped");
+    assert_eq!(bench::contended::stack_parts(&rows), Some(3.0 + 4.0 + 30.0 + 50.0 - 3.0 * 2.0));
+    let table = bench::contended::markdown(&rows);
+    assert!(
+        table.contains(
+            "| stack (retry + breaker + rate limiter + bulkhead) | 80 | – | – | – | sum of parts | 81 | 0.99 |"
+        ),
+        "{table}"
+    );
+    assert!(table.contains("| rate limiter, permits to spare | 30 | – | – | – | floor_fetch_add | – | – |"), "{table}");
+    assert!(bench::contended::svg(&rows, "test").is_ok_and(|svg| svg.contains("resilience4cata")));
+}
+
+/// A contended run reports how much its contender ran beside the measured loop; a single-thread
+/// run reports none.
+#[test]
+fn a_contended_run_reports_its_overlap() {
+    let floor = bench::find("contended/floor_fetch_add").expect("the floor exists");
+    let run = floor.run(200_000);
+    assert!(run.overlap > 0.0, "the contender ran: {}", run.overlap);
+    let single = bench::find("baseline/direct").expect("the baseline exists");
+    assert_eq!(single.run(1_000).overlap, 0.0);
+}

@@ -11,7 +11,7 @@ use bench::cases::user_shaped::{AppError, MyError, op};
 use bench::{Form, Run};
 
 fn run(iters: u64) -> Run {
-    Run { iters, warmup: 16, elapsed: Default::default(), cpu: Default::default(), allocations: 0 }
+    Run { iters, warmup: 16, elapsed: Default::default(), cpu: Default::default(), allocations: 0, overlap: 0.0 }
 }
 
 #[test]

@@ -7,6 +7,11 @@
 //! cases allocs [ID...]        allocations per call on the calling thread (all cases by default)
 //! cases bytes-per-key [N]     net bytes per key of a keyed rate limiter, ours and governor's,
 //!                             after N new keys of each kind (default 100000)
+//! cases time [PATTERN...]      ns per call of the cases whose id contains a pattern, without
+//!                              criterion: RUNS runs (default 5) of ITERS calls (default 2000000),
+//!                              the median, min and max of the calling thread's CPU time per call,
+//!                              then the median wall time and the contenders' overlap
+//!                              (`Run::overlap`); contended rows use BENCH_THREADS threads
 //! ```
 #![forbid(unsafe_code)]
 
@@ -14,7 +19,7 @@ use std::process::ExitCode;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: cases list | cases run GROUP/NAME ITERATIONS | cases allocs [GROUP/NAME...] | cases bytes-per-key [N]"
+        "usage: cases list | cases run GROUP/NAME ITERATIONS | cases allocs [GROUP/NAME...] | cases bytes-per-key [N] | cases time [PATTERN...]"
     );
     ExitCode::from(2)
 }
@@ -69,6 +74,43 @@ fn main() -> ExitCode {
             println!("{keys} keys\tu64 key\tString key (12 bytes)");
             println!("ours\t{:.0}\t{:.0}", ours.u64_key, ours.str_key);
             println!("governor\t{:.0}\t{:.0}", governor.u64_key, governor.str_key);
+            ExitCode::SUCCESS
+        }
+        ["time", patterns @ ..] => {
+            let env =
+                |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+            let (runs, iters) = (env("RUNS", 5).max(1), env("ITERS", 2_000_000).max(1));
+            println!(
+                "# case\tthreads\tcpu ns median\tmin\tmax\twall ns median\toverlap  ({runs} runs of {iters} calls)"
+            );
+            for case in bench::CASES {
+                let id = case.id();
+                if !patterns.is_empty() && !patterns.iter().any(|p| id.contains(p)) {
+                    continue;
+                }
+                let per_call = |d: std::time::Duration| d.as_secs_f64() * 1e9 / iters as f64;
+                let mut overlap = Vec::new();
+                let (mut cpu, mut wall): (Vec<f64>, Vec<f64>) = (0..runs)
+                    .map(|_| {
+                        let run = case.run(iters);
+                        overlap.push(run.overlap);
+                        (per_call(run.cpu), per_call(run.elapsed))
+                    })
+                    .unzip();
+                overlap.sort_by(f64::total_cmp);
+                cpu.sort_by(f64::total_cmp);
+                wall.sort_by(f64::total_cmp);
+                let threads = if case.threads > 1 { bench::threads() } else { 1 };
+                let mid = cpu.len() / 2;
+                println!(
+                    "{id}\t{threads}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.2}",
+                    cpu[mid],
+                    cpu[0],
+                    cpu[cpu.len() - 1],
+                    wall[mid],
+                    overlap[mid]
+                );
+            }
             ExitCode::SUCCESS
         }
         _ => usage(),

@@ -7,6 +7,9 @@
 //!   --callgrind FILE   callgrind.sh's output (default docs/img/benchmarks.callgrind.txt)
 //!   --criterion DIR    criterion's results (default target/criterion)
 //!   --out FILE         the SVG to write (default docs/img/benchmarks.svg)
+//! cargo run -p bench --bin chart -- --contended FILE # the contended chart and table instead, from
+//!                                                    # `cases time contended/` output (FILE);
+//!                                                    # --out defaults to docs/img/contended.svg
 //! ```
 //!
 //! Needs neither valgrind nor a font: the figures come from files, the SVG carries its text as text.
@@ -18,7 +21,9 @@ use std::process::ExitCode;
 use bench::report::{self, Figures, Metric};
 
 fn usage() -> ExitCode {
-    eprintln!("usage: chart [--table] [--metric instructions|ns] [--callgrind FILE] [--criterion DIR] [--out FILE]");
+    eprintln!(
+        "usage: chart [--table] [--metric instructions|ns] [--callgrind FILE] [--criterion DIR] [--out FILE] | chart --contended FILE [--out FILE]"
+    );
     ExitCode::from(2)
 }
 
@@ -28,6 +33,8 @@ fn main() -> ExitCode {
     let mut criterion = root.join("target/criterion");
     let mut out = root.join("docs/img/benchmarks.svg");
     let (mut metric, mut table) = (Metric::Instructions, false);
+    let mut contended: Option<PathBuf> = None;
+    let mut out_given = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
@@ -42,9 +49,19 @@ fn main() -> ExitCode {
             ("--metric", Some(m)) if m == "ns" => metric = Metric::Nanoseconds,
             ("--callgrind", Some(path)) => callgrind = path.into(),
             ("--criterion", Some(path)) => criterion = path.into(),
-            ("--out", Some(path)) => out = path.into(),
+            ("--out", Some(path)) => {
+                out = path.into();
+                out_given = true;
+            }
+            ("--contended", Some(path)) => contended = Some(path.into()),
             _ => return usage(),
         }
+    }
+    if let Some(path) = contended {
+        if !out_given {
+            out = root.join("docs/img/contended.svg");
+        }
+        return contended_chart(&path, &out);
     }
     let text = match std::fs::read_to_string(&callgrind) {
         Ok(text) => text,
@@ -84,5 +101,37 @@ fn main() -> ExitCode {
     if table {
         print!("{}", report::markdown(&figures));
     }
+    ExitCode::SUCCESS
+}
+
+/// The contended chart from `cases time contended/` output, and its table on stdout.
+fn contended_chart(path: &std::path::Path, out: &std::path::Path) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("cannot read {}: {error} (cases time contended/ > FILE makes it)", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let rows = bench::contended::parse(&text);
+    let header = text.lines().next().unwrap_or_default().trim_start_matches("# ");
+    let threads = text.lines().nth(1).and_then(|line| line.split('\t').nth(1)).unwrap_or("?");
+    let subtitle = format!(
+        "{threads} threads on one instance; the calling thread's CPU time, median of {} (`cases time contended/`). Drawn by `chart --contended`.",
+        header.split_once("  ").map_or("", |s| s.1).trim_matches(|c| c == '(' || c == ')')
+    );
+    let svg = match bench::contended::svg(&rows, &subtitle) {
+        Ok(svg) => svg,
+        Err(error) => {
+            eprintln!("drawing failed: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(error) = std::fs::write(out, svg) {
+        eprintln!("cannot write {}: {error}", out.display());
+        return ExitCode::FAILURE;
+    }
+    eprintln!("wrote {}", out.display());
+    print!("{}", bench::contended::markdown(&rows));
     ExitCode::SUCCESS
 }

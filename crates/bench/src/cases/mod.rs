@@ -22,6 +22,7 @@ macro_rules! cases {
 pub mod adaptive;
 pub mod baseline;
 pub mod breaker;
+pub mod contended;
 pub mod hedge;
 pub mod keyed;
 pub mod limits;

@@ -46,6 +46,10 @@ pub trait Guarded {
     #[timeout(duration = "1s")]
     async fn timed(&self, x: u64) -> Result<u64, GuardError>;
 
+    /// Retry alone, first attempt succeeds (the contended rows: nothing shared is written).
+    #[retry(max_attempts = 3)]
+    fn retried(&self, x: u64) -> Result<u64, GuardError>;
+
     /// The full stack: retry + circuit breaker + rate limiter + bulkhead.
     #[retry(max_attempts = 3)]
     #[circuit_breaker]
@@ -83,7 +87,7 @@ fn call(x: u64) -> Result<u64, GuardError> {
 }
 
 impl Guarded for Backend {
-    testkit::same_body! { fn(&self, x: u64) -> Result<u64, GuardError> { call(x) } for broken full limited bulkheaded stacked }
+    testkit::same_body! { fn(&self, x: u64) -> Result<u64, GuardError> { call(x) } for broken full limited bulkheaded stacked retried }
     testkit::same_body! { async fn(&self, x: u64) -> Result<u64, GuardError> { call(x) }
     for broken_async full_async bulkheaded_async timed stacked_async }
 }
@@ -182,4 +186,32 @@ pub fn stack_sync() -> impl Fn() + Sync {
 /// The async form of [`stack_sync`].
 pub fn stack_async() -> impl FnMut() {
     async_case(|api, x| api.stacked_async(x))
+}
+
+/// `#[retry]` alone, first attempt succeeds, shared by the contended rows' threads.
+pub fn retry_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.retried(x))
+}
+
+/// [`full_sync`], shared by the contended rows' threads.
+pub fn full_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.full(x))
+}
+
+/// [`stack_sync`] (the stack without its breaker), shared by the contended rows' threads.
+pub fn stack_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.stacked(x))
+}
+
+/// The rate limiter's method, then the bulkhead's, in one call (two separate wrappers' instances,
+/// two calls of the delegate): the stack's two contended lines without the stack.
+pub fn limiter_then_bulkhead_shared() -> impl Fn() + Sync {
+    sync_case::<true, _>(|api, x| api.limited(x).and_then(|y| api.bulkheaded(y)))
+}
+
+/// [`timeout_async`] on one instance shared by the contended rows' threads, each polling its own
+/// future once (inside the entered runtime).
+pub fn timeout_shared() -> impl Fn() + Sync {
+    let guard = guard();
+    move || consume(exec::poll_now(guard.api.timed(opaque(1))))
 }

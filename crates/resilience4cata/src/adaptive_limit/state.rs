@@ -83,15 +83,41 @@ impl Slots {
         None
     }
 
-    /// Gives a slot back and sets the limit to `next(limit)` in the same compare-and-set;
-    /// returns `(old, new)` limits. Wakes waiters if there are any.
+    /// Gives a slot back and sets the limit to `next(limit)`; returns `(old, new)` limits. Wakes
+    /// waiters if there are any.
+    ///
+    /// The slot goes back with one `fetch_sub`, and `next` is asked about the limit that
+    /// `fetch_sub` saw: on the pass path the limit mostly stays (Aimd moves it only near the
+    /// limit or on a drop), and then that one read-modify-write is all (issue 28: a load and a
+    /// compare-and-set cost two transfers of the contended line, the `fetch_sub` one). When the
+    /// limit moves, a compare-and-set stores `next` of the limit as it then is: the release is
+    /// ordered at its `fetch_sub`, the limit's change at that compare-and-set, each step one
+    /// version of the word. The count of slots is exact throughout: only the limit field is
+    /// rewritten, and a call admitted in between was admitted under a limit the word held.
     #[inline]
     pub(crate) fn release_with(&self, next: impl Fn(u32) -> u32) -> (u32, u32) {
-        let mut current = self.word.load(Ordering::Relaxed);
+        let before = self.word.fetch_sub(1, Ordering::SeqCst);
+        let old = limit(before);
+        if next(old) == old {
+            self.wake_waiters();
+            return (old, old);
+        }
+        self.move_limit(next)
+    }
+
+    /// The second step of [`release_with`](Self::release_with) when the limit moves: `next` of
+    /// the current limit, set in one compare-and-set that keeps the count in flight.
+    #[cold]
+    #[inline(never)]
+    fn move_limit(&self, next: impl Fn(u32) -> u32) -> (u32, u32) {
+        let mut current = self.word.load(Ordering::SeqCst);
         let (old, new) = loop {
             let (old, new) = (limit(current), next(limit(current)));
-            let updated = word(new, in_flight(current) - 1);
-            match self.word.compare_exchange_weak(current, updated, Ordering::SeqCst, Ordering::Relaxed) {
+            if old == new {
+                break (old, new);
+            }
+            let updated = word(new, in_flight(current));
+            match self.word.compare_exchange_weak(current, updated, Ordering::SeqCst, Ordering::SeqCst) {
                 Ok(_) => break (old, new),
                 Err(actual) => current = actual,
             }
@@ -581,7 +607,18 @@ mod tests {
     }
 
     #[test]
-    fn release_sets_the_new_limit_in_the_same_step() {
+    fn a_release_that_keeps_the_limit_only_gives_the_slot_back() {
+        let s = Slots::new(4);
+        s.try_acquire();
+        s.try_acquire();
+        assert_eq!(s.release_with(|l| l), (4, 4));
+        assert_eq!(s.load(), (4, 1, 0));
+        assert_eq!(s.release_with(|l| l.min(4)), (4, 4));
+        assert_eq!(s.load(), (4, 0, 0));
+    }
+
+    #[test]
+    fn release_gives_the_slot_back_and_sets_the_new_limit() {
         let s = Slots::new(2);
         s.try_acquire();
         s.try_acquire();
