@@ -38,14 +38,21 @@ impl KeyUse {
         self.refused.store(true, Relaxed);
     }
 
-    /// The call's hold on the key ends: unless the policy refused it, the key becomes its table's
-    /// most recently served (`served`, a store only when it changes, so a key called again and
-    /// again writes nothing shared).
+    /// The call's hold on the key ends: whether the policy refused it (the mark is cleared).
     #[inline]
-    pub(crate) fn end_call(&self, served: &AtomicU64) {
-        if self.refused.load(Relaxed) {
+    pub(crate) fn take_refusal(&self) -> bool {
+        let refused = self.refused.load(Relaxed);
+        if refused {
             self.refused.store(false, Relaxed);
-        } else if served.load(Relaxed) != self.serial {
+        }
+        refused
+    }
+
+    /// A served call on this key ends: it becomes its table's most recently served (`served`, a
+    /// store only when it changes, so a key called again and again writes nothing shared).
+    #[inline]
+    pub(crate) fn served(&self, served: &AtomicU64) {
+        if served.load(Relaxed) != self.serial {
             served.store(self.serial, Relaxed);
         }
     }
@@ -58,14 +65,19 @@ mod tests {
     #[test]
     fn a_refused_call_leaves_the_last_served_key_in_place() {
         let served = AtomicU64::new(0);
+        let end = |key: &KeyUse| {
+            if !key.take_refusal() {
+                key.served(&served);
+            }
+        };
         let a = KeyUse::new("\"a\"".into(), 1);
         let b = KeyUse::new("\"b\"".into(), 2);
-        b.end_call(&served);
+        end(&b);
         assert_eq!(served.load(Relaxed), 2);
         a.refuse();
-        a.end_call(&served);
+        end(&a);
         assert_eq!(served.load(Relaxed), 2, "a's refused call is not a use");
-        a.end_call(&served);
+        end(&a);
         assert_eq!(served.load(Relaxed), 1, "the mark lasts one call: a's next call is served");
     }
 }

@@ -1,22 +1,38 @@
 //! Keyed instances (SPEC §15): one state per key value, found per call in a [`KeyedTable`].
 //!
 //! The table is `SHARDS` shards, each a `hashbrown::HashTable` of slots behind its own `RwLock`
-//! (docs/keyed.md says why, with the numbers). An existing key's lookup hashes the borrowed key,
-//! takes its shard's read lock, compares through `Borrow` (the owned key is type-erased as
-//! `dyn Any`, so the facades stay non-generic), clones the slot's `Arc` and releases the lock: no
-//! allocation, no lock held across the call. The `Arc` clone is the call's hold on the key: a slot
-//! whose strong count is above one (the table's own) is in flight and never evicted.
+//! (docs/keyed.md says why, with the numbers). A call's hold on its key is a count in the key's
+//! *hold word* ([`AtRest::hold_word`]: the rate limiter's sits on the cache line of its TAT, so a
+//! call on a key both threads use moves one line, not three), and a slot whose hold word is above
+//! zero is in flight and never evicted.
+//!
+//! Each thread keeps the slot of its last call per table ([`LAST`], a few ways indexed by the
+//! table's id): a call on that key again compares the borrowed key with the slot's (through
+//! `Borrow`; the owned key is type-erased as `dyn Any`, so the facades stay non-generic), adds its
+//! hold and goes on, with no hash, no lock and no reference count; its hold's end puts the slot
+//! back. Any other call hashes the key, takes its shard's read lock, adds its hold, clones the
+//! slot's `Arc` and releases the lock. No allocation either way, no lock held across the call.
+//!
+//! An eviction marks the hold word [`RETIRED`] with a compare-and-set from zero under the shard's
+//! write lock, *then* asks the policy whether the key is at rest (and clears the mark if not): a
+//! call from a thread's cache that adds its hold after the mark sees it and looks the key up in the
+//! table instead; one that added it before makes the compare-and-set fail. The slot a cache still
+//! points to after its eviction is dropped when that thread's cache moves on (at most `WAYS` slots
+//! per thread). The loom model in `kit/loom.rs` checks this protocol.
 //!
 //! New keys are made one at a time under [`KeyedTable::create`]'s mutex (they may allocate, and
 //! at the cap they evict: see [`Newcomers`]).
 
 use std::any::Any;
 use std::borrow::Borrow;
+use std::cell::Cell;
 use std::fmt::{self, Debug, Write as _};
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+
+use crate::sync::atomic::{AtomicU64 as HoldWord, Ordering};
 
 use crossbeam_utils::CachePadded;
 use hashbrown::HashTable;
@@ -35,6 +51,36 @@ pub(crate) const KEY_TEXT_MAX: usize = 256;
 /// more new keys (a flood of keys while every key is busy costs `SCAN_SHARE` slot visits each).
 const SCAN_SHARE: u64 = 16;
 
+/// A hold word's mark while an eviction decides (and for good once the key is evicted): a call
+/// that adds its hold and finds it takes its hold back and looks the key up in the table.
+pub(crate) const RETIRED: u64 = 1 << 63;
+
+/// Ways of a thread's cache of last-used slots ([`LAST`]), one table per way (its id modulo).
+const WAYS: usize = 8;
+
+/// A thread's calls from its cache that find another key marked most recently served, before one
+/// of them marks its own (see [`KeyedTable::end`]).
+const LAZY_SERVED: u32 = 64;
+
+/// One way of a thread's cache: the table's id and the slot of that thread's last call on it, and
+/// whether that call was served.
+struct Cached {
+    table: u64,
+    slot: Arc<dyn Any + Send + Sync>,
+    served: bool,
+}
+
+thread_local! {
+    /// Each thread's last-used slot per table (way `id % WAYS`): a slot here is not a hold (its
+    /// hold word counts calls, not caches), only a shortcut that a call validates.
+    static LAST: [Cell<Option<Cached>>; WAYS] = const { [const { Cell::new(None) }; WAYS] };
+    /// This thread's count towards [`LAZY_SERVED`].
+    static LAZY: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Table ids: unique in the process, so a way never mistakes one table's slot for another's.
+static NEXT_TABLE: AtomicU64 = AtomicU64::new(0);
+
 /// One key's entry: its owned key (type-erased), its text and refusal mark (shared with its
 /// publisher), the policy facade over its own state, and the use stamp eviction orders by.
 pub(crate) struct Slot<P> {
@@ -44,6 +90,8 @@ pub(crate) struct Slot<P> {
     policy: P,
     /// The table's epoch at this key's last use (a relaxed store, only when it changed).
     stamp: AtomicU64,
+    /// The hold word of a policy that has none of its own on its hot line ([`AtRest::hold_word`]).
+    spare: HoldWord,
 }
 
 impl<P> Slot<P> {
@@ -65,50 +113,84 @@ impl<P> Slot<P> {
     }
 }
 
+impl<P: AtRest> Slot<P> {
+    /// The count of calls holding this key, [`RETIRED`] added while an eviction decides.
+    #[inline(always)]
+    fn hold_word(&self) -> &HoldWord {
+        self.policy.hold_word(&self.spare)
+    }
+}
+
 /// The call's hold on one key: derefs to the key's policy facade, so every method of the unkeyed
 /// facade works through it. While it lives the key is in flight (never evicted); dropping it ends
 /// that, and makes the key its table's most recently served unless the policy refused the call.
-pub struct KeyRef<'a, P> {
-    slot: Arc<Slot<P>>,
-    /// The table's most recently served key (its serial).
-    served: &'a AtomicU64,
+// `AtRest` is the crate's own: the bound is what the drop needs, not a promise to users.
+#[allow(private_bounds)]
+pub struct KeyRef<'a, P: AtRest> {
+    /// Always `Some` until the drop hands the slot to the thread's cache.
+    slot: Option<Arc<Slot<P>>>,
+    table: &'a KeyedTable<P>,
+    /// Found in the thread's cache, where this thread's last call on the table was on this key
+    /// and was served.
+    again: bool,
 }
 
-impl<P> KeyRef<'_, P> {
+#[allow(private_bounds)]
+impl<P: AtRest> KeyRef<'_, P> {
     /// The key's text (its `Debug` form, truncated at 256 bytes with `…`).
     pub fn key_text(&self) -> &str {
-        self.slot.text()
+        self.slot().text()
+    }
+
+    #[inline(always)]
+    fn slot(&self) -> &Slot<P> {
+        match &self.slot {
+            Some(slot) => slot,
+            None => unreachable!("a key's hold keeps its slot until it is dropped"),
+        }
     }
 }
 
-impl<P> Drop for KeyRef<'_, P> {
+impl<P: AtRest> Drop for KeyRef<'_, P> {
     #[inline]
     fn drop(&mut self) {
-        self.slot.mark.end_call(self.served);
+        let Some(slot) = self.slot.take() else { return };
+        // `Release`: an eviction that finds no hold sees what the call did to the key's state.
+        slot.hold_word().fetch_sub(1, Ordering::Release);
+        self.table.end(slot, self.again);
     }
 }
 
-impl<P> Deref for KeyRef<'_, P> {
+impl<P: AtRest> Deref for KeyRef<'_, P> {
     type Target = P;
 
     #[inline(always)]
     fn deref(&self) -> &P {
-        &self.slot.policy
+        &self.slot().policy
     }
 }
 
-impl<P: Debug> Debug for KeyRef<'_, P> {
+impl<P: AtRest + Debug> Debug for KeyRef<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyRef").field("key", self.slot.text()).field("policy", &self.slot.policy).finish()
+        let slot = self.slot();
+        f.debug_struct("KeyRef").field("key", slot.text()).field("policy", &slot.policy).finish()
     }
 }
 
 /// What a keyed table asks of the policy whose per-key facades it keeps.
-pub(crate) trait AtRest {
+pub(crate) trait AtRest: Send + Sync + 'static {
     /// Whether forgetting this key now could not be observed (SPEC §15): nothing in flight or
     /// waiting, its limit fully replenished, a breaker Closed with a clean window. The table checks
-    /// its own holds (the `Arc`'s count) besides.
+    /// its own holds (the hold word) besides.
     fn at_rest(&self) -> bool;
+
+    /// The word the table counts this key's calls in (its holds): a policy whose calls write one
+    /// hot word gives a word on that word's cache line, so a call on a busy key moves one line
+    /// between cores; the default is the slot's own `spare`.
+    #[inline(always)]
+    fn hold_word<'a>(&'a self, spare: &'a HoldWord) -> &'a HoldWord {
+        spare
+    }
 }
 
 /// An eviction candidate found by a scan: re-checked (same stamp, no hold, at rest) under its
@@ -145,6 +227,8 @@ impl<P> Deref for Shard<P> {
 
 /// A keyed instance's table of keys.
 pub(crate) struct KeyedTable<P> {
+    /// Unique in the process: the table's way in each thread's cache ([`LAST`]).
+    id: u64,
     shards: Box<[Shard<P>]>,
     hasher: RandomState,
     /// Advanced once per new key: the stamps' clock (so the pass path stores, never adds).
@@ -175,6 +259,7 @@ pub(crate) struct Exhausted;
 impl<P: AtRest> KeyedTable<P> {
     pub(crate) fn new(max_keys: u32) -> Self {
         KeyedTable {
+            id: NEXT_TABLE.fetch_add(1, Relaxed),
             shards: (0..SHARDS).map(|_| Shard(RwLock::new(HashTable::new()))).collect(),
             hasher: RandomState::new(),
             epoch: AtomicU64::new(0),
@@ -187,22 +272,105 @@ impl<P: AtRest> KeyedTable<P> {
         }
     }
 
-    /// An existing key's slot, held: no allocation, the shard's read lock released on return.
-    /// Inlined into the caller's pass path (one call site per keyed layer): as a call of its own
-    /// it paid a frame of six saved registers per lookup.
+    /// An existing key's slot, held: no allocation, no lock held on return. From this thread's
+    /// cache when its last call on the table was on this key (no hash, no lock, no reference
+    /// count), else from the table. Inlined into the caller's pass path (one call site per keyed
+    /// layer): as a call of its own it paid a frame of six saved registers per lookup.
     #[inline(always)]
     pub(crate) fn get<Q>(&self, key: &Q) -> Option<KeyRef<'_, P>>
     where
         Q: ?Sized + Hash + Eq + ToOwned,
         Q::Owned: 'static,
     {
-        let hash = self.hasher.hash_one(key);
-        let slot = Arc::clone(self.read(hash).find(hash, |slot| slot.holds(key))?);
+        let (slot, again) = match self.cached(key) {
+            Some(found) => found,
+            None => (self.lookup(key)?, false),
+        };
         let epoch = self.epoch.load(Relaxed);
         if slot.stamp.load(Relaxed) != epoch {
             slot.stamp.store(epoch, Relaxed);
         }
-        Some(KeyRef { slot, served: &self.served })
+        Some(KeyRef { slot: Some(slot), table: self, again })
+    }
+
+    /// The key's slot from this thread's cache, held, if it is there and not evicted, and whether
+    /// this thread's last call on it was served.
+    #[inline(always)]
+    fn cached<Q>(&self, key: &Q) -> Option<(Arc<Slot<P>>, bool)>
+    where
+        Q: ?Sized + Eq + ToOwned,
+        Q::Owned: 'static,
+    {
+        let cached = LAST.try_with(|ways| ways[self.way()].take()).ok().flatten()?;
+        let Cached { table, slot, served } = cached;
+        if table != self.id {
+            self.put_back(Cached { table, slot, served });
+            return None;
+        }
+        // The id is this table's: its slots are `Slot<P>`.
+        let slot = slot.downcast::<Slot<P>>().ok()?;
+        if !slot.holds(key) {
+            self.put_back(Cached { table, slot, served });
+            return None;
+        }
+        // `Acquire`: a hold added before an eviction's mark makes that eviction fail; one added
+        // after it finds the mark. Either way the call never runs on a forgotten key.
+        let hold = slot.hold_word();
+        if hold.fetch_add(1, Ordering::Acquire) >= RETIRED {
+            hold.fetch_sub(1, Ordering::Relaxed);
+            return None; // evicted (or being decided): the table answers, after the eviction
+        }
+        Some((slot, served))
+    }
+
+    /// The key's slot from the table, held (its shard's read lock excludes an eviction, so the
+    /// hold word carries no mark here).
+    #[cold]
+    #[inline(never)]
+    fn lookup<Q>(&self, key: &Q) -> Option<Arc<Slot<P>>>
+    where
+        Q: ?Sized + Hash + Eq + ToOwned,
+        Q::Owned: 'static,
+    {
+        let hash = self.hasher.hash_one(key);
+        let shard = self.read(hash);
+        let slot = shard.find(hash, |slot| slot.holds(key))?;
+        slot.hold_word().fetch_add(1, Ordering::Acquire);
+        Some(Arc::clone(slot))
+    }
+
+    /// This table's way in each thread's cache.
+    #[inline(always)]
+    fn way(&self) -> usize {
+        self.id as usize % WAYS
+    }
+
+    /// Returns a way's entry taken by [`cached`](Self::cached) that did not match.
+    fn put_back(&self, cached: Cached) {
+        let _ = LAST.try_with(|ways| ways[self.way()].set(Some(cached)));
+    }
+
+    /// A call's hold has ended (`again`: the thread's last call on the table was on this key and
+    /// served). Unless the policy refused it, the key becomes the table's most recently served
+    /// (SPEC §15), and the slot becomes this thread's cached slot for the table (the way's
+    /// previous slot, if another, is dropped after the thread's cache is left).
+    ///
+    /// The served word is shared by every key of the table: two threads serving two keys would
+    /// take turns owning its line at every call. So a call that follows this thread's own served
+    /// call on the same key (`again`) and finds another key marked marks its own only at every
+    /// [`LAZY_SERVED`]th such call of the thread; every other served call marks its key at once.
+    /// One thread's order is therefore exact, and under several threads the mark trails a thread
+    /// that keeps calling one key by at most that many of its calls (docs/keyed.md).
+    #[inline]
+    fn end(&self, slot: Arc<Slot<P>>, again: bool) {
+        let served = !slot.mark.take_refusal();
+        if served && (!again || lazy_turn(&self.served, slot.mark.serial())) {
+            slot.mark.served(&self.served);
+        }
+        let slot: Arc<dyn Any + Send + Sync> = slot;
+        let cached = Cached { table: self.id, slot, served };
+        let previous = LAST.try_with(|ways| ways[self.way()].replace(Some(cached)));
+        drop(previous);
     }
 
     /// The key's slot, made with `make(its text and mark)` if the key is new: at the cap the least
@@ -245,10 +413,18 @@ impl<P: AtRest> KeyedTable<P> {
         let epoch = self.epoch.fetch_add(1, Relaxed) + 1;
         let mark = Arc::new(KeyUse::new(text, epoch)); // epochs are unique per key and start at 1
         let policy = make(Arc::clone(&mark));
-        let slot = Arc::new(Slot { hash, key: Box::new(owned), mark, policy, stamp: AtomicU64::new(epoch) });
+        let slot = Arc::new(Slot {
+            hash,
+            key: Box::new(owned),
+            mark,
+            policy,
+            stamp: AtomicU64::new(epoch),
+            spare: HoldWord::new(0),
+        });
+        slot.hold_word().fetch_add(1, Ordering::Acquire); // the creating call's hold
         self.write(hash).insert_unique(hash, Arc::clone(&slot), |s| s.hash);
         self.len.fetch_add(1, Relaxed);
-        Ok(KeyRef { slot, served: &self.served })
+        Ok(KeyRef { slot: Some(slot), table: self, again: false })
     }
 
     /// Evicts the oldest candidate still at rest, scanning for a new batch when the last one is
@@ -274,8 +450,10 @@ impl<P: AtRest> KeyedTable<P> {
     }
 
     /// Removes the candidate's slot if it is unchanged since the scan: same stamp (not used
-    /// since), no hold but the table's, and at rest. Checked under the shard's write lock, which a
-    /// lookup's read lock excludes, so no call can take the key between the check and the removal.
+    /// since), no hold, and at rest. Under the shard's write lock, which a table lookup's read lock
+    /// excludes; a call from a thread's cache is excluded by the hold word instead: its mark
+    /// ([`RETIRED`], set only from zero holds) comes *before* the policy is asked whether the key is
+    /// at rest, so no call can run on the key between the answer and the removal.
     fn try_evict(&self, candidate: &Candidate<P>) -> bool {
         let mut shard = self.write(candidate.hash);
         let target = candidate.slot.as_ptr();
@@ -283,7 +461,16 @@ impl<P: AtRest> KeyedTable<P> {
             return false;
         };
         let slot = entry.get();
-        if slot.stamp.load(Relaxed) != candidate.stamp || Arc::strong_count(slot) != 1 || !slot.policy.at_rest() {
+        if slot.stamp.load(Relaxed) != candidate.stamp {
+            return false;
+        }
+        let hold = slot.hold_word();
+        // `Acquire`: the state every ended hold left (`Release`) is what `at_rest` reads.
+        if hold.compare_exchange(0, RETIRED, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        if !slot.policy.at_rest() {
+            hold.fetch_sub(RETIRED, Ordering::Release);
             return false;
         }
         entry.remove();
@@ -299,7 +486,7 @@ impl<P: AtRest> KeyedTable<P> {
         out.clear();
         for shard in &self.shards {
             let shard = shard.read().unwrap_or_else(PoisonError::into_inner);
-            for slot in shard.iter().filter(|slot| Arc::strong_count(slot) == 1) {
+            for slot in shard.iter().filter(|slot| slot.hold_word().load(Ordering::Relaxed) == 0) {
                 let stamp = slot.stamp.load(Relaxed);
                 out.push(Candidate { stamp, hash: slot.hash, slot: Arc::downgrade(slot) });
             }
@@ -397,6 +584,21 @@ impl<P> KeyedTable<P> {
     }
 }
 
+/// Whether a served call that follows its thread's served call on the same key marks its key
+/// (see [`KeyedTable::end`]): when another key is marked, at every [`LAZY_SERVED`]th time.
+#[inline(always)]
+fn lazy_turn(served: &AtomicU64, serial: u64) -> bool {
+    if served.load(Relaxed) == serial {
+        return false;
+    }
+    LAZY.try_with(|count| {
+        let next = count.get() + 1;
+        count.set(next % LAZY_SERVED);
+        next == LAZY_SERVED
+    })
+    .unwrap_or(true)
+}
+
 /// Candidates kept per scan: an eighth of the cap (at least 16), so a scan of `len` slots is
 /// spread over that many evictions.
 fn batch_size(max_keys: u32) -> usize {
@@ -482,6 +684,101 @@ mod tests {
         drop(other);
         assert!(t.get_or_create(&4u32, rest).is_err(), "one key held, the other not at rest");
         assert_eq!(t.counts().exhausted, 1);
+    }
+
+    fn served_serial(t: &KeyedTable<Flag>) -> u64 {
+        t.served.load(Relaxed)
+    }
+
+    #[test]
+    fn one_thread_marks_every_served_key_at_once_and_no_refused_one() {
+        let t = table(4);
+        let rest = |_| Flag(AtomicBool::new(true));
+        let serial = |key: u32| {
+            let held = t.get_or_create(&key, rest).unwrap();
+            held.slot().mark.serial()
+        };
+        let (a, b) = (serial(1), serial(2));
+        assert_eq!(served_serial(&t), b);
+        for call in 0..3 {
+            let held = t.get(&1u32).unwrap();
+            assert_eq!(held.again, call > 0, "the first from the table, then from the thread's cache");
+            drop(held);
+            assert_eq!(served_serial(&t), a);
+        }
+        drop(t.get(&2u32).unwrap());
+        assert_eq!(served_serial(&t), b);
+        let refused = t.get(&1u32).unwrap();
+        refused.slot().mark.refuse();
+        drop(refused);
+        assert_eq!(served_serial(&t), b, "a refused call is not a use");
+        drop(t.get(&1u32).unwrap()); // from the cache, after a refused call: marked at once
+        assert_eq!(served_serial(&t), a);
+    }
+
+    #[test]
+    fn under_two_threads_the_mark_trails_a_thread_by_at_most_lazy_served_calls() {
+        let t = &table(4);
+        let rest = |_| Flag(AtomicBool::new(true));
+        std::thread::scope(|s| {
+            let b = s.spawn(move || t.get_or_create(&2u32, rest).unwrap().slot().mark.serial()).join().unwrap();
+            let a = s.spawn(move || t.get_or_create(&1u32, rest).unwrap().slot().mark.serial()).join().unwrap();
+            assert_eq!(served_serial(t), a);
+            s.spawn(move || {
+                drop(t.get(&2u32).unwrap()); // this thread's first call: from the table, marked
+                assert_eq!(served_serial(t), b);
+            })
+            .join()
+            .unwrap();
+            s.spawn(move || drop(t.get(&1u32).unwrap())).join().unwrap();
+            assert_eq!(served_serial(t), a);
+            // One thread keeps calling 2 while 1 stays marked by another thread's call.
+            s.spawn(move || {
+                drop(t.get(&2u32).unwrap()); // from the table: marked at once
+                assert_eq!(served_serial(t), b);
+            })
+            .join()
+            .unwrap();
+            t.served.store(a, Relaxed); // as if a third thread had served 1 meanwhile
+            s.spawn(move || {
+                drop(t.get(&2u32).unwrap());
+                assert_eq!(served_serial(t), b, "a thread's first call marks at once");
+                t.served.store(a, Relaxed);
+                for call in 1..LAZY_SERVED {
+                    drop(t.get(&2u32).unwrap()); // from the cache
+                    assert_eq!(served_serial(t), a, "call {call} from the cache leaves the mark");
+                }
+                drop(t.get(&2u32).unwrap());
+                assert_eq!(served_serial(t), b, "the {LAZY_SERVED}th call from the cache marks 2");
+            })
+            .join()
+            .unwrap();
+        });
+    }
+
+    #[test]
+    fn an_evicted_key_in_a_thread_cache_is_looked_up_again() {
+        let t = table(1);
+        let rest = |_| Flag(AtomicBool::new(true));
+        let first = t.get_or_create(&1u32, rest).unwrap().slot().mark.serial();
+        drop(t.get_or_create(&2u32, rest).unwrap()); // evicts 1, which this thread's cache held
+        assert_eq!(t.counts(), KeyCounts { keys: 1, evicted: 1, exhausted: 0 });
+        drop(t.get(&2u32).unwrap()); // 2 in the cache now
+        assert!(t.get(&1u32).is_none(), "1 was forgotten");
+        let again = t.get_or_create(&1u32, rest).unwrap();
+        assert_ne!(again.slot().mark.serial(), first, "made anew");
+    }
+
+    #[test]
+    fn a_cached_key_is_not_a_hold_and_a_held_one_is_never_evicted() {
+        let t = table(1);
+        let rest = |_| Flag(AtomicBool::new(true));
+        let held = t.get_or_create(&1u32, rest).unwrap();
+        assert!(t.get_or_create(&2u32, rest).is_err(), "1 is held: nothing at rest");
+        drop(held); // now only in this thread's cache
+        let fresh = t.get_or_create(&2u32, rest).unwrap();
+        assert_eq!(t.counts().evicted, 1);
+        drop(fresh);
     }
 
     #[test]
