@@ -244,6 +244,24 @@ pub(crate) struct KeyedTable<P> {
     newcomers: Mutex<Newcomers<P>>,
 }
 
+/// A dropped table's slots go with it, but for those other threads' caches still point to: each
+/// is dropped when its thread's way moves on to another table's slot or the thread ends (at most
+/// [`WAYS`] slots per thread, with what they hold: a limiter's state keeps its timer's coarse
+/// ticker alive meanwhile). The dropping thread's own way is cleared here.
+impl<P> Drop for KeyedTable<P> {
+    fn drop(&mut self) {
+        let way = self.id as usize % WAYS;
+        let mine = LAST.try_with(|ways| match ways[way].take() {
+            Some(cached) if cached.table == self.id => Some(cached),
+            other => {
+                ways[way].set(other);
+                None
+            }
+        });
+        drop(mine);
+    }
+}
+
 /// The counts of a table (`keys`, `evicted`, `keys_exhausted` of a snapshot).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct KeyCounts {
@@ -779,6 +797,16 @@ mod tests {
         let fresh = t.get_or_create(&2u32, rest).unwrap();
         assert_eq!(t.counts().evicted, 1);
         drop(fresh);
+    }
+
+    #[test]
+    fn a_dropped_table_leaves_nothing_in_its_thread_cache() {
+        let t = table(4);
+        let slot =
+            Arc::downgrade(t.get_or_create(&1u32, |_| Flag(AtomicBool::new(true))).unwrap().slot.as_ref().unwrap());
+        assert!(slot.upgrade().is_some());
+        drop(t);
+        assert!(slot.upgrade().is_none(), "the thread's cache let the slot go with its table");
     }
 
     #[test]
