@@ -1,10 +1,11 @@
 //! Keyed instances (SPEC §15): one state per key value, found per call in a [`KeyedTable`].
 //!
 //! The table is `SHARDS` shards, each a `hashbrown::HashTable` of slots behind its own `RwLock`
-//! (docs/keyed.md says why, with the numbers). A call's hold on its key is a count in the key's
-//! *hold word* ([`AtRest::hold_word`]: the rate limiter's sits on the cache line of its TAT, so a
-//! call on a key both threads use moves one line, not three), and a slot whose hold word is above
-//! zero is in flight and never evicted.
+//! (docs/keyed.md says why, with the numbers). A call's hold on its key is a count in its thread's
+//! *stripe* of the key's holds (`HOLD_STRIPES` words on cache lines of their own, the stripe from
+//! the thread's exclusive claim in `stripes.rs`), so two threads on one key write their holds on
+//! lines of their own and share only the policy's own hot word; a key whose stripes are all zero
+//! is not in flight and may be evicted.
 //!
 //! Each thread keeps the slot of its last call per table ([`LAST`], a few ways indexed by the
 //! table's id): a call on that key again compares the borrowed key with the slot's (through
@@ -13,12 +14,13 @@
 //! back. Any other call hashes the key, takes its shard's read lock, adds its hold, clones the
 //! slot's `Arc` and releases the lock. No allocation either way, no lock held across the call.
 //!
-//! An eviction marks the hold word [`RETIRED`] with a compare-and-set from zero under the shard's
-//! write lock, *then* asks the policy whether the key is at rest (and clears the mark if not): a
-//! call from a thread's cache that adds its hold after the mark sees it and looks the key up in the
-//! table instead; one that added it before makes the compare-and-set fail. The slot a cache still
-//! points to after its eviction is dropped when that thread's cache moves on (at most `WAYS` slots
-//! per thread). The loom model in `kit/loom.rs` checks this protocol.
+//! An eviction marks every stripe [`RETIRED`], each with a compare-and-set from zero, under the
+//! shard's write lock, *then* asks the policy whether the key is at rest (and takes the marks back
+//! if not, or at the first stripe a call holds): a call from a thread's cache that adds its hold
+//! after its stripe's mark sees it and looks the key up in the table instead; one that added it
+//! before makes that stripe's compare-and-set fail. The slot a cache still points to after its
+//! eviction is dropped when that thread's cache moves on (at most `WAYS` slots per thread). The
+//! loom models in `kit/loom.rs` check this protocol.
 //!
 //! New keys are made one at a time under [`KeyedTable::create`]'s mutex (they may allocate, and
 //! at the cap they evict: see [`Newcomers`]).
@@ -51,7 +53,7 @@ pub(crate) const KEY_TEXT_MAX: usize = 256;
 /// more new keys (a flood of keys while every key is busy costs `SCAN_SHARE` slot visits each).
 const SCAN_SHARE: u64 = 16;
 
-/// A hold word's mark while an eviction decides (and for good once the key is evicted): a call
+/// A hold stripe's mark while an eviction decides (and for good once the key is evicted): a call
 /// that adds its hold and finds it takes its hold back and looks the key up in the table.
 pub(crate) const RETIRED: u64 = 1 << 63;
 
@@ -72,7 +74,7 @@ struct Cached {
 
 thread_local! {
     /// Each thread's last-used slot per table (way `id % WAYS`): a slot here is not a hold (its
-    /// hold word counts calls, not caches), only a shortcut that a call validates.
+    /// hold stripes count calls, not caches), only a shortcut that a call validates.
     static LAST: [Cell<Option<Cached>>; WAYS] = const { [const { Cell::new(None) }; WAYS] };
     /// This thread's count towards [`LAZY_SERVED`].
     static LAZY: Cell<u32> = const { Cell::new(0) };
@@ -90,8 +92,22 @@ pub(crate) struct Slot<P> {
     policy: P,
     /// The table's epoch at this key's last use (a relaxed store, only when it changed).
     stamp: AtomicU64,
-    /// The hold word of a policy that has none of its own on its hot line ([`AtRest::hold_word`]).
-    spare: HoldWord,
+    /// The call's holds on this key, one stripe per thread slot ([`hold_stripe`]).
+    holds: [HoldStripe; HOLD_STRIPES],
+}
+
+/// One stripe of a key's holds, alone on its cache line.
+#[repr(align(64))]
+struct HoldStripe(HoldWord);
+
+/// Stripes of a key's holds: two threads with stripe claims `0` and `1` (`stripes::this_thread`,
+/// exclusive among live threads) count their holds on lines of their own.
+const HOLD_STRIPES: usize = 2;
+
+/// This thread's stripe of every key's holds.
+#[inline(always)]
+fn hold_stripe() -> usize {
+    crate::stripes::this_thread() % HOLD_STRIPES
 }
 
 impl<P> Slot<P> {
@@ -113,11 +129,37 @@ impl<P> Slot<P> {
     }
 }
 
-impl<P: AtRest> Slot<P> {
-    /// The count of calls holding this key, [`RETIRED`] added while an eviction decides.
+impl<P> Slot<P> {
+    /// Stripe `stripe` of the count of calls holding this key, [`RETIRED`] added while an
+    /// eviction decides.
     #[inline(always)]
-    fn hold_word(&self) -> &HoldWord {
-        self.policy.hold_word(&self.spare)
+    fn hold_word(&self, stripe: usize) -> &HoldWord {
+        &self.holds[stripe].0
+    }
+
+    /// No call holds the key.
+    fn unheld(&self) -> bool {
+        self.holds.iter().all(|h| h.0.load(Ordering::Relaxed) == 0)
+    }
+
+    /// Marks every stripe [`RETIRED`], each from zero: `false` (and no mark left) if a call holds
+    /// the key.
+    fn retire(&self) -> bool {
+        for (marked, stripe) in self.holds.iter().enumerate() {
+            // `Acquire`: the state every ended hold left (`Release`) is what `at_rest` reads.
+            if stripe.0.compare_exchange(0, RETIRED, Ordering::Acquire, Ordering::Relaxed).is_err() {
+                self.unretire(marked);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Takes back the marks of the first `marked` stripes.
+    fn unretire(&self, marked: usize) {
+        for stripe in &self.holds[..marked] {
+            stripe.0.fetch_sub(RETIRED, Ordering::Release);
+        }
     }
 }
 
@@ -133,6 +175,8 @@ pub struct KeyRef<'a, P: AtRest> {
     /// Found in the thread's cache, where this thread's last call on the table was on this key
     /// and was served.
     again: bool,
+    /// The stripe of the key's holds this call counts in.
+    stripe: usize,
 }
 
 #[allow(private_bounds)]
@@ -156,7 +200,7 @@ impl<P: AtRest> Drop for KeyRef<'_, P> {
     fn drop(&mut self) {
         let Some(slot) = self.slot.take() else { return };
         // `Release`: an eviction that finds no hold sees what the call did to the key's state.
-        slot.hold_word().fetch_sub(1, Ordering::Release);
+        slot.hold_word(self.stripe).fetch_sub(1, Ordering::Release);
         self.table.end(slot, self.again);
     }
 }
@@ -181,16 +225,8 @@ impl<P: AtRest + Debug> Debug for KeyRef<'_, P> {
 pub(crate) trait AtRest: Send + Sync + 'static {
     /// Whether forgetting this key now could not be observed (SPEC §15): nothing in flight or
     /// waiting, its limit fully replenished, a breaker Closed with a clean window. The table checks
-    /// its own holds (the hold word) besides.
+    /// its own holds (the hold stripes) besides.
     fn at_rest(&self) -> bool;
-
-    /// The word the table counts this key's calls in (its holds): a policy whose calls write one
-    /// hot word gives a word on that word's cache line, so a call on a busy key moves one line
-    /// between cores; the default is the slot's own `spare`.
-    #[inline(always)]
-    fn hold_word<'a>(&'a self, spare: &'a HoldWord) -> &'a HoldWord {
-        spare
-    }
 }
 
 /// An eviction candidate found by a scan: re-checked (same stamp, no hold, at rest) under its
@@ -300,21 +336,22 @@ impl<P: AtRest> KeyedTable<P> {
         Q: ?Sized + Hash + Eq + ToOwned,
         Q::Owned: 'static,
     {
-        let (slot, again) = match self.cached(key) {
+        let stripe = hold_stripe();
+        let (slot, again) = match self.cached(key, stripe) {
             Some(found) => found,
-            None => (self.lookup(key)?, false),
+            None => (self.lookup(key, stripe)?, false),
         };
         let epoch = self.epoch.load(Relaxed);
         if slot.stamp.load(Relaxed) != epoch {
             slot.stamp.store(epoch, Relaxed);
         }
-        Some(KeyRef { slot: Some(slot), table: self, again })
+        Some(KeyRef { slot: Some(slot), table: self, again, stripe })
     }
 
     /// The key's slot from this thread's cache, held, if it is there and not evicted, and whether
     /// this thread's last call on it was served.
     #[inline(always)]
-    fn cached<Q>(&self, key: &Q) -> Option<(Arc<Slot<P>>, bool)>
+    fn cached<Q>(&self, key: &Q, stripe: usize) -> Option<(Arc<Slot<P>>, bool)>
     where
         Q: ?Sized + Eq + ToOwned,
         Q::Owned: 'static,
@@ -333,7 +370,7 @@ impl<P: AtRest> KeyedTable<P> {
         }
         // `Acquire`: a hold added before an eviction's mark makes that eviction fail; one added
         // after it finds the mark. Either way the call never runs on a forgotten key.
-        let hold = slot.hold_word();
+        let hold = slot.hold_word(stripe);
         if hold.fetch_add(1, Ordering::Acquire) >= RETIRED {
             hold.fetch_sub(1, Ordering::Relaxed);
             return None; // evicted (or being decided): the table answers, after the eviction
@@ -342,10 +379,10 @@ impl<P: AtRest> KeyedTable<P> {
     }
 
     /// The key's slot from the table, held (its shard's read lock excludes an eviction, so the
-    /// hold word carries no mark here).
+    /// hold stripes carry no mark here).
     #[cold]
     #[inline(never)]
-    fn lookup<Q>(&self, key: &Q) -> Option<Arc<Slot<P>>>
+    fn lookup<Q>(&self, key: &Q, stripe: usize) -> Option<Arc<Slot<P>>>
     where
         Q: ?Sized + Hash + Eq + ToOwned,
         Q::Owned: 'static,
@@ -353,7 +390,7 @@ impl<P: AtRest> KeyedTable<P> {
         let hash = self.hasher.hash_one(key);
         let shard = self.read(hash);
         let slot = shard.find(hash, |slot| slot.holds(key))?;
-        slot.hold_word().fetch_add(1, Ordering::Acquire);
+        slot.hold_word(stripe).fetch_add(1, Ordering::Acquire);
         Some(Arc::clone(slot))
     }
 
@@ -437,12 +474,13 @@ impl<P: AtRest> KeyedTable<P> {
             mark,
             policy,
             stamp: AtomicU64::new(epoch),
-            spare: HoldWord::new(0),
+            holds: std::array::from_fn(|_| HoldStripe(HoldWord::new(0))),
         });
-        slot.hold_word().fetch_add(1, Ordering::Acquire); // the creating call's hold
+        let stripe = hold_stripe();
+        slot.hold_word(stripe).fetch_add(1, Ordering::Acquire); // the creating call's hold
         self.write(hash).insert_unique(hash, Arc::clone(&slot), |s| s.hash);
         self.len.fetch_add(1, Relaxed);
-        Ok(KeyRef { slot: Some(slot), table: self, again: false })
+        Ok(KeyRef { slot: Some(slot), table: self, again: false, stripe })
     }
 
     /// Evicts the oldest candidate still at rest, scanning for a new batch when the last one is
@@ -469,8 +507,8 @@ impl<P: AtRest> KeyedTable<P> {
 
     /// Removes the candidate's slot if it is unchanged since the scan: same stamp (not used
     /// since), no hold, and at rest. Under the shard's write lock, which a table lookup's read lock
-    /// excludes; a call from a thread's cache is excluded by the hold word instead: its mark
-    /// ([`RETIRED`], set only from zero holds) comes *before* the policy is asked whether the key is
+    /// excludes; a call from a thread's cache is excluded by the hold stripes instead: their marks
+    /// ([`RETIRED`], each set only from zero holds) come *before* the policy is asked whether the key is
     /// at rest, so no call can run on the key between the answer and the removal.
     fn try_evict(&self, candidate: &Candidate<P>) -> bool {
         let mut shard = self.write(candidate.hash);
@@ -482,13 +520,11 @@ impl<P: AtRest> KeyedTable<P> {
         if slot.stamp.load(Relaxed) != candidate.stamp {
             return false;
         }
-        let hold = slot.hold_word();
-        // `Acquire`: the state every ended hold left (`Release`) is what `at_rest` reads.
-        if hold.compare_exchange(0, RETIRED, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        if !slot.retire() {
             return false;
         }
         if !slot.policy.at_rest() {
-            hold.fetch_sub(RETIRED, Ordering::Release);
+            slot.unretire(HOLD_STRIPES);
             return false;
         }
         entry.remove();
@@ -504,7 +540,7 @@ impl<P: AtRest> KeyedTable<P> {
         out.clear();
         for shard in &self.shards {
             let shard = shard.read().unwrap_or_else(PoisonError::into_inner);
-            for slot in shard.iter().filter(|slot| slot.hold_word().load(Ordering::Relaxed) == 0) {
+            for slot in shard.iter().filter(|slot| slot.unheld()) {
                 let stamp = slot.stamp.load(Relaxed);
                 out.push(Candidate { stamp, hash: slot.hash, slot: Arc::downgrade(slot) });
             }

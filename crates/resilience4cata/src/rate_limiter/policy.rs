@@ -249,12 +249,6 @@ impl crate::kit::AtRest for RateLimiterPolicy {
     fn at_rest(&self) -> bool {
         self.state.at_rest()
     }
-
-    /// On the TAT's cache line: a call's hold, its permit and its release touch one line.
-    #[inline(always)]
-    fn hold_word<'a>(&'a self, _spare: &'a crate::sync::atomic::AtomicU64) -> &'a crate::sync::atomic::AtomicU64 {
-        self.state.gcra.hold_word()
-    }
 }
 
 /// Keyable (SPEC §15): the instance as a whole shows its most recently used key's permits.

@@ -194,14 +194,11 @@ struct Words {
     /// The date the pass path gave the first permit of the last burst it started on a full bucket
     /// (module docs, "The coarse clock and the burst"); 0, a burst at the clock's origin, at first.
     origin: AtomicU64,
-    /// A keyed instance's holds on this key (`kit/keyed.rs`, the hold word): beside the TAT, so a
-    /// call on a key two threads use moves this one line between them. 0 when not keyed.
-    holds: AtomicU64,
 }
 
 impl AtomicGcra {
     pub(crate) fn new(config: &RateLimiterConfig) -> Self {
-        let words = Words { tat: AtomicU64::new(0), origin: AtomicU64::new(0), holds: AtomicU64::new(0) };
+        let words = Words { tat: AtomicU64::new(0), origin: AtomicU64::new(0) };
         let Gcra { interval, tolerance, slack } = Gcra::new(config);
         AtomicGcra {
             interval: AtomicU64::new(interval),
@@ -375,12 +372,6 @@ impl AtomicGcra {
         let tat = self.settled_tat();
         let origin = self.words.origin.load(Ordering::Acquire);
         self.gcra().available(tat, now.max(origin))
-    }
-
-    /// The hold word of a keyed instance's key: on the TAT's cache line.
-    #[inline(always)]
-    pub(crate) fn hold_word(&self) -> &AtomicU64 {
-        &self.words.holds
     }
 
     /// `permits × T`, the burst tolerance.
