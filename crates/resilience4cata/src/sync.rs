@@ -85,3 +85,44 @@ impl<C> std::ops::Deref for LiveRef<C> {
         &self.0
     }
 }
+
+/// A diagnostic for the contended benchmarks (issue 28), compiled only with
+/// `RUSTFLAGS="--cfg r4c_cas_count"`: how many compare-and-sets of the rate limiter's TAT and of the
+/// bulkhead's slot word failed and were retried, counted per thread (a thread-local add on the
+/// failure path only, so the count does not touch a shared line). `cases time` prints them per call
+/// of the measuring thread. Never part of a normal build.
+///
+/// Here, on the ground floor, so the policies' state machines can count into it; `__private`
+/// re-exports it for the bench crate.
+#[cfg(r4c_cas_count)]
+pub mod cas_count {
+    use std::cell::Cell;
+
+    thread_local! {
+        static FAILED: Cell<[u64; 2]> = const { Cell::new([0; 2]) };
+    }
+
+    /// Whose compare-and-set failed.
+    #[derive(Clone, Copy, Debug)]
+    pub enum Word {
+        /// The rate limiter's TAT (`AtomicGcra::update_tat`).
+        RateLimiterTat = 0,
+        /// The bulkhead's slot word (`Slots::try_acquire_below`).
+        BulkheadSlots = 1,
+    }
+
+    /// One failed compare-and-set on `word`, on this thread.
+    #[inline(always)]
+    pub fn failed(word: Word) {
+        let _ = FAILED.try_with(|f| {
+            let mut counts = f.get();
+            counts[word as usize] += 1;
+            f.set(counts);
+        });
+    }
+
+    /// This thread's failed compare-and-sets so far: `[rate limiter TAT, bulkhead slots]`.
+    pub fn counts() -> [u64; 2] {
+        FAILED.try_with(Cell::get).unwrap_or_default()
+    }
+}

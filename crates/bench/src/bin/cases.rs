@@ -90,6 +90,8 @@ fn main() -> ExitCode {
                 }
                 let per_call = |d: std::time::Duration| d.as_secs_f64() * 1e9 / iters as f64;
                 let mut overlap = Vec::new();
+                #[cfg(r4c_cas_count)]
+                let failed_before = resilience4cata::__private::cas_count::counts();
                 let (mut cpu, mut wall): (Vec<f64>, Vec<f64>) = (0..runs)
                     .map(|_| {
                         let run = case.run(iters);
@@ -97,6 +99,16 @@ fn main() -> ExitCode {
                         (per_call(run.cpu), per_call(run.elapsed))
                     })
                     .unzip();
+                #[cfg(r4c_cas_count)]
+                {
+                    let after = resilience4cata::__private::cas_count::counts();
+                    let calls = (runs * iters) as f64;
+                    println!(
+                        "#   {id}: failed compare-and-sets per call of the measuring thread: rate limiter TAT {:.3}, bulkhead slots {:.3}",
+                        (after[0] - failed_before[0]) as f64 / calls,
+                        (after[1] - failed_before[1]) as f64 / calls
+                    );
+                }
                 overlap.sort_by(f64::total_cmp);
                 cpu.sort_by(f64::total_cmp);
                 wall.sort_by(f64::total_cmp);

@@ -9,6 +9,8 @@
 #[cfg(feature = "chaos")]
 mod chaos;
 mod class;
+#[cfg(r4c_cas_count)]
+pub use crate::sync::cas_count;
 mod fallback;
 mod hooks;
 mod keyed;

@@ -138,7 +138,11 @@ impl Slots {
         while word < max {
             match self.word.compare_exchange_weak(word, word + 1, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return true,
-                Err(current) => word = current,
+                Err(current) => {
+                    #[cfg(r4c_cas_count)]
+                    crate::sync::cas_count::failed(crate::sync::cas_count::Word::BulkheadSlots);
+                    word = current;
+                }
             }
         }
         false

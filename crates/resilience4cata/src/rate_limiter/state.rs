@@ -317,7 +317,11 @@ impl AtomicGcra {
             let (next, answer) = step(tat)?;
             match self.words.tat.compare_exchange_weak(tat, next, Ordering::Release, Ordering::Acquire) {
                 Ok(before) => return Ok((before, answer)),
-                Err(current) => tat = current,
+                Err(current) => {
+                    #[cfg(r4c_cas_count)]
+                    crate::sync::cas_count::failed(crate::sync::cas_count::Word::RateLimiterTat);
+                    tat = current;
+                }
             }
         }
     }
