@@ -67,25 +67,10 @@ fn sixty_limiters_spread_over_three_masters_each_within_the_fleet_bound() {
     // Three OS processes, each sharing the limiters cluster::quota-0 … -59 and calling every one
     // once a millisecond.
     let start_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() + 1_500;
-    let members: Vec<_> = (0..PROCESSES)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
-                .args([cluster.urls().join(","), format!("cluster::quota*{INSTANCES}")])
-                .args([PERMITS.to_string(), LEASE.to_string(), start_at.to_string(), RUN_MS.to_string()])
-                .env("R4C_STORE_TIMEOUT_MS", "100")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn member")
-        })
-        .collect();
+    let args = [cluster.urls().join(","), format!("cluster::quota*{INSTANCES}"), PERMITS.to_string()];
+    let args = [&args[..], &[LEASE.to_string(), start_at.to_string(), RUN_MS.to_string()]].concat();
     let mut admitted = vec![Vec::<u128>::new(); INSTANCES];
-    for member in members {
-        let out = member.wait_with_output().expect("member runs");
-        assert!(out.status.success(), "member failed: {}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8(out.stdout).unwrap();
-        assert!(!text.contains("degraded"), "the cluster was up the whole time:\n{text}");
-        assert!(text.contains("errors 0"), "no caller saw an error:\n{text}");
+    for text in run_members(PROCESSES, &args) {
         for line in text.lines().filter_map(|l| l.strip_prefix("ok ")) {
             let (at, i) = line.split_once(' ').unwrap();
             admitted[i.parse::<usize>().unwrap()].push(at.parse().unwrap());
@@ -125,25 +110,10 @@ fn a_keyed_limiters_keys_spread_over_three_masters_each_within_the_per_key_bound
     // Three OS processes, each sharing the keyed limiter and calling its keys k0 … k5 once a
     // millisecond; the hash tag holds the key text, so the keys spread over the masters.
     let start_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() + 1_500;
-    let members: Vec<_> = (0..PROCESSES)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
-                .args(["keyed-limiter".into(), cluster.urls().join(","), ID.into(), PERMITS.to_string()])
-                .args([KEYS.to_string(), start_at.to_string(), RUN_MS.to_string()])
-                .env("R4C_STORE_TIMEOUT_MS", "100")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn member")
-        })
-        .collect();
+    let args = ["keyed-limiter".into(), cluster.urls().join(","), ID.into(), PERMITS.to_string()];
+    let args = [&args[..], &[KEYS.to_string(), start_at.to_string(), RUN_MS.to_string()]].concat();
     let mut admitted = vec![Vec::<u128>::new(); KEYS];
-    for member in members {
-        let out = member.wait_with_output().expect("member runs");
-        assert!(out.status.success(), "member failed: {}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8(out.stdout).unwrap();
-        assert!(!text.contains("degraded"), "the cluster was up the whole time:\n{text}");
-        assert!(text.contains("errors 0"), "no caller saw an error:\n{text}");
+    for text in run_members(PROCESSES, &args) {
         for line in text.lines().filter_map(|l| l.strip_prefix("ok ")) {
             let (at, key) = line.split_once(' ').unwrap();
             admitted[key.strip_prefix('k').unwrap().parse::<usize>().unwrap()].push(at.parse().unwrap());
@@ -542,4 +512,32 @@ fn what_is_not_a_cluster_is_an_error_at_connect() {
     let err = connect_cluster(&[single.tcp_url()]).unwrap_err();
     assert!(matches!(err, ConnectError::Server { .. }), "{err:?}");
     eprintln!("a single server given as a cluster: {err}");
+}
+
+/// Runs `processes` fleet members with `args` at once (a 100 ms store timeout: a loaded machine
+/// can stall a round trip past the 25 ms default) and returns each one's output, after checking
+/// that it succeeded, never degraded and showed no caller an error.
+fn run_members(processes: usize, args: &[String]) -> Vec<String> {
+    let members: Vec<_> = (0..processes)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
+                .args(args)
+                .env("R4C_STORE_TIMEOUT_MS", "100")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn member")
+        })
+        .collect();
+    members
+        .into_iter()
+        .map(|member| {
+            let out = member.wait_with_output().expect("member runs");
+            assert!(out.status.success(), "member failed: {}", String::from_utf8_lossy(&out.stderr));
+            let text = String::from_utf8(out.stdout).unwrap();
+            assert!(!text.contains("degraded"), "the cluster was up the whole time:\n{text}");
+            assert!(text.contains("errors 0"), "no caller saw an error:\n{text}");
+            text
+        })
+        .collect()
 }

@@ -139,6 +139,14 @@ impl<'r> PipelineBuilder<'r, Plain> {
 
     /// The same builder for a keyed pipeline (`PipelineBuilder::keyed`).
     pub(super) fn into_keyed<Key>(self) -> PipelineBuilder<'r, Plain, Key> {
+        self.retyped()
+    }
+}
+
+impl<'r, K, Key> PipelineBuilder<'r, K, Key> {
+    /// The same fields under other type parameters: the typestate moves on (`into_kind`), or the
+    /// builder becomes keyed (`into_keyed`).
+    fn retyped<K2, Key2>(self) -> PipelineBuilder<'r, K2, Key2> {
         PipelineBuilder {
             registry: self.registry,
             id: self.id,
@@ -266,13 +274,7 @@ for_each_pipeline_policy!(builder_parts);
 
 impl<'r, K: BuilderTypestate, Key> PipelineBuilder<'r, K, Key> {
     fn into_kind<K2>(self) -> PipelineBuilder<'r, K2, Key> {
-        PipelineBuilder {
-            registry: self.registry,
-            id: self.id,
-            scope: self.scope,
-            wants: self.wants,
-            kind: PhantomData,
-        }
+        self.retyped()
     }
 
     /// Gives the pipeline instances of its own, as [`WrapperBuilder::scope`](crate::WrapperBuilder::scope)
