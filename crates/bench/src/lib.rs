@@ -490,6 +490,17 @@ pub static CASES: &[Case] = &[
     case!("contended", "floor_load_cas", Sync, cases::contended::floor_load_cas, contended),
     case!("contended", "floor_cas_first", Sync, cases::contended::floor_cas_first, contended),
     case!("contended", "floor_add_sub", Sync, cases::contended::floor_add_sub, contended),
+    case!("contended", "floor_stamped_add", Sync, cases::contended::floor_stamped_add, contended),
+    case!("contended", "floor_two_lines", Sync, cases::contended::floor_two_lines::<32>, contended),
+    // Each policy of ours on one thread, nobody beside it: the floor of a policy that writes no
+    // shared word, and the uncontended cost `c` of the model in `docs/benchmarks.md`, in the same run.
+    case!("contended", "retry_alone", Sync, cases::ours_guarded::retry_sync),
+    case!("contended", "budget_alone", Sync, cases::ours::budget_sync),
+    case!("contended", "breaker_alone", Sync, cases::ours_guarded::breaker_sync),
+    case!("contended", "rate_limiter_alone", Sync, cases::ours_guarded::rate_limiter_sync),
+    case!("contended", "bulkhead_alone", Sync, cases::ours_guarded::bulkhead_sync),
+    case!("contended", "timeout_alone", Async, cases::ours_guarded::timeout_async),
+    case!("contended", "stack_alone", Sync, cases::ours_guarded::full_sync),
     case!("contended", "retry_ours", Sync, cases::ours_guarded::retry_shared, contended),
     case!("contended", "retry_backon", Sync, cases::contended::retry_backon, each),
     case!("contended", "budget_ours", Sync, cases::ours::budget_shared, contended),

@@ -67,16 +67,17 @@ fn the_table_compares_ours_with_the_best_anchor_of_the_same_form() {
 }
 
 /// The contended table names every policy's row, anchors and floor that exist in `CASES`, and
-/// judges the stack against the sum of its parts less the extra delegate calls.
+/// judges the stack against the sum of its parts and against the floor of its shape, each less
+/// the extra delegate calls.
 #[test]
 fn the_contended_table_uses_rows_that_exist_and_sums_the_stack() {
-    use bench::contended::{POLICIES, STACK_PARTS};
+    use bench::contended::{POLICIES, STACK_PARTS, STACK_SHAPE};
     for policy in POLICIES {
         for name in [policy.ours, policy.floor].iter().chain(policy.anchors) {
             assert!(bench::find(&format!("contended/{name}")).is_some(), "{name} is a contended case");
         }
     }
-    for name in STACK_PARTS.iter().chain(&["stack_ours", "floor_call"]) {
+    for name in STACK_PARTS.iter().chain(STACK_SHAPE).chain(&["stack_ours", "floor_call", "floor_stamped_add"]) {
         assert!(bench::find(&format!("contended/{name}")).is_some(), "{name} is a contended case");
     }
     let text = "# header\n\
@@ -86,9 +87,10 @@ fn the_contended_table_uses_rows_that_exist_and_sums_the_stack() {
         contended/rate_limiter_ours\t2\t30.0\t30\t30\t30\t0.98\n\
         contended/bulkhead_ours\t2\t50.0\t50\t50\t50\t0.97\n\
         contended/stack_ours\t2\t80.0\t80\t80\t80\t0.99\n\
+        contended/floor_two_lines\t2\t100.0\t100\t100\t100\t1.00\n\
         rate_limiter_pass/ours_sync\t1\t9.0\t9\t9\t9\t0.00\n";
     let rows = bench::contended::parse(text);
-    assert_eq!(rows.len(), 6, "other groups and comments are skipped");
+    assert_eq!(rows.len(), 7, "other groups and comments are skipped");
     assert_eq!(bench::contended::stack_parts(&rows), Some(3.0 + 4.0 + 30.0 + 50.0 - 3.0 * 2.0));
     let table = bench::contended::markdown(&rows);
     assert!(
@@ -97,6 +99,8 @@ fn the_contended_table_uses_rows_that_exist_and_sums_the_stack() {
         ),
         "{table}"
     );
+    assert_eq!(bench::contended::stack_shape(&rows), Some(100.0 + 3.0 + 4.0 - 2.0 * 2.0));
+    assert!(table.contains("| the same stack | 80 | – | – | – | floor of its shape | 103 | 0.78 |"), "{table}");
     assert!(table.contains("| rate limiter, permits to spare | 30 | – | – | – | floor_fetch_add | – | – |"), "{table}");
     assert!(bench::contended::svg(&rows, "test").is_ok_and(|svg| svg.contains("resilience4cata")));
 }

@@ -83,6 +83,44 @@ pub fn floor_add_sub() -> impl Fn() + Sync {
     }
 }
 
+/// The shape of a pass path that takes a GCRA permit with one `fetch_add` (`docs/benchmarks.md`,
+/// "One read-modify-write for the rate limiter"): the frame's stamp (a word on its own line that
+/// only a rebase writes) loaded, the add on the credit word every thread writes, the stamp loaded
+/// again, and the answer judged from the three. Against [`floor_fetch_add`], what the design
+/// would cost with nothing else of a policy around it.
+pub fn floor_stamped_add() -> impl Fn() + Sync {
+    let (stamp, credit) = (Word::default(), Word::default());
+    stamp.0.store(opaque(7), Ordering::Relaxed);
+    move || {
+        let now = opaque(7u64);
+        let before = stamp.0.load(Ordering::Acquire);
+        let old = credit.0.fetch_add(opaque(1), Ordering::AcqRel);
+        let after = stamp.0.load(Ordering::Acquire);
+        let permitted = before == now && after == before && old >> 63 == 0 && old <= opaque(u64::MAX >> 1);
+        consume(if permitted { work(opaque(1)) } else { Err(crate::Fail) });
+    }
+}
+
+/// The shape of the stack's shared words with nothing else, on two words `APART` blocks of 128
+/// bytes apart: the rate limiter's (a load, then a compare-and-set loop) on the first, then a
+/// slot's (`fetch_add` before the call, `fetch_sub` after it) on the second. The rows put them
+/// 4 KiB apart (`APART = 32`), as two instances' states on the heap are; every distance from
+/// 128 bytes to 8 KiB measured alike (`docs/benchmarks.md`). Against the sum of [`floor_load_cas`] and [`floor_add_sub`], what
+/// moving between two contended lines costs by itself.
+pub fn floor_two_lines<const APART: usize>() -> impl Fn() + Sync {
+    let words: Box<[Word]> = (0..=APART).map(|_| Word::default()).collect();
+    move || {
+        let (tat, slots) = (&words[0], &words[APART]);
+        let mut current = tat.0.load(Ordering::Acquire);
+        while let Err(actual) = tat.0.compare_exchange_weak(current, current + 1, Ordering::AcqRel, Ordering::Acquire) {
+            current = actual;
+        }
+        slots.0.fetch_add(1, Ordering::Acquire);
+        consume(work(opaque(1)));
+        slots.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
 /// backon, blocking, first attempt succeeds: nothing shared, each thread its own retry.
 pub fn retry_backon() -> impl Fn() -> Box<dyn FnMut()> + Sync {
     || Box::new(|| consume((|| work(opaque(1))).retry(ExponentialBuilder::default()).call()))

@@ -188,6 +188,11 @@ pub fn stack_async() -> impl FnMut() {
     async_case(|api, x| api.stacked_async(x))
 }
 
+/// `#[retry]` alone, first attempt succeeds, on one thread (the contended group's `retry_alone`).
+pub fn retry_sync() -> impl Fn() + Sync {
+    sync_case::<false, _>(|api, x| api.retried(x))
+}
+
 /// `#[retry]` alone, first attempt succeeds, shared by the contended rows' threads.
 pub fn retry_shared() -> impl Fn() + Sync {
     sync_case::<true, _>(|api, x| api.retried(x))
