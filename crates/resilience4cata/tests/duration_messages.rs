@@ -1,6 +1,6 @@
 //! A duration written with a space inside (`"100 ms"`) is refused with a message that says where
 //! the space is and what to write, in a configuration file as in an attribute (the attribute's
-//! case is `tests/ui/duration-space-before-unit.rs`).
+//! case is `crates/ui-tests/tests/ui/duration-space-before-unit.rs`).
 
 use resilience4cata::Registry;
 

@@ -2,7 +2,8 @@
 //! mistake in `tests/ui/`, each producing exactly one error whose first line carries its code; and
 //! `tests/ui/pass/` for every supported form, which must compile.
 //!
-//! Regenerate the expected output with `TRYBUILD=overwrite cargo test --test ui`, then read it.
+//! Regenerate the expected output with `TRYBUILD=overwrite cargo test -p ui-tests --all-features --test ui`,
+//! then read it.
 
 #[test]
 fn ui() {
