@@ -4,4 +4,4 @@
 #[macro_use]
 mod common;
 
-groups!(contended);
+groups!(contended, contended_apart);

@@ -92,8 +92,7 @@ pub fn parse(text: &str) -> HashMap<String, (f64, f64)> {
 /// The stack's floor: the sum of its parts' rows less the delegate calls counted more than once
 /// (three `floor_call`s), when every row has a figure.
 pub fn stack_parts(rows: &HashMap<String, (f64, f64)>) -> Option<f64> {
-    let sum: Option<f64> = STACK_PARTS.iter().map(|name| rows.get(*name).map(|r| r.0)).sum();
-    Some(sum? - 3.0 * rows.get("floor_call")?.0)
+    sum_of_calls(rows, STACK_PARTS)
 }
 
 /// The rows whose sum, less the delegate calls counted more than once, is the floor of the
@@ -105,8 +104,14 @@ pub const STACK_SHAPE: &[&str] = &["floor_two_lines", "retry_ours", "breaker_our
 /// which under contention is more than what each costs alone (`docs/benchmarks.md`, "Contended
 /// rows"), plus its retry and breaker, less the two extra delegate calls.
 pub fn stack_shape(rows: &HashMap<String, (f64, f64)>) -> Option<f64> {
-    let sum: Option<f64> = STACK_SHAPE.iter().map(|name| rows.get(*name).map(|r| r.0)).sum();
-    Some(sum? - 2.0 * rows.get("floor_call")?.0)
+    sum_of_calls(rows, STACK_SHAPE)
+}
+
+/// The sum of `names`' rows, each over one delegate call, less the calls beyond the first (one
+/// `floor_call` each), when every row has a figure.
+fn sum_of_calls(rows: &HashMap<String, (f64, f64)>, names: &[&str]) -> Option<f64> {
+    let sum: Option<f64> = names.iter().map(|name| ns(rows, name)).sum();
+    Some(sum? - (names.len() - 1) as f64 * ns(rows, "floor_call")?)
 }
 
 fn ns(rows: &HashMap<String, (f64, f64)>, name: &str) -> Option<f64> {
@@ -150,22 +155,18 @@ pub fn markdown(rows: &HashMap<String, (f64, f64)>) -> String {
         );
     }
     let stack = ns(rows, "stack_ours");
-    let parts = stack_parts(rows);
-    let _ = writeln!(
-        out,
-        "| stack (retry + breaker + rate limiter + bulkhead) | {} | – | – | – | sum of parts | {} | {} |",
-        fmt(stack),
-        fmt(parts),
-        ratio(stack.zip(parts).map(|(s, p)| s / p)),
-    );
-    let shape = stack_shape(rows);
-    let _ = writeln!(
-        out,
-        "| the same stack | {} | – | – | – | floor of its shape | {} | {} |",
-        fmt(stack),
-        fmt(shape),
-        ratio(stack.zip(shape).map(|(s, p)| s / p)),
-    );
+    for (title, floor, figure) in [
+        ("stack (retry + breaker + rate limiter + bulkhead)", "sum of parts", stack_parts(rows)),
+        ("the same stack", "floor of its shape", stack_shape(rows)),
+    ] {
+        let _ = writeln!(
+            out,
+            "| {title} | {} | – | – | – | {floor} | {} | {} |",
+            fmt(stack),
+            fmt(figure),
+            ratio(stack.zip(figure).map(|(s, f)| s / f)),
+        );
+    }
     out
 }
 

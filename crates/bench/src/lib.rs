@@ -492,6 +492,14 @@ pub static CASES: &[Case] = &[
     case!("contended", "floor_add_sub", Sync, cases::contended::floor_add_sub, contended),
     case!("contended", "floor_stamped_add", Sync, cases::contended::floor_stamped_add, contended),
     case!("contended", "floor_two_lines", Sync, cases::contended::floor_two_lines::<32>, contended),
+    // The same floor at other distances between its two words, `APART` blocks of 128 bytes
+    // (`docs/benchmarks.md`, "Against the done-when": every distance measured alike).
+    case!("contended_apart", "floor_two_lines_2", Sync, cases::contended::floor_two_lines::<2>, contended),
+    case!("contended_apart", "floor_two_lines_4", Sync, cases::contended::floor_two_lines::<4>, contended),
+    case!("contended_apart", "floor_two_lines_8", Sync, cases::contended::floor_two_lines::<8>, contended),
+    case!("contended_apart", "floor_two_lines_16", Sync, cases::contended::floor_two_lines::<16>, contended),
+    case!("contended_apart", "floor_two_lines_32", Sync, cases::contended::floor_two_lines::<32>, contended),
+    case!("contended_apart", "floor_two_lines_64", Sync, cases::contended::floor_two_lines::<64>, contended),
     // Each policy of ours on one thread, nobody beside it: the floor of a policy that writes no
     // shared word, and the uncontended cost `c` of the model in `docs/benchmarks.md`, in the same run.
     case!("contended", "retry_alone", Sync, cases::ours_guarded::retry_sync),
