@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 fn value(text: &str, key: &str) -> Option<u128> {
@@ -17,11 +16,9 @@ fn an_open_in_one_process_refuses_in_the_others_and_probes_are_capped_fleet_wide
     let Some(redis) = common::RedisServer::start() else { return };
     let start_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() + 1_500;
     let member = |role: &str, delay_ms: u128| {
-        Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
+        common::fleet_member()
             .args(["breaker", &redis.url(), "fleet::down", role])
             .args([(start_at + delay_ms).to_string(), (2_600 - delay_ms).to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .spawn()
             .expect("spawn member")
     };

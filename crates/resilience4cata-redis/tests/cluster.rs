@@ -15,7 +15,6 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -519,15 +518,7 @@ fn what_is_not_a_cluster_is_an_error_at_connect() {
 /// that it succeeded, never degraded and showed no caller an error.
 fn run_members(processes: usize, args: &[String]) -> Vec<String> {
     let members: Vec<_> = (0..processes)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
-                .args(args)
-                .env("R4C_STORE_TIMEOUT_MS", "100")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn member")
-        })
+        .map(|_| common::fleet_member().args(args).env("R4C_STORE_TIMEOUT_MS", "100").spawn().expect("spawn member"))
         .collect();
     members
         .into_iter()

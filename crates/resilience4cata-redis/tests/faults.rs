@@ -12,7 +12,6 @@ mod common;
 mod proxy;
 
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -86,11 +85,9 @@ fn fleet_under(fault: Fault, hit: &[usize], instance: &str) {
     let members: Vec<_> = proxies
         .iter()
         .map(|p| {
-            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
+            common::fleet_member()
                 .args([p.url(), instance.into(), PERMITS.to_string(), LEASE.to_string()])
                 .args([start_ms.to_string(), RUN_MS.to_string()])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
                 .spawn()
                 .expect("spawn member")
         })
@@ -240,11 +237,9 @@ fn breaker_transitions_decided_in_an_outage_reach_the_fleet_when_it_returns() {
         .iter()
         .zip(["fail", "succeed", "succeed"])
         .map(|(p, role)| {
-            Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
+            common::fleet_member()
                 .args(["breaker", &p.url(), "faults::breaker", role, &start_ms.to_string(), &run_ms.to_string()])
                 .args(["700", &WAIT_MS.to_string()])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
                 .spawn()
                 .expect("spawn member")
         })

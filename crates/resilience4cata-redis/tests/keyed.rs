@@ -8,7 +8,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -54,13 +54,11 @@ fn now_ms() -> u128 {
 }
 
 fn member(args: &[String]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"))
+    common::fleet_member()
         .args(args)
         // A loaded two-core machine can take longer than the default 25 ms to answer; the
         // tests assert the store stayed shared, not that it was fast.
         .env("R4C_STORE_TIMEOUT_MS", "100")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn member")
 }

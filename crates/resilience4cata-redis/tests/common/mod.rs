@@ -9,6 +9,14 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The other process of the multi-process tests, `r4c-redis-fleet-member`, its stdout and stderr
+/// piped; the caller adds its arguments (and environment) and spawns it.
+pub fn fleet_member() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_r4c-redis-fleet-member"));
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
 pub struct RedisServer {
     dir: tempfile::TempDir,
     child: Option<Child>,
